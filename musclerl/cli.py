@@ -1,0 +1,78 @@
+"""``musclerl`` command line.
+
+Subcommands: ``info``, ``retarget markers``, ``retarget smpl``, ``train``, ``evaluate``,
+``reference``, ``bench ik|env|train``. Each lives in the module of its stage, which exposes
+``add_arguments(parser)`` (cheap: no jax import) and ``run(args) -> int``.
+
+Bad input anywhere raises :class:`musclerl.errors.InputError`; ``main`` prints its one-line message
+to stderr and returns 2, with no traceback and no partial output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from musclerl.errors import InputError
+
+# (parser path, module, help). Modules are imported when the parser is built; they must keep
+# heavy imports (jax, flax) inside ``run``.
+COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
+    (("info",), "musclerl.info", "summarise a model (registry name or MJCF) or a motion file"),
+    (("retarget", "markers"), "musclerl.retarget.command_markers",
+     "marker trajectories (.trc) -> model coordinates by scaled, constrained IK"),
+    (("retarget", "smpl"), "musclerl.retarget.command_smpl",
+     "SMPL/AMASS motion (.npz) -> model coordinates by keypoint IK"),
+    (("train",), "musclerl.rl.command", "train a tracking policy with PPO"),
+    (("evaluate",), "musclerl.evaluate.command_evaluate",
+     "roll a policy out and compare torques/activations with ID, SO and EMG references"),
+    (("reference",), "musclerl.evaluate.command_reference",
+     "inverse dynamics + static optimisation for a motion -> reference NPZ and .sto files"),
+    (("bench", "ik"), "musclerl.retarget.bench", "IK speed and accuracy: ours vs mink (and OpenSim)"),
+    (("bench", "env"), "musclerl.envs.bench", "environment steps/s vs raw mj_step (and MJX)"),
+    (("bench", "train"), "musclerl.rl.bench", "training env-steps/s vs env-only stepping"),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="musclerl",
+        description="Muscle-actuated motion imitation on MuJoCo: retarget, train, evaluate.",
+    )
+    from musclerl import __version__
+
+    parser.add_argument("--version", action="version", version=f"musclerl {__version__}")
+    top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for path, module_name, help_text in COMMANDS:
+        if len(path) == 1:
+            sub = top.add_parser(path[0], help=help_text, description=help_text)
+        else:
+            if path[0] not in groups:
+                group_parser = top.add_parser(path[0], help=f"{path[0]} subcommands")
+                groups[path[0]] = group_parser.add_subparsers(dest="subcommand", required=True,
+                                                              metavar="SUBCOMMAND")
+            sub = groups[path[0]].add_parser(path[1], help=help_text, description=help_text)
+        module = importlib.import_module(module_name)
+        module.add_arguments(sub)
+        sub.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except InputError as err:
+        print(f"musclerl: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("musclerl: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tracking environments: one interface, MuJoCo C (cpu) and MJX backends, gymnasium wrapper."""

@@ -1,0 +1,1 @@
+"""Evaluation: rollouts, inverse dynamics / static optimisation, metrics, plots, reports."""

@@ -1,0 +1,1 @@
+"""Retargeting: lean kinematic tree, IK tasks and constraints, terrain, quality reports."""

@@ -1,0 +1,13 @@
+"""``musclerl bench ik``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    raise NotImplementedError("bench ik: in progress")

@@ -1,0 +1,1 @@
+"""PPO trainer, networks, checkpoints, policy export."""
