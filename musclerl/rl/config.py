@@ -1,0 +1,272 @@
+"""Training configuration: defaults, YAML inheritance, overlays and ``key=value`` overrides.
+
+A run is described by one nested dict (``DEFAULTS`` below shows every key the trainer reads).
+A YAML file may name a parent with ``base: other.yaml`` (resolved relative to the file); the
+child is deep-merged over the parent, the parent over ``DEFAULTS``. More files can be stacked as
+overlays (``load_config([a, b])``: b merged over a). Finally command-line overrides
+``ppo.num_envs=64 network.layer_norm=true`` are applied; their values are parsed as YAML scalars.
+
+Only the ``env`` section is free-form: it is handed to the environment's ``EnvConfig.from_dict``,
+which validates it. Every other key must exist in ``DEFAULTS`` — a typo is an :class:`InputError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from musclerl.errors import InputError
+
+REPO_DIR = Path(__file__).resolve().parents[2]
+CONFIG_DIR = REPO_DIR / "configs"
+
+DEFAULTS: dict[str, Any] = {
+    "seed": 0,
+    "model": "myolegs",            # registry name or MJCF path
+    "motion": "assets/motions/walk_myolegs.npz",  # Trajectory NPZ (relative to the repo or cwd)
+    "backend": "cpu",              # "cpu" (MuJoCo C threads) or "mjx" (whole update jitted)
+    "threads": 2,                  # MuJoCo C threads for the cpu backend
+    "env": {},                     # passed to musclerl.envs.EnvConfig.from_dict
+    "ppo": {
+        "num_envs": 32,            # total over all devices
+        "rollout_steps": 64,       # env steps per env per update
+        "total_env_steps": 200_000,
+        "update_epochs": 4,
+        "num_minibatches": 4,
+        "gamma": 0.99,
+        "gae_lambda": 0.95,
+        "clip_eps": 0.2,
+        "clip_value": True,        # PPO2-style clipped value loss
+        "vf_coef": 0.5,
+        "ent_coef": 0.0,
+        "max_grad_norm": 1.0,
+        "normalize_advantages": True,
+        "reward_scale": 1.0,       # rewards are multiplied by this before GAE
+        "normalize_obs": True,     # running mean/std of observations (kept in checkpoints)
+        "obs_clip": 5.0,           # normalised observations are clipped to +-obs_clip
+    },
+    "network": {
+        "policy_hidden": [256, 256],
+        "value_hidden": [256, 256],
+        "activation": "tanh",      # tanh | relu | elu | swish | gelu
+        "layer_norm": False,
+        "init_log_std": -1.0,      # initial log standard deviation of the Gaussian (pre-squash)
+        "squash": "sigmoid",       # sigmoid | clip: how Gaussian samples become excitations in [0, 1]
+    },
+    "optimizer": {
+        "name": "adam",            # adam | adamw | muon (optax.contrib.muon)
+        "learning_rate": 3.0e-4,
+        "schedule": "constant",    # constant | linear | cosine (over all updates)
+        "warmup_updates": 0,
+        "final_fraction": 0.0,     # final lr = learning_rate * final_fraction for linear/cosine
+        "weight_decay": 0.0,
+        "eps": 1.0e-5,
+    },
+    "checkpoint": {
+        "every_updates": 10,
+        "keep": 3,
+    },
+    "log": {
+        "every_updates": 1,
+        "progress": True,          # tqdm progress bar
+    },
+}
+
+
+def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a YAML mapping; a missing file, bad YAML or a non-mapping is an :class:`InputError`."""
+    try:  # engineer A's shared loader, when present, gives the project's uniform messages
+        from musclerl.config import load_yaml  # type: ignore[attr-defined]
+    except ImportError:
+        load_yaml = None
+    path = Path(path)
+    if load_yaml is not None:
+        data = load_yaml(path)
+    else:
+        if not path.is_file():
+            raise InputError(path, "config file not found")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise InputError(path, f"not valid YAML{where}") from err
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(path, f"a config must be a YAML mapping, got {type(data).__name__}")
+    return data
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``base`` with ``over`` merged in: nested mappings merge, everything else replaces."""
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _resolve_file(name: str | os.PathLike, relative_to: Path | None) -> Path:
+    path = Path(name)
+    candidates = [path]
+    if relative_to is not None and not path.is_absolute():
+        candidates.insert(0, relative_to / path)
+    if not path.is_absolute():
+        candidates.append(CONFIG_DIR / path)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    return candidates[0]
+
+
+def _load_with_bases(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+    path = path.resolve()
+    if path in seen:
+        raise InputError(path, "config inheritance loops back to itself through 'base'")
+    data = read_yaml(path)
+    parent = data.pop("base", None)
+    if parent is None:
+        return data
+    parents = [parent] if isinstance(parent, (str, os.PathLike)) else parent
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise InputError(path, "'base' must be a file name or a list of file names")
+    merged: dict[str, Any] = {}
+    for p in parents:
+        merged = deep_merge(merged, _load_with_bases(_resolve_file(p, path.parent), (*seen, path)))
+    return deep_merge(merged, data)
+
+
+def _check_keys(cfg: Mapping[str, Any], ref: Mapping[str, Any], source: str, prefix: str = "") -> None:
+    for key, value in cfg.items():
+        dotted = f"{prefix}{key}"
+        if key not in ref:
+            raise InputError(source, f"unknown config key '{dotted}' (known: {sorted(ref)})")
+        if key == "env":
+            if not isinstance(value, Mapping):
+                raise InputError(source, "'env' must be a mapping")
+            continue
+        if isinstance(ref[key], Mapping):
+            if not isinstance(value, Mapping):
+                raise InputError(source, f"'{dotted}' must be a mapping")
+            _check_keys(value, ref[key], source, dotted + ".")
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``"ppo.num_envs=64"`` -> (["ppo", "num_envs"], 64); the value is read as a YAML scalar/list."""
+    if "=" not in text:
+        raise InputError(text, "an override must look like key=value (e.g. ppo.num_envs=64)")
+    key, raw = text.split("=", 1)
+    parts = [p for p in key.strip().split(".")]
+    if not key.strip() or any(not p for p in parts):
+        raise InputError(text, "empty key in override")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as err:
+        raise InputError(text, "the value is not a valid YAML scalar") from err
+    return parts, value
+
+
+def apply_overrides(cfg: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """Apply ``key.sub=value`` strings; keys outside ``env`` must already exist."""
+    out = copy.deepcopy(dict(cfg))
+    for text in overrides:
+        parts, value = parse_override(text)
+        node: dict[str, Any] = out
+        for i, part in enumerate(parts[:-1]):
+            inside_env = parts[0] == "env"
+            if part not in node:
+                if not inside_env:
+                    raise InputError(text, f"unknown config key '{'.'.join(parts[: i + 1])}'")
+                node[part] = {}
+            if not isinstance(node[part], dict):
+                raise InputError(text, f"'{'.'.join(parts[: i + 1])}' is not a section")
+            node = node[part]
+        last = parts[-1]
+        if parts[0] != "env" and last not in node:
+            raise InputError(text, f"unknown config key '{'.'.join(parts)}'")
+        node[last] = value
+    return out
+
+
+def load_config(paths: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+                overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """DEFAULTS <- YAML file(s) (with their ``base`` chains, later files overlaid) <- overrides."""
+    if paths is None:
+        paths = []
+    elif isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    cfg = copy.deepcopy(DEFAULTS)
+    for p in paths:
+        path = _resolve_file(p, None)
+        if not path.is_file():
+            raise InputError(p, "config file not found")
+        layer = _load_with_bases(path, ())
+        _check_keys(layer, DEFAULTS, str(p))
+        cfg = deep_merge(cfg, layer)
+    cfg = apply_overrides(cfg, overrides)
+    validate(cfg, "config")
+    return cfg
+
+
+def validate(cfg: Mapping[str, Any], source: str) -> None:
+    """Check types and ranges of the trainer's settings (the env section is checked by the env)."""
+    _check_keys(cfg, DEFAULTS, source)
+    ppo, net, opt = cfg["ppo"], cfg["network"], cfg["optimizer"]
+
+    def need(cond: bool, problem: str) -> None:
+        if not cond:
+            raise InputError(source, problem)
+
+    def positive_int(section: str, key: str, value: Any) -> None:
+        need(isinstance(value, int) and not isinstance(value, bool) and value > 0,
+             f"{section}.{key} must be a positive integer, got {value!r}")
+
+    for key in ("num_envs", "rollout_steps", "total_env_steps", "update_epochs", "num_minibatches"):
+        positive_int("ppo", key, ppo[key])
+    for key in ("every_updates", "keep"):
+        positive_int("checkpoint", key, cfg["checkpoint"][key])
+    positive_int("log", "every_updates", cfg["log"]["every_updates"])
+    positive_int("", "threads", cfg["threads"])
+    need(isinstance(cfg["seed"], int), f"seed must be an integer, got {cfg['seed']!r}")
+    need(cfg["backend"] in ("cpu", "mjx"), f"backend must be 'cpu' or 'mjx', got {cfg['backend']!r}")
+    batch = ppo["num_envs"] * ppo["rollout_steps"]
+    need(batch % ppo["num_minibatches"] == 0,
+         f"ppo.num_envs*ppo.rollout_steps ({batch}) must be divisible by ppo.num_minibatches")
+    for key in ("gamma", "gae_lambda"):
+        need(isinstance(ppo[key], (int, float)) and 0.0 <= ppo[key] <= 1.0, f"ppo.{key} must be in [0, 1]")
+    for key in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "reward_scale", "obs_clip"):
+        need(isinstance(ppo[key], (int, float)) and ppo[key] >= 0, f"ppo.{key} must be a number >= 0")
+    for key in ("policy_hidden", "value_hidden"):
+        sizes = net[key]
+        need(isinstance(sizes, list) and all(isinstance(s, int) and s > 0 for s in sizes),
+             f"network.{key} must be a list of positive integers, got {sizes!r}")
+    need(net["activation"] in ("tanh", "relu", "elu", "swish", "gelu"),
+         f"network.activation must be tanh|relu|elu|swish|gelu, got {net['activation']!r}")
+    need(net["squash"] in ("sigmoid", "clip"), f"network.squash must be sigmoid|clip, got {net['squash']!r}")
+    need(opt["name"] in ("adam", "adamw", "muon"), f"optimizer.name must be adam|adamw|muon, got {opt['name']!r}")
+    need(opt["schedule"] in ("constant", "linear", "cosine"),
+         f"optimizer.schedule must be constant|linear|cosine, got {opt['schedule']!r}")
+    need(isinstance(opt["learning_rate"], (int, float)) and opt["learning_rate"] > 0,
+         "optimizer.learning_rate must be > 0")
+
+
+def num_updates(cfg: Mapping[str, Any]) -> int:
+    """Number of PPO updates the run performs (at least one)."""
+    ppo = cfg["ppo"]
+    return max(1, int(ppo["total_env_steps"]) // (ppo["num_envs"] * ppo["rollout_steps"]))
+
+
+def resolve_path(name: str | os.PathLike) -> Path:
+    """A data path from a config: as given if it exists, else relative to the repository."""
+    path = Path(name)
+    if path.exists() or path.is_absolute():
+        return path
+    return REPO_DIR / path

@@ -1,0 +1,351 @@
+"""PPO (Schulman et al. 2017) in the shape of PureJaxRL's ``make_train``.
+
+Read top to bottom: :class:`Transition` (one env step of a rollout), :func:`gae` (advantages with
+time-limit truncation), :func:`ppo_loss` (clipped policy and value losses, entropy bonus),
+:func:`make_learner` (minibatch epochs over one rollout: the part shared by both backends) and
+:func:`make_train` (the whole update — rollout with ``lax.scan`` over a jittable environment plus
+learning — as one pure function for the ``mjx`` backend). The ``cpu`` backend drives the same
+learner from :mod:`musclerl.rl.cpu_loop`.
+
+Shapes: T rollout steps, N environments, D observation size, A action size (muscles).
+
+Truncation versus termination: the value target of a step bootstraps from the value of the state
+the environment reached, ``V(terminal_obs)`` — the observation *before* the auto-reset — unless
+the episode truly terminated (then it bootstraps from 0). The GAE trace is cut at every episode
+end, truncated or terminated.
+
+Data parallelism: all arrays with an environment axis carry a sharding constraint that splits that
+axis over the ``"data"`` axis of a device mesh (every JAX device, over every host after
+``jax.distributed.initialize``); parameters are replicated. XLA then computes each device's part
+of the rollout and of every minibatch gradient and all-reduces the gradient sums, so the result is
+the one-device result for the same total batch (up to floating-point summation order).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from musclerl.rl import networks
+from musclerl.rl import normalization as norm
+
+
+class Transition(NamedTuple):
+    """One rollout step for N envs (leading axes (T, N) once stacked by the scan)."""
+
+    obs: jax.Array           # (N, D) observation normalised with the statistics used to act
+    action: jax.Array        # (N, A) pre-squash Gaussian sample u
+    log_prob: jax.Array      # (N,) log pi_old(u | obs)
+    value: jax.Array         # (N,) V_old(obs)
+    reward: jax.Array        # (N,) reward * reward_scale
+    done: jax.Array          # (N,) episode ended here (terminated or truncated)
+    terminated: jax.Array    # (N,) true termination: no bootstrap
+    next_value: jax.Array    # (N,) V_old(next obs before any reset), used for bootstrapping
+
+
+@flax.struct.dataclass
+class TrainState:
+    """Everything the learner updates; a checkpoint stores it whole."""
+
+    params: Any
+    opt_state: Any
+    obs_stats: norm.RunningStats
+    rng: jax.Array
+    update: jax.Array  # () int32: updates done so far
+
+
+# ------------------------------------------------------------------------------------------ math
+def gae(traj: Transition, gamma: float, lam: float) -> tuple[jax.Array, jax.Array]:
+    """Generalised advantage estimation over a (T, N) rollout -> (advantages, returns), (T, N).
+
+    ``delta_t = r_t + gamma * (1 - terminated_t) * next_value_t - value_t`` and
+    ``A_t = delta_t + gamma * lam * (1 - done_t) * A_{t+1}``.
+    """
+    not_term = 1.0 - traj.terminated.astype(jnp.float32)
+    not_done = 1.0 - traj.done.astype(jnp.float32)
+    deltas = traj.reward + gamma * not_term * traj.next_value - traj.value
+
+    def backward(adv_next, xs):
+        delta, keep = xs
+        adv = delta + gamma * lam * keep * adv_next
+        return adv, adv
+
+    _, adv = jax.lax.scan(backward, jnp.zeros_like(deltas[0]), (deltas, not_done), reverse=True)
+    return adv, adv + traj.value
+
+
+class Batch(NamedTuple):
+    """Flattened training samples (B = T*N)."""
+
+    obs: jax.Array        # (B, D)
+    action: jax.Array     # (B, A)
+    log_prob: jax.Array   # (B,)
+    value: jax.Array      # (B,)
+    advantage: jax.Array  # (B,)
+    target: jax.Array     # (B,) value target (returns)
+
+
+def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: dict[str, Any]):
+    """Clipped surrogate + (clipped) value loss - entropy bonus. Returns (loss, aux metrics)."""
+    mean, log_std, value = apply_fn(params, batch.obs)
+    log_prob = networks.gaussian_log_prob(batch.action, mean, log_std)
+    log_ratio = log_prob - batch.log_prob
+    ratio = jnp.exp(log_ratio)
+    adv = batch.advantage
+    if ppo_cfg["normalize_advantages"]:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    eps = ppo_cfg["clip_eps"]
+    policy_loss = -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - eps, 1 + eps) * adv))
+    value_err = jnp.square(value - batch.target)
+    if ppo_cfg["clip_value"]:
+        clipped = batch.value + jnp.clip(value - batch.value, -eps, eps)
+        value_err = jnp.maximum(value_err, jnp.square(clipped - batch.target))
+    value_loss = 0.5 * jnp.mean(value_err)
+    entropy = networks.gaussian_entropy(log_std)
+    loss = policy_loss + ppo_cfg["vf_coef"] * value_loss - ppo_cfg["ent_coef"] * entropy
+    aux = {
+        "loss/policy": policy_loss,
+        "loss/value": value_loss,
+        "loss/entropy": entropy,
+        "loss/approx_kl": jnp.mean((ratio - 1.0) - log_ratio),
+        "loss/clip_frac": jnp.mean((jnp.abs(ratio - 1.0) > eps).astype(jnp.float32)),
+        "policy/std": jnp.mean(jnp.exp(log_std)),
+    }
+    return loss, aux
+
+
+# ------------------------------------------------------------------------------------------ optimiser
+def make_schedule(opt_cfg: dict[str, Any], total_steps: int) -> optax.Schedule:
+    """Learning-rate schedule over ``total_steps`` optimiser steps (with optional linear warm-up)."""
+    lr = float(opt_cfg["learning_rate"])
+    warmup = int(opt_cfg["warmup_updates"])
+    decay_steps = max(total_steps - warmup, 1)
+    final = lr * float(opt_cfg["final_fraction"])
+    kind = opt_cfg["schedule"]
+    if kind == "constant":
+        main = optax.constant_schedule(lr)
+    elif kind == "linear":
+        main = optax.linear_schedule(lr, final, decay_steps)
+    else:
+        main = optax.cosine_decay_schedule(lr, decay_steps, alpha=final / lr)
+    if warmup <= 0:
+        return main
+    return optax.join_schedules([optax.linear_schedule(0.0, lr, warmup), main], [warmup])
+
+
+def make_optimizer(cfg: dict[str, Any], total_steps: int) -> tuple[optax.GradientTransformation, Callable]:
+    """Gradient-norm clipping followed by adam / adamw / muon (``optax.contrib.muon``)."""
+    opt_cfg = cfg["optimizer"]
+    schedule = make_schedule(opt_cfg, total_steps)
+    name = opt_cfg["name"]
+    if name == "adam":
+        opt = optax.adam(schedule, eps=float(opt_cfg["eps"]))
+    elif name == "adamw":
+        opt = optax.adamw(schedule, eps=float(opt_cfg["eps"]), weight_decay=float(opt_cfg["weight_decay"]))
+    else:
+        from optax.contrib import muon
+
+        opt = muon(schedule, weight_decay=float(opt_cfg["weight_decay"]))
+    return optax.chain(optax.clip_by_global_norm(float(cfg["ppo"]["max_grad_norm"])), opt), schedule
+
+
+# ------------------------------------------------------------------------------------------ sharding
+def data_mesh() -> Mesh:
+    """A 1-D mesh named ``"data"`` over every JAX device (all hosts)."""
+    return Mesh(np.asarray(jax.devices()), ("data",))
+
+
+def shard_envs(tree: Any, mesh: Mesh | None, axis: int = 0) -> Any:
+    """Constrain array leaves to be split over devices along ``axis`` (inside jit)."""
+    if mesh is None or mesh.size == 1:
+        return tree
+    spec = PartitionSpec(*([None] * axis), "data")
+
+    def constrain(x):
+        if isinstance(x, jax.Array) and x.ndim > axis and x.shape[axis] % mesh.size == 0:
+            return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+        return x
+
+    return jax.tree_util.tree_map(constrain, tree)
+
+
+# ------------------------------------------------------------------------------------------ learner
+@dataclasses.dataclass(frozen=True)
+class Learner:
+    """The backend-independent parts: network, optimiser, acting and the PPO update."""
+
+    cfg: dict[str, Any]
+    network: networks.ActorCritic
+    tx: optax.GradientTransformation
+    schedule: Callable
+    obs_size: int
+    mesh: Mesh | None
+
+    def init(self, rng: jax.Array) -> TrainState:
+        rng, key = jax.random.split(rng)
+        params = self.network.init(key, jnp.zeros((1, self.obs_size), jnp.float32))
+        return TrainState(params=params, opt_state=self.tx.init(params),
+                          obs_stats=norm.RunningStats.create(self.obs_size), rng=rng,
+                          update=jnp.zeros((), jnp.int32))
+
+    def normalize(self, state: TrainState, obs: jax.Array) -> jax.Array:
+        ppo = self.cfg["ppo"]
+        return norm.normalize(state.obs_stats, obs, ppo["obs_clip"], ppo["normalize_obs"])
+
+    def act(self, state: TrainState, obs: jax.Array, key: jax.Array):
+        """Sample for raw ``obs`` (N, D) -> (norm_obs, u, log_prob, value, excitation in [0,1])."""
+        obs_n = self.normalize(state, obs)
+        mean, log_std, value = self.network.apply(state.params, obs_n)
+        u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+        log_prob = networks.gaussian_log_prob(u, mean, log_std)
+        return obs_n, u, log_prob, value, networks.squash(u, self.cfg["network"]["squash"])
+
+    def value(self, state: TrainState, obs: jax.Array) -> jax.Array:
+        """V(obs) for raw observations (N, D) -> (N,)."""
+        return self.network.apply(state.params, self.normalize(state, obs))[2]
+
+    def learn(self, state: TrainState, traj: Transition, raw_obs: jax.Array):
+        """PPO epochs over one (T, N) rollout, then fold the rollout's raw observations
+        ``raw_obs`` (T, N, D) into the running statistics. Returns (state, metrics dict)."""
+        ppo = self.cfg["ppo"]
+        traj = traj._replace(reward=traj.reward * ppo["reward_scale"])
+        adv, target = gae(traj, ppo["gamma"], ppo["gae_lambda"])
+        flat = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, value=traj.value,
+                     advantage=adv, target=target)
+        flat = jax.tree_util.tree_map(lambda x: x.reshape((-1, *x.shape[2:])), flat)
+        n_mb = ppo["num_minibatches"]
+        size = flat.obs.shape[0] // n_mb
+        grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
+
+        def minibatch_step(carry, mb: Batch):
+            params, opt_state = carry
+            mb = shard_envs(mb, self.mesh)
+            (_, aux), grads = grad_fn(params, self.network.apply, mb, ppo)
+            aux["loss/grad_norm"] = optax.global_norm(grads)
+            updates, opt_state = self.tx.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), aux
+
+        def epoch(carry, key):
+            perm = jax.random.permutation(key, flat.obs.shape[0])
+            mbs = jax.tree_util.tree_map(lambda x: x[perm].reshape((n_mb, size, *x.shape[1:])), flat)
+            return jax.lax.scan(minibatch_step, carry, mbs)
+
+        rng, key = jax.random.split(state.rng)
+        keys = jax.random.split(key, ppo["update_epochs"])
+        (params, opt_state), aux = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
+        metrics = jax.tree_util.tree_map(jnp.mean, aux)
+        steps_done = (state.update + 1) * ppo["update_epochs"] * n_mb
+        metrics["optim/learning_rate"] = jnp.asarray(self.schedule(steps_done), jnp.float32)
+        metrics["value/explained_variance"] = 1.0 - jnp.var(target - traj.value) / (jnp.var(target) + 1e-8)
+        stats = norm.update(state.obs_stats, raw_obs) if ppo["normalize_obs"] else state.obs_stats
+        new = TrainState(params=params, opt_state=opt_state, obs_stats=stats, rng=rng, update=state.update + 1)
+        return new, metrics
+
+
+def make_learner(cfg: dict[str, Any], obs_size: int, action_size: int, total_updates: int,
+                 mesh: Mesh | None = None) -> Learner:
+    ppo = cfg["ppo"]
+    tx, schedule = make_optimizer(cfg, total_updates * ppo["update_epochs"] * ppo["num_minibatches"])
+    return Learner(cfg=cfg, network=networks.make_network(cfg["network"], action_size), tx=tx,
+                   schedule=schedule, obs_size=obs_size, mesh=mesh)
+
+
+# ------------------------------------------------------------------------------------------ episodes
+@flax.struct.dataclass
+class EpisodeTracker:
+    """Per-env running return/length and sums over the episodes that ended since the last read."""
+
+    ret: jax.Array        # (N,) undiscounted return so far (unscaled reward)
+    length: jax.Array     # (N,) steps so far
+    sum_ret: jax.Array    # () sum of returns of finished episodes
+    sum_len: jax.Array    # ()
+    count: jax.Array      # () finished episodes
+    terminated: jax.Array  # () how many of them terminated early
+
+    @classmethod
+    def create(cls, num_envs: int) -> EpisodeTracker:
+        z = jnp.zeros((), jnp.float32)
+        return cls(ret=jnp.zeros(num_envs, jnp.float32), length=jnp.zeros(num_envs, jnp.float32),
+                   sum_ret=z, sum_len=z, count=z, terminated=z)
+
+    def step(self, reward, done, terminated) -> EpisodeTracker:
+        ret, length = self.ret + reward, self.length + 1.0
+        d = done.astype(jnp.float32)
+        return EpisodeTracker(ret=ret * (1 - d), length=length * (1 - d),
+                              sum_ret=self.sum_ret + jnp.sum(ret * d), sum_len=self.sum_len + jnp.sum(length * d),
+                              count=self.count + jnp.sum(d),
+                              terminated=self.terminated + jnp.sum(terminated.astype(jnp.float32) * d))
+
+    def read(self) -> tuple[dict[str, jax.Array], EpisodeTracker]:
+        """Metrics of the finished episodes (NaN if none) and a tracker with the sums cleared."""
+        c = self.count
+        out = {"episode/return": jnp.where(c > 0, self.sum_ret / jnp.maximum(c, 1), jnp.nan),
+               "episode/length": jnp.where(c > 0, self.sum_len / jnp.maximum(c, 1), jnp.nan),
+               "episode/count": c,
+               "episode/termination_rate": jnp.where(c > 0, self.terminated / jnp.maximum(c, 1), jnp.nan)}
+        z = jnp.zeros((), jnp.float32)
+        return out, self.replace(sum_ret=z, sum_len=z, count=z, terminated=z)
+
+
+# ------------------------------------------------------------------------------------------ jax envs
+class Carry(NamedTuple):
+    """What one jitted update step threads through (all pytrees)."""
+
+    train: TrainState
+    env_state: Any
+    episodes: EpisodeTracker
+
+
+def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None = None):
+    """PPO on a jittable environment (``env.reset(rng)``, ``env.step(state, action)`` pure).
+
+    Returns ``(learner, init, update_step, train)``:
+    ``init(rng) -> Carry``; ``update_step(carry) -> (carry, metrics)`` does one rollout of
+    ``ppo.rollout_steps`` steps for every env and one PPO update (jit it, or scan it);
+    ``train(rng) -> (carry, metrics stacked over updates)`` runs ``total_updates`` updates as one
+    ``lax.scan`` — the PureJaxRL form, used by tests and by the runner in chunks.
+    """
+    learner = make_learner(cfg, env.observation_size, env.action_size, total_updates, mesh)
+    ppo = cfg["ppo"]
+
+    def init(rng: jax.Array) -> Carry:
+        rng, env_key = jax.random.split(rng)
+        env_state = shard_envs(env.reset(env_key), mesh)
+        return Carry(learner.init(rng), env_state, EpisodeTracker.create(ppo["num_envs"]))
+
+    def env_step(carry: tuple, _):
+        train, env_state, episodes = carry
+        rng, key = jax.random.split(train.rng)
+        train = train.replace(rng=rng)
+        obs_n, u, log_prob, value, excitation = learner.act(train, env_state.obs, key)
+        nxt = shard_envs(env.step(env_state, excitation), mesh)
+        next_value = learner.value(train, nxt.info["terminal_obs"])
+        tr = Transition(obs=obs_n, action=u, log_prob=log_prob, value=value, reward=nxt.reward,
+                        done=nxt.done, terminated=nxt.terminated, next_value=next_value)
+        episodes = episodes.step(nxt.reward, nxt.done, nxt.terminated)
+        env_metrics = jax.tree_util.tree_map(jnp.mean, dict(nxt.metrics))
+        return (train, nxt, episodes), (tr, env_state.obs, env_metrics)
+
+    def update_step(carry: Carry) -> tuple[Carry, dict[str, jax.Array]]:
+        (train, env_state, episodes), (traj, raw_obs, env_metrics) = jax.lax.scan(
+            env_step, tuple(carry), None, length=ppo["rollout_steps"])
+        traj = shard_envs(traj, mesh, axis=1)
+        train, metrics = learner.learn(train, traj, raw_obs)
+        ep_metrics, episodes = episodes.read()
+        metrics.update(ep_metrics)
+        metrics.update({f"env/{k}": jnp.mean(v) for k, v in env_metrics.items()})
+        metrics["episode/truncation_frac"] = jnp.mean(traj.done & ~traj.terminated)
+        return Carry(train, env_state, episodes), metrics
+
+    def train(rng: jax.Array):
+        return jax.lax.scan(lambda c, _: update_step(c), init(rng), None, length=total_updates)
+
+    return learner, init, update_step, train
