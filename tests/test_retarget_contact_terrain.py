@@ -1,0 +1,156 @@
+"""Contact detection and terrain recovery on synthetic feet walking known ground."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from musclerl.motion.trajectory import Terrain
+from musclerl.retarget import synthetic_gait as sg
+from musclerl.retarget.contact import (
+    ContactParams,
+    detect_contacts,
+    foot_flags,
+    height_above_local_level_m,
+    point_speed_mps,
+    remove_short_phases,
+    stance_phases,
+)
+from musclerl.retarget.terrain import (
+    fit_patch,
+    free_space_ceiling,
+    support_patches,
+    terrain_from_contacts,
+    terrain_summary,
+)
+
+FEET = np.array([0, 1, 0, 1])  # heel L, heel R, toe L, toe R
+COURSES = {
+    "flat": sg.flat_course(),
+    "slope": sg.slope_course(8.0),
+    "step": sg.step_course(0.12),
+    "stairs": sg.stairs_course(4, 0.15, 0.32),
+}
+
+
+def _gait(course: sg.Course) -> tuple[sg.SyntheticGait, np.ndarray]:
+    gait = sg.walk_feet(course, sg.GaitParams(n_steps=10))
+    return gait, np.concatenate([gait.heel_m, gait.toe_m], axis=1)
+
+
+def _corridor_error(terrain: Terrain, course: sg.Course, x_max: float, edge_margin_m: float) -> np.ndarray:
+    """|recovered - true| along the walking band, away from step edges by ``edge_margin_m``."""
+    x, y = np.meshgrid(np.linspace(-0.2, x_max, 300), np.array([-0.09, 0.0, 0.09]))
+    err = np.abs(terrain.height_at(np.stack([x, y], axis=-1)) - course.height_m(x))
+    keep = np.ones_like(x, dtype=bool)
+    for edge in course.edges_x_m():
+        keep &= np.abs(x - edge) > edge_margin_m
+    return err[keep]
+
+
+def test_speed_and_local_height_basic():
+    t = np.arange(100) / 100.0
+    pts = np.zeros((100, 1, 3))
+    pts[:, 0, 0] = 2.0 * t  # 2 m/s along x
+    np.testing.assert_allclose(point_speed_mps(pts, 100.0), 2.0, atol=1e-9)
+    # A foot standing at 0.15 m (a step) after standing at 0: level follows its own stance.
+    z = np.where(t < 0.5, 0.0, 0.15)[:, None]
+    rel = height_above_local_level_m(z, 100.0, window_s=0.2)
+    assert np.all(np.abs(rel) < 1e-12)
+    # A bump between two stances is above both levels.
+    z = (0.1 * np.sin(np.pi * np.clip((t - 0.4) / 0.2, 0, 1)))[:, None]
+    rel = height_above_local_level_m(z, 100.0, window_s=0.3)
+    assert rel[50, 0] == pytest.approx(0.1)
+
+
+def test_hysteresis_and_short_phases():
+    flags = np.array([1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0], dtype=bool)[:, None]
+    out = remove_short_phases(flags, 2)[:, 0]
+    # The one-frame gap at 2 is filled, the isolated stance at 10 is dropped.
+    assert out.tolist() == [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0]
+    assert stance_phases(out) == [(0, 6)]
+    speed_noise = np.zeros((60, 1, 3))
+    speed_noise[:, 0, 0] = np.cumsum(np.where(np.arange(60) % 2, 0.004, -0.003))  # jitter, ~0.2 m/s
+    flags = detect_contacts(speed_noise, 60.0, params=ContactParams(smooth_s=0.0))
+    assert flags.all(), "sub-threshold jitter must not break a stance"
+
+
+@pytest.mark.parametrize("name", list(COURSES))
+def test_contacts_match_truth(name):
+    gait, pts = _gait(COURSES[name])
+    flags = detect_contacts(pts, gait.rate_hz)
+    truth = np.concatenate([gait.stance, gait.stance], axis=1)
+    assert not np.any(flags & ~truth), "stance reported during a true swing"
+    assert (flags == truth).mean() > 0.9
+    feet = foot_flags(flags, FEET)
+    # One stance per foothold: the planner uses n_steps + 2 footholds, split over two feet.
+    assert len(stance_phases(feet[:, 0])) + len(stance_phases(feet[:, 1])) == 12
+
+
+def test_patch_plane_fit_recovers_slope():
+    rng = np.random.default_rng(0)
+    xy = rng.uniform(-0.1, 0.1, size=(40, 2))
+    z = 0.3 + 0.14 * xy[:, 0] - 0.05 * xy[:, 1]
+    patch = fit_patch(np.column_stack([xy, z]), 0, (0, 10), ridge=1e-6)
+    cx, cy = patch.centre_m
+    assert patch.height_m == pytest.approx(0.3 + 0.14 * cx - 0.05 * cy, abs=1e-9)
+    np.testing.assert_allclose(patch.slope, [0.14, -0.05], atol=1e-4)
+    # Collinear samples (heel and toe only): the unseen cross slope stays at zero.
+    line = np.column_stack([np.linspace(0, 0.2, 10), np.zeros(10), np.linspace(0, 0.02, 10)])
+    np.testing.assert_allclose(fit_patch(line, 0, (0, 10), 1e-3).slope[1], 0.0, atol=1e-9)
+
+
+def test_free_space_ceiling():
+    pts = np.array([[0.12, 0.12, 0.4], [0.12, 0.12, 0.3], [0.5, 0.5, -1.0]])
+    ceiling = free_space_ceiling(pts, np.zeros(2), 0.1, (4, 4))
+    assert ceiling[1, 1] == 0.3 and ceiling[2, 2] == 0.3
+    assert np.isinf(ceiling[0, 0]) and np.isinf(ceiling[3, 3])
+
+
+@pytest.mark.parametrize("name,kind", [("flat", "flat"), ("slope", "sloped"), ("step", "steps"),
+                                       ("stairs", "steps")])
+def test_terrain_recovered_within_2cm(name, kind):
+    course = COURSES[name]
+    gait, pts = _gait(course)
+    flags = detect_contacts(pts, gait.rate_hz)
+    terrain = terrain_from_contacts(pts, flags, FEET)
+    err = _corridor_error(terrain, course, float(pts[..., 0].max()), edge_margin_m=0.15)
+    assert err.max() < 0.02, f"{name}: max error {err.max():.3f} m away from edges"
+    # Under every stance sample the ground is exact.
+    planted = pts[flags]
+    np.testing.assert_allclose(terrain.height_at(planted[:, :2]), course.height_m(planted[:, 0]), atol=0.01)
+    summary = terrain_summary(terrain)
+    assert summary["kind"] == kind
+    if name == "stairs":
+        assert summary["steps_along_x"] == 4
+        assert summary["height_max_m"] == pytest.approx(0.6, abs=0.01)
+    if name == "slope":
+        assert summary["max_slope_deg"] == pytest.approx(8.0, abs=1.5)
+
+
+def test_step_edge_stays_sharp_and_free_space_bounds_it():
+    """Across a step the level switches within a few cells (no ramp over the whole gap)."""
+    course = COURSES["step"]
+    gait, pts = _gait(course)
+    flags = detect_contacts(pts, gait.rate_hz)
+    terrain = terrain_from_contacts(pts, flags, FEET)
+    x = np.linspace(0.8, 2.2, 141)
+    h = terrain.height_at(np.column_stack([x, np.zeros_like(x)]))
+    ramp = (h > 0.01) & (h < 0.11)
+    assert ramp.sum() * 0.01 <= 0.1, "step smeared into a ramp"
+    # A body point skimming at 5 cm over the first 20 cm past the edge forbids the upper level there.
+    skim = np.column_stack([np.linspace(1.5, 1.7, 30), np.zeros(30), np.full(30, 0.05)])
+    bounded = terrain_from_contacts(pts, flags, FEET, free_points_m=skim)
+    assert np.all(bounded.height_at(skim[:, :2]) <= 0.05 + 0.011)
+
+
+def test_sole_offset_and_no_contact():
+    course = COURSES["flat"]
+    gait, pts = _gait(course)
+    raised = pts + np.array([0.0, 0.0, 0.03])
+    flags = detect_contacts(raised, gait.rate_hz)
+    terrain = terrain_from_contacts(raised, flags, FEET, sole_offset_m=0.03)
+    assert np.abs(terrain.height_m).max() < 1e-9
+    assert len(support_patches(pts, np.zeros(pts.shape[:2], bool), FEET)) == 0
+    with pytest.raises(ValueError):
+        terrain_from_contacts(pts, np.zeros(pts.shape[:2], bool), FEET)
