@@ -64,7 +64,8 @@ class MarkerSet:
         return MarkerSet(
             tuple(
                 dataclasses.replace(m, location_m=np.asarray(locations_m[m.name], dtype=float))
-                if m.name in locations_m else m
+                if m.name in locations_m
+                else m
                 for m in self.markers
             ),
             self.source,
@@ -135,8 +136,12 @@ def read_marker_set(path: str | os.PathLike) -> MarkerSet:
             if fixed_text not in ("true", "false", "1", "0"):
                 raise InputError(path, f"marker {name!r} has <fixed> {fixed_text!r}, expected true/false")
             markers.append(
-                Marker(name, _body_name(element, path, name), _location(element, path, name),
-                       fixed_text in ("true", "1"))
+                Marker(
+                    name,
+                    _body_name(element, path, name),
+                    _location(element, path, name),
+                    fixed_text in ("true", "1"),
+                )
             )
     if not markers:
         raise InputError(path, "no <Marker> in any <MarkerSet> (give a .osim or MarkerSet .xml with markers)")
@@ -159,7 +164,9 @@ def add_markers(spec: mujoco.MjSpec, marker_set: MarkerSet, prefix: str = "") ->
             continue
         site_name = prefix + marker.name
         if spec.site(site_name) is not None:
-            raise InputError(marker_set.source or "markers", f"the model already has a site named {site_name!r}")
+            raise InputError(
+                marker_set.source or "markers", f"the model already has a site named {site_name!r}"
+            )
         body.add_site(
             name=site_name,
             pos=np.asarray(marker.location_m, dtype=float),

@@ -105,9 +105,17 @@ def _task_set(element: ET.Element | None, path: Path) -> IKSetup:
             continue
         kind = (task.findtext("value_type") or "default_value").strip()
         if kind == "from_file":
-            raise InputError(path, f"coordinate task {task.get('name')!r}: value_type from_file is not supported")
-        value = _float(task.findtext("value") or "0", path, "coordinate value") if kind == "manual_value" else None
-        weight = _float(task.findtext("weight") or "1", path, f"weight of coordinate task {task.get('name')!r}")
+            raise InputError(
+                path, f"coordinate task {task.get('name')!r}: value_type from_file is not supported"
+            )
+        value = (
+            _float(task.findtext("value") or "0", path, "coordinate value")
+            if kind == "manual_value"
+            else None
+        )
+        weight = _float(
+            task.findtext("weight") or "1", path, f"weight of coordinate task {task.get('name')!r}"
+        )
         coordinates.append(CoordinateTarget(task.get("name", ""), weight, value))
     return IKSetup(weights, tuple(coordinates))
 
@@ -159,7 +167,9 @@ def read_scale_setup(path: str | os.PathLike) -> ScaleSetup:
     if scaler is not None and _applies(scaler):
         measurement_set = scaler.find(".//MeasurementSet")
         if measurement_set is not None:
-            measurements = tuple(_measurement(m, path) for m in measurement_set.iter("Measurement") if _applies(m))
+            measurements = tuple(
+                _measurement(m, path) for m in measurement_set.iter("Measurement") if _applies(m)
+            )
     placer = tool.find("MarkerPlacer")
     placement = _task_set(None if placer is None else placer.find("IKTaskSet"), path)
     preserve = (scaler.findtext("preserve_mass_distribution") if scaler is not None else None) or "true"

@@ -53,8 +53,9 @@ def _local_factors(quat: np.ndarray, body_factors: np.ndarray) -> np.ndarray:
     return (rot**2).T @ body_factors
 
 
-def _scaled_inertia(mass: float, inertia: np.ndarray, iquat: np.ndarray, factors: np.ndarray,
-                    mass_ratio: float) -> tuple[np.ndarray, np.ndarray]:
+def _scaled_inertia(
+    mass: float, inertia: np.ndarray, iquat: np.ndarray, factors: np.ndarray, mass_ratio: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Principal inertia (3,) and its quat after stretching the body by ``factors``.
 
     With ``I`` the inertia about the COM in the body frame, the second moment of the mass is
@@ -78,7 +79,9 @@ def _scaled_inertia(mass: float, inertia: np.ndarray, iquat: np.ndarray, factors
 def _scale_geom(spec: mujoco.MjSpec, geom, s: np.ndarray, shared_meshes: set[str]) -> None:
     geom.pos = np.asarray(geom.pos) * s
     if np.all(np.isfinite(geom.fromto)) and geom.type in (
-        mujoco.mjtGeom.mjGEOM_CAPSULE, mujoco.mjtGeom.mjGEOM_CYLINDER, mujoco.mjtGeom.mjGEOM_BOX,
+        mujoco.mjtGeom.mjGEOM_CAPSULE,
+        mujoco.mjtGeom.mjGEOM_CYLINDER,
+        mujoco.mjtGeom.mjGEOM_BOX,
         mujoco.mjtGeom.mjGEOM_ELLIPSOID,
     ):
         ends = np.asarray(geom.fromto).reshape(2, 3) * s
@@ -103,8 +106,11 @@ def _scale_geom(spec: mujoco.MjSpec, geom, s: np.ndarray, shared_meshes: set[str
     elif kind == mujoco.mjtGeom.mjGEOM_MESH:
         mesh = spec.mesh(geom.meshname)
         if geom.meshname in shared_meshes:
-            copy = spec.add_mesh(name=f"{geom.meshname}__{geom.name or id(geom)}", file=mesh.file,
-                                 scale=np.asarray(mesh.scale) * local)
+            copy = spec.add_mesh(
+                name=f"{geom.meshname}__{geom.name or id(geom)}",
+                file=mesh.file,
+                scale=np.asarray(mesh.scale) * local,
+            )
             geom.meshname = copy.name
         else:
             mesh.scale = np.asarray(mesh.scale) * local
@@ -118,8 +124,9 @@ def _tendon_lengths(model: mujoco.MjModel) -> np.ndarray:
     return np.array(data.ten_length)
 
 
-def scale_spec(spec: mujoco.MjSpec, factors: dict[str, np.ndarray], mass_kg: float | None = None,
-               source: str = "model") -> dict[str, np.ndarray]:
+def scale_spec(
+    spec: mujoco.MjSpec, factors: dict[str, np.ndarray], mass_kg: float | None = None, source: str = "model"
+) -> dict[str, np.ndarray]:
     """Scale ``spec`` in place, per body; ``factors`` maps body name -> (3,) or scalar factor.
 
     Bodies not named keep factor 1. Returns the factors used, each (3,). Raises
@@ -153,8 +160,9 @@ def scale_spec(spec: mujoco.MjSpec, factors: dict[str, np.ndarray], mass_kg: flo
         body.pos = np.asarray(body.pos) * s_parent
         compiled = before.body(body.name)
         volume_ratio[body.name] = float(np.prod(s))
-        inertia, iquat = _scaled_inertia(float(compiled.mass[0]), np.array(compiled.inertia),
-                                         np.array(compiled.iquat), s, 1.0)
+        inertia, iquat = _scaled_inertia(
+            float(compiled.mass[0]), np.array(compiled.inertia), np.array(compiled.iquat), s, 1.0
+        )
         body.mass = float(compiled.mass[0])
         body.ipos = np.array(compiled.ipos) * s
         body.iquat = iquat
@@ -178,7 +186,9 @@ def scale_spec(spec: mujoco.MjSpec, factors: dict[str, np.ndarray], mass_kg: flo
     return {name: per_body.get(name, np.ones(3)) for name in per_body}
 
 
-def _scale_coupled_slides(spec: mujoco.MjSpec, before: mujoco.MjModel, per_body: dict[str, np.ndarray]) -> None:
+def _scale_coupled_slides(
+    spec: mujoco.MjSpec, before: mujoco.MjModel, per_body: dict[str, np.ndarray]
+) -> None:
     """Scale slide joints (range, ref, equality polynomial) by the parent factor along their axis."""
     slide_factor: dict[str, float] = {}
     for body in spec.bodies[1:]:
@@ -202,8 +212,9 @@ def _scale_coupled_slides(spec: mujoco.MjSpec, before: mujoco.MjModel, per_body:
             equality.data = data
 
 
-def _scale_masses(spec: mujoco.MjSpec, before: mujoco.MjModel, volume_ratio: dict[str, float],
-                  mass_kg: float | None) -> None:
+def _scale_masses(
+    spec: mujoco.MjSpec, before: mujoco.MjModel, volume_ratio: dict[str, float], mass_kg: float | None
+) -> None:
     """Masses by volume ratio, or uniformly to ``mass_kg``; inertias follow the mass change."""
     masses = {b.name: float(b.mass) for b in spec.bodies[1:]}
     if mass_kg is not None:
@@ -223,9 +234,12 @@ def marker_pair_distance_m(positions_m: dict[str, np.ndarray], a: str, b: str) -
     return float(np.linalg.norm(np.asarray(positions_m[a]) - np.asarray(positions_m[b])))
 
 
-def measure_scale_factors(model: mujoco.MjModel, measured_m: dict[str, np.ndarray],
-                          measurements: tuple[Measurement, ...], source: str = "static trial"
-                          ) -> dict[str, np.ndarray]:
+def measure_scale_factors(
+    model: mujoco.MjModel,
+    measured_m: dict[str, np.ndarray],
+    measurements: tuple[Measurement, ...],
+    source: str = "static trial",
+) -> dict[str, np.ndarray]:
     """OpenSim Scale-tool factors: body -> (3,) from marker pairs.
 
     ``model`` carries the markers as sites (named as the markers) and is evaluated at ``qpos0``;
@@ -244,13 +258,17 @@ def measure_scale_factors(model: mujoco.MjModel, measured_m: dict[str, np.ndarra
     for measurement in measurements:
         ratios = []
         for a, b in measurement.marker_pairs:
-            usable = all(n in model_pos and n in measured_m and np.all(np.isfinite(measured_m[n])) for n in (a, b))
+            usable = all(
+                n in model_pos and n in measured_m and np.all(np.isfinite(measured_m[n])) for n in (a, b)
+            )
             if usable:
                 model_d = marker_pair_distance_m(model_pos, a, b)
                 if model_d > 1e-6:
                     ratios.append(marker_pair_distance_m(measured_m, a, b) / model_d)
         if not ratios:
-            raise InputError(source, f"measurement {measurement.name!r}: no marker pair present in both model and trial")
+            raise InputError(
+                source, f"measurement {measurement.name!r}: no marker pair present in both model and trial"
+            )
         ratio = float(np.mean(ratios))
         for body in measurement.bodies:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body) < 0:

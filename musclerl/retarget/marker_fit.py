@@ -1,0 +1,292 @@
+"""Marker fitting on MuJoCo C: one pose at a time (static calibration and marker placement).
+
+:class:`PoseFit` solves, for one frame, OpenSim's IK objective
+
+    min_q  sum_i w_i |x_i(q) - t_i|^2  +  sum_c w_c (q_c - v_c)^2  +  w_post |q - q_ref|^2
+
+over the model's *independent* coordinates with Levenberg–Marquardt (a step is accepted and the
+damping shrunk when the cost falls, rejected and the damping grown when it rises). Joints driven
+by joint-equality polynomials (the knee's coupled translations and rotations, the patella) are
+not free: they are computed from their driver after every step, so the equalities hold to
+rounding, and their effect enters the Jacobian through the chain rule. Limited joints are clamped
+into their ranges after every step (a projected method: no solution leaves the ranges).
+
+``x_i`` are site positions (the markers added by :mod:`musclerl.models.markers`), ``t_i`` targets
+in the world frame (metres, Z up); NaN targets are ignored. :func:`align_root` places the free
+root by a rigid (Kabsch) fit so the first solve starts close.
+
+:func:`place_markers` is OpenSim's MarkerPlacer: after the static pose is fitted, every marker
+not flagged ``fixed`` moves to its measured position, expressed in its body's frame.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import numpy as np
+
+from musclerl.errors import InputError
+from musclerl.models.markers import MarkerSet
+
+
+@dataclasses.dataclass(frozen=True)
+class Coupling:
+    """``q[dependent] - q0_dep = polyval(q[driver] - q0_drv)`` (MuJoCo joint equality)."""
+
+    dependent_qpos: int
+    dependent_dof: int
+    driver_qpos: int
+    driver_dof: int
+    dependent_q0: float
+    driver_q0: float
+    coefficients: np.ndarray  # (5,) a0..a4
+
+
+def joint_couplings(model: mujoco.MjModel) -> list[Coupling]:
+    """Active joint equalities between two 1-dof joints, in model order."""
+    out = []
+    for e in range(model.neq):
+        if model.eq_type[e] != mujoco.mjtEq.mjEQ_JOINT or not model.eq_active0[e] or model.eq_obj2id[e] < 0:
+            continue
+        dep, drv = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+        qd, qv = int(model.jnt_qposadr[dep]), int(model.jnt_qposadr[drv])
+        out.append(
+            Coupling(qd, int(model.jnt_dofadr[dep]), qv, int(model.jnt_dofadr[drv]),
+                     float(model.qpos0[qd]), float(model.qpos0[qv]), np.array(model.eq_data[e, :5]))
+        )
+    return out
+
+
+def apply_couplings(couplings: list[Coupling], qpos: np.ndarray) -> None:
+    """Set every dependent coordinate of ``qpos`` (nq,) from its driver, in place."""
+    for c in couplings:
+        x = qpos[c.driver_qpos] - c.driver_q0
+        qpos[c.dependent_qpos] = c.dependent_q0 + np.polyval(c.coefficients[::-1], x)
+
+
+def equality_residual(couplings: list[Coupling], qpos: np.ndarray) -> np.ndarray:
+    """Residual of each coupling for poses ``qpos`` (..., nq) -> (..., len(couplings))."""
+    qpos = np.asarray(qpos)
+    cols = [
+        qpos[..., c.dependent_qpos] - c.dependent_q0
+        - np.polyval(c.coefficients[::-1], qpos[..., c.driver_qpos] - c.driver_q0)
+        for c in couplings
+    ]
+    return np.stack(cols, axis=-1) if cols else np.zeros(qpos.shape[:-1] + (0,))
+
+
+@dataclasses.dataclass(frozen=True)
+class FitResult:
+    """One frame: ``qpos`` (nq,), weighted marker RMS ``residual_m``, ``converged``, ``iterations``."""
+
+    qpos: np.ndarray
+    residual_m: float
+    converged: bool
+    iterations: int
+
+
+class PoseFit:
+    """Weighted marker + coordinate least squares for one frame on a compiled model.
+
+    ``sites`` (M,) names the marker sites, ``weights`` (M,) their weights; ``coordinate_targets``
+    maps joint name -> (value in qpos units or None for qpos0, weight); ``posture_weight`` pulls
+    every independent hinge/slide coordinate weakly towards ``qpos0`` (conditioning only);
+    ``locked_dofs`` are dof indices kept at their initial values.
+    """
+
+    def __init__(self, model: mujoco.MjModel, sites: list[str], weights: np.ndarray,
+                 coordinate_targets: dict[str, tuple[float | None, float]] | None = None,
+                 posture_weight: float = 1e-4, max_iterations: int = 60, tolerance: float = 1e-9,
+                 locked_dofs: tuple[int, ...] = ()):
+        self.model = model
+        self.data = mujoco.MjData(model)
+        self.site_ids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites])
+        if np.any(self.site_ids < 0):
+            missing = [s for s, i in zip(sites, self.site_ids) if i < 0]
+            raise InputError("model", f"no site for markers {missing}")
+        self.weights = np.asarray(weights, dtype=float)
+        self.couplings = joint_couplings(model)
+        dependent = {c.dependent_dof for c in self.couplings}
+        self.free_dofs = np.array([d for d in range(model.nv) if d not in dependent and d not in locked_dofs],
+                                  dtype=int)
+        self.coord_rows = []  # (qpos adr, dof, target, sqrt weight)
+        for name, (value, weight) in (coordinate_targets or {}).items():
+            j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+            if j < 0 or model.jnt_type[j] not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+                continue
+            adr = int(model.jnt_qposadr[j])
+            target = float(model.qpos0[adr]) if value is None else float(value)
+            self.coord_rows.append((adr, int(model.jnt_dofadr[j]), target, np.sqrt(weight)))
+        self.posture = []  # (qpos adr, dof) of independent 1-dof joints
+        for j in range(model.njnt):
+            if model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+                if int(model.jnt_dofadr[j]) not in dependent:
+                    self.posture.append((int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])))
+        self.posture_sqrt_w = np.sqrt(posture_weight)
+        self.limited = [(int(model.jnt_qposadr[j]), model.jnt_range[j].copy()) for j in range(model.njnt)
+                        if model.jnt_limited[j] and model.jnt_type[j] in
+                        (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)]
+        self.max_iterations = max_iterations
+        self.tolerance = tolerance
+
+    # ------------------------------------------------------------------ pieces
+    def site_positions(self, qpos: np.ndarray) -> np.ndarray:
+        """World positions (M, 3) of the marker sites at ``qpos``."""
+        self.data.qpos[:] = qpos
+        mujoco.mj_kinematics(self.model, self.data)
+        return np.array(self.data.site_xpos[self.site_ids])
+
+    def _project(self, qpos: np.ndarray) -> np.ndarray:
+        for adr, (lo, hi) in self.limited:
+            qpos[adr] = min(max(qpos[adr], lo), hi)
+        apply_couplings(self.couplings, qpos)
+        return qpos
+
+    def _residual(self, qpos: np.ndarray, targets: np.ndarray, sqrt_w: np.ndarray) -> np.ndarray:
+        x = self.site_positions(qpos)
+        err = np.where(np.isnan(targets), 0.0, x - np.nan_to_num(targets)) * sqrt_w[:, None]
+        coords = [w * (qpos[adr] - t) for adr, _, t, w in self.coord_rows]
+        post = [self.posture_sqrt_w * (qpos[adr] - self.model.qpos0[adr]) for adr, _ in self.posture]
+        return np.concatenate([err.reshape(-1), coords, post])
+
+    def _jacobian(self, qpos: np.ndarray, sqrt_w: np.ndarray) -> np.ndarray:
+        """Residual Jacobian over the independent dofs, (3M + C + P, n_free)."""
+        model, data = self.model, self.data
+        data.qpos[:] = qpos
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        m = len(self.site_ids)
+        jac = np.zeros((3 * m, model.nv))
+        jacp = np.zeros((3, model.nv))
+        for i, site in enumerate(self.site_ids):
+            if sqrt_w[i] == 0:
+                continue
+            mujoco.mj_jacSite(model, data, jacp, None, int(site))
+            jac[3 * i : 3 * i + 3] = jacp * sqrt_w[i]
+        for c in self.couplings:  # chain rule through the equality polynomials
+            x = qpos[c.driver_qpos] - c.driver_q0
+            slope = np.polyval(np.polyder(c.coefficients[::-1]), x)
+            jac[:, c.driver_dof] += slope * jac[:, c.dependent_dof]
+        rows = [jac]
+        extra = np.zeros((len(self.coord_rows) + len(self.posture), model.nv))
+        for r, (_, dof, _, w) in enumerate(self.coord_rows):
+            extra[r, dof] = w
+        for r, (_, dof) in enumerate(self.posture):
+            extra[len(self.coord_rows) + r, dof] = self.posture_sqrt_w
+        rows.append(extra)
+        return np.vstack(rows)[:, self.free_dofs]
+
+    # ------------------------------------------------------------------ solve
+    def solve(self, targets_m: np.ndarray, qpos_init: np.ndarray) -> FitResult:
+        """Fit one frame: ``targets_m`` (M, 3) world metres (NaN = missing) from ``qpos_init`` (nq,)."""
+        present = ~np.isnan(targets_m[:, 0])
+        sqrt_w = np.sqrt(self.weights) * present
+        qpos = self._project(np.array(qpos_init, dtype=float))
+        res = self._residual(qpos, targets_m, sqrt_w)
+        cost = float(res @ res)
+        damping = 1e-3
+        converged = False
+        step_v = np.zeros(self.model.nv)
+        iteration = 0
+        for iteration in range(1, self.max_iterations + 1):
+            jac = self._jacobian(qpos, sqrt_w)
+            grad = jac.T @ res
+            hess = jac.T @ jac
+            accepted = False
+            while damping < 1e8:
+                delta = np.linalg.solve(hess + damping * (np.diag(np.diag(hess)) + 1e-9 * np.eye(len(grad))), -grad)
+                step_v[:] = 0.0
+                step_v[self.free_dofs] = delta
+                trial = qpos.copy()
+                mujoco.mj_integratePos(self.model, trial, step_v, 1.0)
+                trial = self._project(trial)
+                trial_res = self._residual(trial, targets_m, sqrt_w)
+                trial_cost = float(trial_res @ trial_res)
+                if trial_cost <= cost:
+                    damping = max(damping / 3.0, 1e-9)
+                    accepted = True
+                    break
+                damping *= 4.0
+            if not accepted:
+                converged = True  # no descent direction left: a (local) minimum
+                break
+            decrease = cost - trial_cost
+            qpos, res, cost = trial, trial_res, trial_cost
+            if decrease <= self.tolerance * max(cost, 1e-12) or np.max(np.abs(delta)) < 1e-8:
+                converged = True
+                break
+        total_w = float(np.sum(self.weights * present))
+        x = self.site_positions(qpos)
+        err2 = np.sum((x - np.nan_to_num(targets_m)) ** 2, axis=1)
+        rms = float(np.sqrt(np.sum(err2 * self.weights * present) / total_w)) if total_w > 0 else float("nan")
+        return FitResult(qpos, rms, converged, iteration)
+
+
+def align_root(model: mujoco.MjModel, qpos: np.ndarray, sites: list[str], targets_m: np.ndarray) -> np.ndarray:
+    """Move the free root of ``qpos`` so the sites best match ``targets_m`` (M, 3) rigidly (Kabsch).
+
+    Returns a new qpos; models without a free root are returned unchanged.
+    """
+    qpos = np.array(qpos, dtype=float)
+    free = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+    if not free:
+        return qpos
+    adr = int(model.jnt_qposadr[free[0]])
+    data = mujoco.MjData(model)
+    data.qpos[:] = qpos
+    mujoco.mj_kinematics(model, data)
+    ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites]
+    ok = ~np.isnan(targets_m[:, 0])
+    if ok.sum() < 3:
+        raise InputError("markers", "fewer than 3 markers present: cannot place the model")
+    src = np.array(data.site_xpos[ids])[ok]
+    dst = targets_m[ok]
+    src_c, dst_c = src.mean(0), dst.mean(0)
+    u, _, vt = np.linalg.svd((src - src_c).T @ (dst - dst_c))
+    sign = np.sign(np.linalg.det(vt.T @ u.T))
+    rot = vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
+    root_pos = qpos[adr : adr + 3]
+    root_mat = np.zeros(9)
+    mujoco.mju_quat2Mat(root_mat, qpos[adr + 3 : adr + 7])
+    new_quat = np.zeros(4)
+    mujoco.mju_mat2Quat(new_quat, (rot @ root_mat.reshape(3, 3)).reshape(9))
+    qpos[adr : adr + 3] = rot @ (root_pos - src_c) + dst_c
+    qpos[adr + 3 : adr + 7] = new_quat
+    return qpos
+
+
+def place_markers(model: mujoco.MjModel, qpos: np.ndarray, marker_set: MarkerSet,
+                  measured_m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """OpenSim MarkerPlacer: body-frame locations (3,) for every non-fixed, measured marker.
+
+    ``qpos`` is the fitted static pose; ``measured_m`` maps name -> world position (3,).
+    """
+    data = mujoco.MjData(model)
+    data.qpos[:] = qpos
+    mujoco.mj_kinematics(model, data)
+    out = {}
+    for marker in marker_set.markers:
+        point = measured_m.get(marker.name)
+        site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, marker.name)
+        if marker.fixed or point is None or site < 0 or not np.all(np.isfinite(point)):
+            continue
+        body = int(model.site_bodyid[site])
+        rot = data.xmat[body].reshape(3, 3)
+        out[marker.name] = rot.T @ (np.asarray(point) - data.xpos[body])
+    return out
+
+
+def root_rigid_sites(model: mujoco.MjModel, sites: list[str]) -> np.ndarray:
+    """(M,) bool: sites on bodies moved by the free root joint alone (pelvis, rigid trunk)."""
+    out = np.zeros(len(sites), dtype=bool)
+    for i, name in enumerate(sites):
+        body = int(model.site_bodyid[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)])
+        only_free = True
+        while body > 0:
+            for j in range(model.body_jntadr[body], model.body_jntadr[body] + model.body_jntnum[body]):
+                if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE:
+                    only_free = False
+            body = int(model.body_parentid[body])
+        out[i] = only_free
+    return out
