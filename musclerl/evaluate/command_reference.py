@@ -1,8 +1,23 @@
-"""``musclerl reference``: inverse dynamics + static optimisation -> reference NPZ."""
+"""``musclerl reference``: inverse dynamics + static optimisation -> reference NPZ and .sto files.
+
+Outputs (all written only when everything succeeded):
+
+- ``OUT.npz`` in the reference schema (:mod:`musclerl.motion.reference`): ``joint_angle`` (pelvis
+  columns in OpenSim's ground frame, then the model's independent coordinates, degrees / metres),
+  ``joint_torque`` = ID moments / mass (N·m/kg, model sign convention, columns
+  ``<coordinate>_moment`` or ``<coordinate>_force`` for slides), ``computed_grf`` = the applied
+  external loads in MuJoCo's world frame / body weight (columns ``<load>_force_x|y|z``);
+- ``OUT_muscle_activation.sto`` and ``OUT_muscle_force.sto`` (N) from static optimisation.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+import numpy as np
+
+from musclerl.errors import InputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -11,8 +26,167 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grf", help="ground reaction forces .mot")
     parser.add_argument("--loads", help="OpenSim ExternalLoads .xml naming the bodies the GRFs act on")
     parser.add_argument("--mass", type=float, help="subject mass in kg (default: model mass)")
+    parser.add_argument("--lowpass-hz", type=float, default=6.0,
+                        help="low-pass cutoff for .mot coordinates before differentiation (0: off)")
+    parser.add_argument("--sign", action="append", default=[], metavar="COLUMN=SIGN",
+                        help="per-column sign for .mot input, e.g. knee_angle_r=-1 (default: gait2354 "
+                             "knees with negative flexion are flipped automatically)")
+    parser.add_argument("--reserve-nm", type=float, default=1.0,
+                        help="strength of the weak reserve actuators in static optimisation (N·m)")
+    parser.add_argument("--no-static-optimisation", action="store_true",
+                        help="inverse dynamics only (no .sto outputs)")
     parser.add_argument("--out", required=True, help="reference NPZ")
 
 
+def _parse_signs(items: list[str]) -> dict[str, float] | None:
+    if not items:
+        return None
+    signs = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if value not in ("1", "+1", "-1"):
+            raise InputError("--sign", f"expected COLUMN=+1 or COLUMN=-1, got {item!r}")
+        signs[name] = float(value)
+    return signs
+
+
+def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarray, list[str], dict]:
+    """(qpos (T, nq), time_s (T,), notes, signs) from a Trajectory NPZ or a coordinates .mot."""
+    from musclerl.evaluate.coordinates import coordinates_to_qpos
+    from musclerl.evaluate.inverse_dynamics import lowpass
+    from musclerl.motion.storage import read_storage
+    from musclerl.motion.trajectory import Trajectory
+
+    path = Path(args.motion)
+    notes: list[str] = []
+    if path.suffix.lower() == ".npz":
+        traj = Trajectory.load(path)
+        traj.check_model(model, path)
+        return traj.qpos, np.arange(traj.num_frames) / traj.rate_hz, notes, {}
+    if path.suffix.lower() not in (".mot", ".sto"):
+        raise InputError(path, "motion must be a Trajectory .npz or an OpenSim coordinates .mot")
+    table = read_storage(path)
+    if table.num_rows < 5 or table.rate_hz is None:
+        raise InputError(path, f"need at least 5 rows of coordinates, got {table.num_rows}")
+    values = np.asarray(table.data, dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise InputError(path, "coordinates contain NaN or inf")
+    if args.lowpass_hz > 0:
+        values = lowpass(values, table.rate_hz, args.lowpass_hz)
+        notes.append(f"coordinates low-pass filtered at {args.lowpass_hz:g} Hz "
+                     "(4th-order zero-phase Butterworth)")
+    conv = coordinates_to_qpos(model, list(table.columns), values, table.in_degrees, _parse_signs(args.sign))
+    if len(conv.used) == 0:
+        raise InputError(path, "no column matches a model coordinate")
+    if conv.ignored:
+        notes.append(f"columns without a model joint ignored: {', '.join(conv.ignored)}")
+    if conv.missing:
+        notes.append(f"model coordinates absent from the motion (held at 0): {', '.join(conv.missing)}")
+    for name, s in conv.signs.items():
+        if s < 0:
+            notes.append(f"column {name} sign flipped to the model's convention")
+    return conv.qpos, np.asarray(table.time_s, dtype=float), notes, conv.signs
+
+
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("reference: in progress")
+    import mujoco
+
+    from musclerl.evaluate import inverse_dynamics as idyn
+    from musclerl.evaluate.coordinates import (
+        PELVIS_COLUMNS,
+        independent_coordinates,
+        qpos_to_coordinates,
+        qpos_to_pelvis,
+    )
+    from musclerl.evaluate.static_optimisation import static_optimisation
+    from musclerl.models.introspect import total_mass_kg
+    from musclerl.models.registry import load_model
+    from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, write_reference
+    from musclerl.motion.storage import Table, read_storage, write_storage
+
+    out = Path(args.out)
+    if out.suffix != ".npz":
+        raise InputError(out, "--out must end in .npz")
+    if bool(args.grf) != bool(args.loads):
+        raise InputError("--grf/--loads", "give both the GRF .mot and the ExternalLoads .xml, or neither")
+    if args.mass is not None and not (np.isfinite(args.mass) and args.mass > 0):
+        raise InputError("--mass", f"must be a positive number of kg, got {args.mass}")
+    model = load_model(args.model)
+    qpos, time_s, notes, _signs = _load_motion(args, model)
+    mass_kg = float(args.mass) if args.mass is not None else total_mass_kg(model)
+    coords = independent_coordinates(model)
+
+    loads = None
+    grf_valid = np.ones(len(time_s), dtype=bool)
+    if args.grf:
+        forces, _ = idyn.read_external_loads(args.loads)
+        for f in forces:
+            if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.body) < 0:
+                raise InputError(args.loads, f"ExternalForce '{f.name}' acts on body '{f.body}', "
+                                 f"which model '{args.model}' lacks")
+        grf = read_storage(args.grf)
+        loads = idyn.loads_from_table(forces, list(grf.columns), grf.data, grf.time_s, time_s, args.grf)
+        grf_valid = (time_s >= grf.time_s[0] - 1e-9) & (time_s <= grf.time_s[-1] + 1e-9)
+        if not grf_valid.any():
+            raise InputError(args.grf, "GRF time range does not overlap the motion")
+        if not grf_valid.all():
+            notes.append(f"{int((~grf_valid).sum())} frames outside the GRF time range marked invalid")
+    result = idyn.inverse_dynamics(model, qpos, time_s, coords, loads)
+    rms_res = np.sqrt(np.mean(result.residual ** 2, axis=0))
+    notes.append("root residuals RMS (force N world x,y,z; moment N·m body x,y,z): "
+                 + ", ".join(f"{v:.1f}" for v in rms_res))
+
+    slide = int(mujoco.mjtJoint.mjJNT_SLIDE)
+    torque_cols = tuple(f"{c}_force" if int(model.jnt_type[model.joint(c).id]) == slide else f"{c}_moment"
+                        for c in coords)
+    valid = np.isfinite(result.moments) & grf_valid[:, None]
+    torque = np.where(valid, result.moments / mass_kg, np.nan)
+    _, angles = qpos_to_coordinates(model, qpos, coords)
+    joint_angle = np.hstack([qpos_to_pelvis(model, qpos), angles])
+
+    weight_n = mass_kg * STANDARD_GRAVITY
+    if loads is not None:
+        grf_cols = tuple(f"{n}_force_{a}" for n in loads.names for a in "xyz")
+        grf_arr = loads.force_n.reshape(len(time_s), -1) / weight_n
+    else:
+        grf_cols, grf_arr = (), np.zeros((len(time_s), 0))
+    grf_mask = np.repeat(grf_valid[:, None], grf_arr.shape[1], axis=1)
+    so = None
+    if not args.no_static_optimisation:
+        so = static_optimisation(model, qpos, result.qvel, result.moments, coords, args.reserve_nm,
+                                 progress=True)
+        worst = max(so.reserve_summary().items(), key=lambda kv: kv[1]["max_abs_nm"])
+        notes.append(f"static optimisation: {int(so.success.sum())}/{len(so.success)} frames converged; "
+                     f"reserve strength {args.reserve_nm:g} N·m; "
+                     f"largest reserve {worst[1]['max_abs_nm']:.2f} N·m "
+                     f"at {worst[0]}")
+    ref = ReferenceData(
+        subject=Path(args.motion).stem, trial=Path(args.motion).stem, step_label="whole trial",
+        timestep=float(np.median(np.diff(time_s))), time_sec=time_s - time_s[0],
+        joint_angle=joint_angle, joint_angle_columns=(*PELVIS_COLUMNS, *coords),
+        joint_torque=torque, joint_torque_columns=torque_cols, joint_torque_valid=valid,
+        joint_torque_column_valid=valid.any(axis=0),
+        joint_torque_sign_convention=f"model {args.model}: positive moment along the coordinate's axis "
+                                     "(increases the coordinate)",
+        joint_torque_normalization="divided by subject_weight_kg", joint_torque_units="N*m/kg",
+        subject_weight_kg=mass_kg, subject_body_weight_n=weight_n,
+        computed_grf=np.where(grf_mask, grf_arr, np.nan), computed_grf_columns=grf_cols,
+        computed_grf_valid=grf_mask, computed_grf_normalization="divided by subject_body_weight_n",
+        computed_grf_units="BW (MuJoCo world frame, z up)",
+        qc_notes=tuple(notes),
+        source_files=tuple(str(p) for p in (args.motion, args.grf, args.loads) if p),
+        source_time_sec=time_s,
+    )
+    ref.validate(out)
+    if so is not None:  # companions first, the NPZ last: a failure leaves no NPZ claiming them
+        stem = out.with_suffix("")
+        t0 = time_s - time_s[0]
+        write_storage(f"{stem}_muscle_activation.sto",
+                      Table(so.muscles, so.activation, t0, False, "static optimisation activations"))
+        write_storage(f"{stem}_muscle_force.sto",
+                      Table(so.muscles, so.force_n, t0, False, "static optimisation muscle forces (N)"))
+    write_reference(out, ref)
+    print(f"wrote {out} ({len(time_s)} frames, {len(coords)} coordinates, mass {mass_kg:.2f} kg)")
+    for note in notes:
+        print(f"  note: {note}")
+    return 0

@@ -1,0 +1,272 @@
+"""OpenSim coordinates (``.mot``, Rajagopal / gait2354 names) <-> MuJoCo ``qpos`` of a model.
+
+Frames
+------
+OpenSim's ground is Y-up (X forward, Y up, Z right of the subject). myolegs (converted from
+Rajagopal 2016 by MyoConverter) keeps OpenSim's body frames and puts its ``pelvis`` body under the
+free root with a fixed rotation; at the root's identity pose the pelvis axes are, in the world:
+pelvis X -> -y, pelvis Y -> +z, pelvis Z -> -x. We therefore map a lab vector as
+
+    v_mujoco = OPENSIM_TO_MUJOCO @ v_opensim,   i.e.  (x, y, z)_mj = (-z, -x, y)_os,
+
+so the subject walks along MuJoCo's -y when walking along OpenSim's +x. (Checked in the tests:
+the model's pelvis rotation at the identity root equals this matrix to 1e-3, and myolegs' feet
+driven by OpenSim's IK land on the heel markers of the same trial.)
+
+Pelvis (free joint)
+-------------------
+OpenSim's ``ground_pelvis`` CustomJoint translates by (pelvis_tx, ty, tz) in ground, then rotates
+body-fixed about Z (tilt), X (list), Y (rotation): ``R_os = Rz(tilt) Rx(list) Ry(rotation)``.
+The MuJoCo root orientation is ``R_root = C R_os R_pelvis_in_root^T`` and its position places the
+pelvis origin at ``C p_os``.
+
+Coupled coordinates
+-------------------
+Rajagopal's knee moves the tibia and patella through functions of ``knee_angle``; myolegs keeps
+them as extra joints tied by joint-equality polynomials ``y - y0 = sum_k c_k (x - x0)^k``. We set
+them from the independent coordinate, and :func:`coupling_matrix` projects generalised forces of
+all dofs onto the independent coordinates by virtual work (``tau_x += dy/dx * tau_y``), which is
+what OpenSim reports as the knee moment.
+
+Signs
+-----
+A per-column sign map converts a reference's convention to the model's. gait2354/gait2392 measure
+knee flexion negative (``knee_angle_r`` -60 deg is flexed) where Rajagopal/myolegs use positive:
+:func:`detect_sign_map` flips a knee column whose values are mostly negative.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import numpy as np
+
+OPENSIM_TO_MUJOCO = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+PELVIS_ROTATIONS = ("pelvis_tilt", "pelvis_list", "pelvis_rotation")
+PELVIS_TRANSLATIONS = ("pelvis_tx", "pelvis_ty", "pelvis_tz")
+PELVIS_COLUMNS = PELVIS_ROTATIONS + PELVIS_TRANSLATIONS
+KNEE_COLUMNS = ("knee_angle_r", "knee_angle_l")
+SCALAR_JOINTS = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+HINGE = int(mujoco.mjtJoint.mjJNT_HINGE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Coupling:
+    """Dependent joint ``y`` driven by independent joint ``x`` through a quartic polynomial."""
+
+    dependent: str
+    independent: str
+    y_qpos: int
+    y_dof: int
+    x_qpos: int
+    x_dof: int
+    coef: np.ndarray  # (5,) a0..a4
+    x0: float
+    y0: float
+
+    def value(self, x: np.ndarray) -> np.ndarray:
+        dx = np.asarray(x, dtype=float) - self.x0
+        return self.y0 + np.polynomial.polynomial.polyval(dx, self.coef)
+
+    def slope(self, x: np.ndarray) -> np.ndarray:
+        dx = np.asarray(x, dtype=float) - self.x0
+        return np.polynomial.polynomial.polyval(dx, np.polynomial.polynomial.polyder(self.coef))
+
+
+def couplings(model: mujoco.MjModel) -> list[Coupling]:
+    """Active joint-equality constraints between two scalar joints, as :class:`Coupling`."""
+    out = []
+    for e in range(model.neq):
+        is_joint = int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT)
+        if not is_joint or not model.eq_active0[e] or model.eq_obj2id[e] < 0:
+            continue
+        j1, j2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+        q1, q2 = int(model.jnt_qposadr[j1]), int(model.jnt_qposadr[j2])
+        out.append(Coupling(
+            dependent=model.joint(j1).name, independent=model.joint(j2).name,
+            y_qpos=q1, y_dof=int(model.jnt_dofadr[j1]), x_qpos=q2, x_dof=int(model.jnt_dofadr[j2]),
+            coef=np.array(model.eq_data[e, :5], dtype=float),
+            x0=float(model.qpos0[q2]), y0=float(model.qpos0[q1]),
+        ))
+    return out
+
+
+def independent_coordinates(model: mujoco.MjModel) -> list[str]:
+    """Names of scalar (hinge/slide) joints that no joint equality drives, in model order."""
+    dependent = {c.dependent for c in couplings(model)}
+    scalar = SCALAR_JOINTS
+    return [model.joint(j).name for j in range(model.njnt)
+            if int(model.jnt_type[j]) in scalar and model.joint(j).name not in dependent]
+
+
+def apply_couplings(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
+    """Copy of ``qpos`` (T, nq) with every dependent joint set from its independent joint."""
+    q = np.array(qpos, dtype=float, copy=True)
+    for c in couplings(model):
+        q[..., c.y_qpos] = c.value(q[..., c.x_qpos])
+    return q
+
+
+def coupling_matrix(model: mujoco.MjModel, qpos: np.ndarray, names: list[str]) -> np.ndarray:
+    """P (K, nv) with ``tau_named = P @ tau_all`` for the scalar coordinates ``names`` at ``qpos`` (nq,).
+
+    Row k has 1 at the coordinate's own dof and dy/dx at each dof it drives (virtual work).
+    """
+    P = np.zeros((len(names), model.nv))
+    row = {}
+    for k, name in enumerate(names):
+        j = model.joint(name).id
+        P[k, model.jnt_dofadr[j]] = 1.0
+        row[name] = k
+    for c in couplings(model):
+        if c.independent in row:
+            P[row[c.independent], c.y_dof] += float(c.slope(qpos[c.x_qpos]))
+    return P
+
+
+def _axis_rotation(axis: int, angle_rad: np.ndarray) -> np.ndarray:
+    """Rotation matrices (T, 3, 3) about a coordinate axis (0 x, 1 y, 2 z)."""
+    c, s = np.cos(angle_rad), np.sin(angle_rad)
+    R = np.zeros(np.shape(angle_rad) + (3, 3))
+    i, j = [(1, 2), (2, 0), (0, 1)][axis]
+    R[..., axis, axis] = 1.0
+    R[..., i, i] = c
+    R[..., j, j] = c
+    R[..., i, j] = -s
+    R[..., j, i] = s
+    return R
+
+
+def opensim_pelvis_rotation(tilt_rad: np.ndarray, list_rad: np.ndarray,
+                            rotation_rad: np.ndarray) -> np.ndarray:
+    """OpenSim ground_pelvis orientation (T, 3, 3): Rz(tilt) @ Rx(list) @ Ry(rotation)."""
+    return _axis_rotation(2, tilt_rad) @ _axis_rotation(0, list_rad) @ _axis_rotation(1, rotation_rad)
+
+
+def _root_joint(model: mujoco.MjModel) -> int:
+    for j in range(model.njnt):
+        if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
+            return j
+    raise ValueError("model has no free joint")
+
+
+def pelvis_in_root(model: mujoco.MjModel, pelvis_body: str = "pelvis") -> tuple[np.ndarray, np.ndarray]:
+    """Pose of ``pelvis_body`` in the free-root body's frame: (R (3, 3), p (3,)) at qpos0."""
+    data = mujoco.MjData(model)
+    root_body = int(model.jnt_bodyid[_root_joint(model)])
+    data.qpos[:] = model.qpos0
+    mujoco.mj_kinematics(model, data)
+    Rr = data.xmat[root_body].reshape(3, 3)
+    b = model.body(pelvis_body).id
+    R = Rr.T @ data.xmat[b].reshape(3, 3)
+    p = Rr.T @ (data.xpos[b] - data.xpos[root_body])
+    return R, p
+
+
+def detect_sign_map(columns: list[str], values: np.ndarray) -> dict[str, float]:
+    """Signs (+1/-1) per column: knee columns whose median is negative are flipped (gait2354)."""
+    signs = {}
+    for k, name in enumerate(columns):
+        if name in KNEE_COLUMNS and np.nanmedian(values[:, k]) < 0:
+            signs[name] = -1.0
+    return signs
+
+
+@dataclasses.dataclass(frozen=True)
+class CoordinateConversion:
+    """Result of :func:`coordinates_to_qpos`: qpos (T, nq) and what was used or ignored."""
+
+    qpos: np.ndarray
+    used: tuple[str, ...]
+    ignored: tuple[str, ...]  # columns the model has no joint for (e.g. lumbar_* on myolegs)
+    missing: tuple[str, ...]  # independent model coordinates the table lacks (left at qpos0)
+    signs: dict[str, float]
+
+
+def coordinates_to_qpos(model: mujoco.MjModel, columns: list[str], values: np.ndarray,
+                        in_degrees: bool = True, signs: dict[str, float] | None = None,
+                        pelvis_body: str = "pelvis") -> CoordinateConversion:
+    """OpenSim coordinate table (T, C) -> model qpos (T, nq).
+
+    Rotational columns are in degrees when ``in_degrees`` (pelvis translations always metres).
+    ``signs`` multiplies columns before use (default: :func:`detect_sign_map`). The six pelvis
+    columns drive the free root (see module docstring); other columns drive the model joint of the
+    same name; dependent joints follow their couplings.
+    """
+    values = np.asarray(values, dtype=float)
+    columns = list(columns)
+    signs = detect_sign_map(columns, values) if signs is None else dict(signs)
+    col = {name: k for k, name in enumerate(columns)}
+    T = values.shape[0]
+    qpos = np.tile(model.qpos0, (T, 1)).astype(float)
+    to_rad = np.pi / 180.0 if in_degrees else 1.0
+
+    def column(name: str, angular: bool) -> np.ndarray:
+        v = values[:, col[name]] * signs.get(name, 1.0)
+        return v * to_rad if angular else v
+
+    used, ignored = [], []
+    scalar = SCALAR_JOINTS
+    for name in columns:
+        if name in PELVIS_COLUMNS:
+            continue
+        j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if j < 0 or int(model.jnt_type[j]) not in scalar:
+            ignored.append(name)
+            continue
+        angular = int(model.jnt_type[j]) == HINGE
+        qpos[:, model.jnt_qposadr[j]] = column(name, angular)
+        used.append(name)
+    if all(name in col for name in PELVIS_COLUMNS):
+        root = _root_joint(model)
+        adr = int(model.jnt_qposadr[root])
+        R_os = opensim_pelvis_rotation(*(column(n, True) for n in PELVIS_ROTATIONS))
+        p_os = np.stack([column(n, False) for n in PELVIS_TRANSLATIONS], axis=-1)
+        R_pr, p_pr = pelvis_in_root(model, pelvis_body)
+        R_root = OPENSIM_TO_MUJOCO @ R_os @ R_pr.T
+        pos = p_os @ OPENSIM_TO_MUJOCO.T - np.einsum("tij,j->ti", R_root, p_pr)
+        quat = np.zeros((T, 4))
+        for t in range(T):
+            mujoco.mju_mat2Quat(quat[t], R_root[t].reshape(9))
+        qpos[:, adr : adr + 3] = pos
+        qpos[:, adr + 3 : adr + 7] = quat
+        used.extend(PELVIS_COLUMNS)
+    qpos = apply_couplings(model, qpos)
+    missing = tuple(n for n in independent_coordinates(model) if n not in col)
+    return CoordinateConversion(qpos, tuple(used), tuple(ignored), missing, signs)
+
+
+def qpos_to_coordinates(model: mujoco.MjModel, qpos: np.ndarray,
+                        names: list[str] | None = None) -> tuple[list[str], np.ndarray]:
+    """Model coordinates from qpos (T, nq): (names, values (T, K)); hinge in degrees, slide in m.
+
+    Default ``names``: the independent scalar coordinates (:func:`independent_coordinates`).
+    """
+    names = independent_coordinates(model) if names is None else list(names)
+    qpos = np.atleast_2d(qpos)
+    out = np.zeros((qpos.shape[0], len(names)))
+    for k, name in enumerate(names):
+        j = model.joint(name).id
+        v = qpos[:, model.jnt_qposadr[j]]
+        out[:, k] = np.degrees(v) if int(model.jnt_type[j]) == HINGE else v
+    return names, out
+
+
+def qpos_to_pelvis(model: mujoco.MjModel, qpos: np.ndarray, pelvis_body: str = "pelvis") -> np.ndarray:
+    """Inverse of the pelvis mapping: (T, 6) = tilt, list, rotation (deg), tx, ty, tz (m, OpenSim ground)."""
+    qpos = np.atleast_2d(qpos)
+    adr = int(model.jnt_qposadr[_root_joint(model)])
+    R_pr, p_pr = pelvis_in_root(model, pelvis_body)
+    out = np.zeros((qpos.shape[0], 6))
+    R_root = np.zeros(9)
+    for t in range(qpos.shape[0]):
+        mujoco.mju_quat2Mat(R_root, qpos[t, adr + 3 : adr + 7])
+        Rr = R_root.reshape(3, 3)
+        R = OPENSIM_TO_MUJOCO.T @ Rr @ R_pr  # Rz(a) Rx(b) Ry(c)
+        b = np.arcsin(np.clip(R[2, 1], -1.0, 1.0))
+        a = np.arctan2(-R[0, 1], R[1, 1])
+        c = np.arctan2(-R[2, 0], R[2, 2])
+        out[t, :3] = np.degrees([a, b, c])
+        out[t, 3:] = OPENSIM_TO_MUJOCO.T @ (qpos[t, adr : adr + 3] + Rr @ p_pr)
+    return out
