@@ -1,0 +1,123 @@
+"""Small generated motion files shared by the motion-format tests and the bad-input table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from musclerl.motion.reference import ReferenceData, write_reference
+from musclerl.motion.smpl import write_amass_npz
+
+TRC_KEYS = "\t".join(["DataRate", "CameraRate", "NumFrames", "NumMarkers", "Units", "OrigDataRate",
+                      "OrigDataStartFrame", "OrigNumFrames"])
+
+
+def trc_text(names: list[str], rows: list[list[str]], *, units: str = "mm", rate: str = "100",
+             num_frames: int | None = None, num_markers: int | None = None, blank_line: bool = True,
+             sep: str = "\t") -> str:
+    """A .trc file as text; ``rows`` are the cells after Frame# and Time (strings, '' for blank)."""
+    n = len(rows) if num_frames is None else num_frames
+    m = len(names) if num_markers is None else num_markers
+    lines = [
+        sep.join(["PathFileType", "4", "(X/Y/Z)", "sample.trc"]),
+        TRC_KEYS.replace("\t", sep),
+        sep.join([rate, rate, str(n), str(m), units, rate, "1", str(n)]),
+        sep.join(["Frame#", "Time"] + [f"{name}{sep}{sep}" for name in names]).rstrip(sep),
+        sep + sep + sep.join(f"X{i + 1}{sep}Y{i + 1}{sep}Z{i + 1}" for i in range(len(names))),
+    ]
+    if blank_line:
+        lines.append("")
+    dt = 1.0 / float(rate) if rate.strip() else 0.01
+    for t, cells in enumerate(rows):
+        lines.append(sep.join([str(t + 1), f"{t * dt:.6f}", *cells]))
+    return "\n".join(lines) + "\n"
+
+
+def simple_trc_rows(n_frames: int = 4) -> list[list[str]]:
+    """Two markers: 'A' walks along lab +x at 1000 mm height, 'B' sits at lab (0, 500, 200) mm."""
+    return [[f"{100.0 * t:.3f}", "1000.000", "0.000", "0.000", "500.000", "200.000"] for t in range(n_frames)]
+
+
+def storage_text(columns: list[str], rows: np.ndarray, *, header: list[str] | None = None) -> str:
+    """A .mot/.sto file as text with a legacy header (counts taken from the data unless given)."""
+    head = header if header is not None else [
+        "sample", "version=1", f"nRows={rows.shape[0]}", f"nColumns={rows.shape[1]}", "inDegrees=yes",
+        "endheader",
+    ]
+    lines = [*head, "\t".join(["time", *columns])]
+    lines.extend("\t".join(f"{v:.8f}" for v in row) for row in rows)
+    return "\n".join(lines) + "\n"
+
+
+def yaw_then_body_to_world(yaw_rad: float) -> np.ndarray:
+    """Root axis-angle that turns SMPL's body frame (Y up, facing +Z) to Z-up facing yaw (0 -> +x)."""
+    to_z_up = Rotation.from_euler("x", 90, degrees=True)  # body +Y -> world +Z, body +Z -> world -Y
+    face_x = Rotation.from_euler("z", 90, degrees=True)  # world -Y -> world +X
+    return (Rotation.from_euler("z", yaw_rad) * face_x * to_z_up).as_rotvec()
+
+
+def step_up_clip(n_frames: int = 60, rate_hz: float = 30.0, step_m: float = 0.15) -> dict[str, np.ndarray]:
+    """A synthetic SMPL walk along +x that climbs a step of ``step_m`` half way through.
+
+    Returns root_orient (T, 3), body_pose (T, 21, 3), trans_m (T, 3): legs swing in anti-phase
+    (hip flexion about the body's x axis, knee flexion on the swing leg).
+    """
+    t = np.arange(n_frames) / rate_hz
+    phase = 2 * np.pi * 1.0 * t
+    body = np.zeros((n_frames, 21, 3))
+    body[:, 0, 0] = -0.4 * np.sin(phase)  # left hip (joint 1): negative x = flex forward
+    body[:, 1, 0] = 0.4 * np.sin(phase)  # right hip
+    body[:, 3, 0] = 0.6 * np.clip(np.sin(phase), 0, None)  # left knee flexes (positive x)
+    body[:, 4, 0] = 0.6 * np.clip(-np.sin(phase), 0, None)  # right knee
+    root = np.tile(yaw_then_body_to_world(0.0), (n_frames, 1))
+    rise = step_m / (1 + np.exp(-(t - t[-1] / 2) * 12))
+    trans = np.stack([1.2 * t, np.full(n_frames, 0.2233), 0.95 + rise], axis=1)
+    return {"root_orient": root, "body_pose": body, "trans_m": trans, "rate_hz": rate_hz}
+
+
+def write_step_up_amass(path: Path, layout: str = "smplh", **kwargs) -> dict[str, np.ndarray]:
+    clip = step_up_clip(**kwargs)
+    write_amass_npz(path, layout=layout, **clip)
+    return clip
+
+
+def small_reference(n: int = 5) -> ReferenceData:
+    """A valid 5-frame reference with one invalid torque sample and one all-invalid column."""
+    time = 0.4 + np.arange(n) / 60.0
+    torque = np.linspace(-1, 1, n * 3).reshape(n, 3)
+    valid = np.ones((n, 3), dtype=bool)
+    valid[2, 0] = False
+    valid[:, 2] = False
+    torque[~valid] = np.nan
+    grf = np.tile([0.1, 1.0, 0.0], (n, 1))
+    return ReferenceData(
+        subject="subject01", trial="walk1", step_label="right stride 1", timestep=1 / 60.0, time_sec=time,
+        joint_angle=np.tile([10.0, 0.9, -20.0], (n, 1)),
+        joint_angle_columns=("hip_flexion_r", "pelvis_ty", "knee_angle_r"),
+        joint_torque=torque, joint_torque_columns=("hip_flexion_r", "knee_angle_r", "mtp_angle_r"),
+        joint_torque_valid=valid, joint_torque_column_valid=np.array([True, True, False]),
+        joint_torque_sign_convention="OpenSim: positive moment increases the coordinate",
+        joint_torque_normalization="divided by subject_weight_kg", joint_torque_units="N*m/kg",
+        subject_weight_kg=72.6, subject_body_weight_n=72.6 * 9.80665,
+        computed_grf=grf, computed_grf_columns=("grf_x_r", "grf_y_r", "grf_z_r"),
+        computed_grf_valid=np.ones((n, 3), dtype=bool),
+        computed_grf_normalization="divided by subject_body_weight_n", computed_grf_units="BW",
+        qc_notes=("mtp moment not computed",), source_files=("inverse_dynamics.sto", "walk1_ik.mot"),
+        source_time_sec=time.copy(),
+    )
+
+
+def write_small_reference(path: Path, **overrides) -> None:
+    """Write :func:`small_reference`, then replace raw arrays (to build broken files)."""
+    write_reference(path, small_reference())
+    if overrides:
+        with np.load(path) as z:
+            data = {k: z[k] for k in z.files}
+        for key, value in overrides.items():
+            if value is None:
+                data.pop(key)
+            else:
+                data[key] = value
+        np.savez(path, **data)
