@@ -2,16 +2,20 @@
 
 Frames
 ------
-OpenSim's ground is Y-up (X forward, Y up, Z right of the subject). myolegs (converted from
-Rajagopal 2016 by MyoConverter) keeps OpenSim's body frames and puts its ``pelvis`` body under the
-free root with a fixed rotation; at the root's identity pose the pelvis axes are, in the world:
-pelvis X -> -y, pelvis Y -> +z, pelvis Z -> -x. We therefore map a lab vector as
+OpenSim's ground is Y-up (X forward, Y up, Z right of the subject). Lab vectors are mapped to
+MuJoCo's Z-up world exactly as the project's ``.trc`` reader does
+(:data:`musclerl.motion.keypoints.Y_UP_TO_Z_UP`)::
 
-    v_mujoco = OPENSIM_TO_MUJOCO @ v_opensim,   i.e.  (x, y, z)_mj = (-z, -x, y)_os,
+    v_mujoco = OPENSIM_TO_MUJOCO @ v_opensim,   i.e.  (x, y, z)_mj = (x, -z, y)_os,
 
-so the subject walks along MuJoCo's -y when walking along OpenSim's +x. (Checked in the tests:
-the model's pelvis rotation at the identity root equals this matrix to 1e-3, and myolegs' feet
-driven by OpenSim's IK land on the heel markers of the same trial.)
+so walking along OpenSim's +x is walking along MuJoCo's +x, and markers, GRFs and coordinates
+share one world. myolegs (converted from Rajagopal 2016 by MyoConverter) keeps OpenSim's body
+frames and hangs its ``pelvis`` body under the free root with a fixed rotation: at the root's
+identity pose the pelvis axes are, in the world, X -> -y, Y -> +z, Z -> -x (the model faces -y).
+That fixed rotation is read from the model, not assumed, so a subject in OpenSim's neutral pose
+gets a root quaternion with a 90-degree yaw. (Checked in the tests: the model's pelvis rotation is
+this permutation to 1e-3, and myolegs driven by OpenSim's IK keeps the trial's pelvis and heel
+markers fixed in the pelvis and calcaneus frames.)
 
 Pelvis (free joint)
 -------------------
@@ -42,7 +46,9 @@ import dataclasses
 import mujoco
 import numpy as np
 
-OPENSIM_TO_MUJOCO = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+from musclerl.motion.keypoints import Y_UP_TO_Z_UP
+
+OPENSIM_TO_MUJOCO = Y_UP_TO_Z_UP
 PELVIS_ROTATIONS = ("pelvis_tilt", "pelvis_list", "pelvis_rotation")
 PELVIS_TRANSLATIONS = ("pelvis_tx", "pelvis_ty", "pelvis_tz")
 PELVIS_COLUMNS = PELVIS_ROTATIONS + PELVIS_TRANSLATIONS

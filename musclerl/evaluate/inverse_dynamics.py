@@ -194,7 +194,11 @@ def id_model(model: mujoco.MjModel) -> mujoco.MjModel:
 
 
 def external_qfrc(model: mujoco.MjModel, data: mujoco.MjData, loads: AppliedLoads, t: int) -> np.ndarray:
-    """Generalised force (nv,) of all external loads at frame ``t`` (kinematics must be current)."""
+    """Generalised force (nv,) of all external loads at frame ``t``.
+
+    ``data`` must hold the frame's position-stage quantities (``mj_fwdPosition`` or ``mj_inverse``
+    ran): ``mj_applyFT`` uses ``cdof``/``subtree_com`` and silently gives zeros otherwise.
+    """
     qfrc = np.zeros(model.nv)
     for i, body in enumerate(loads.body):
         b = model.body(body).id

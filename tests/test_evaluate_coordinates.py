@@ -1,0 +1,109 @@
+"""OpenSim coordinates -> myolegs qpos: frames, pelvis, couplings, signs."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+
+from musclerl.evaluate import coordinates as C
+from musclerl.models.registry import load_model
+
+
+@pytest.fixture(scope="module")
+def myolegs():
+    return load_model("myolegs")
+
+
+def test_pelvis_frame_is_the_documented_permutation(myolegs):
+    R, p = C.pelvis_in_root(myolegs)
+    # pelvis X -> -y, Y -> +z, Z -> -x at the identity root (up to MyoConverter's 1e-3 tilt)
+    expected = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    np.testing.assert_allclose(R, expected, atol=2e-3)
+    np.testing.assert_allclose(p, 0.0, atol=1e-9)
+
+
+def test_neutral_pose_and_translation(myolegs):
+    cols = list(C.PELVIS_COLUMNS)
+    conv = C.coordinates_to_qpos(myolegs, cols, np.array([[0, 0, 0, 0.3, 0.9, -0.2]]))
+    d = mujoco.MjData(myolegs)
+    d.qpos[:] = conv.qpos[0]
+    mujoco.mj_kinematics(myolegs, d)
+    pelvis = myolegs.body("pelvis").id
+    np.testing.assert_allclose(d.xpos[pelvis], C.OPENSIM_TO_MUJOCO @ [0.3, 0.9, -0.2], atol=1e-9)
+    # OpenSim neutral: pelvis axes equal ground axes, i.e. world axes mapped by OPENSIM_TO_MUJOCO
+    np.testing.assert_allclose(d.xmat[pelvis].reshape(3, 3), C.OPENSIM_TO_MUJOCO, atol=1e-9)
+
+
+def test_pelvis_tilt_rotates_about_opensim_z(myolegs):
+    conv = C.coordinates_to_qpos(myolegs, list(C.PELVIS_COLUMNS), np.array([[30.0, 0, 0, 0, 1, 0]]))
+    d = mujoco.MjData(myolegs)
+    d.qpos[:] = conv.qpos[0]
+    mujoco.mj_kinematics(myolegs, d)
+    R = C.OPENSIM_TO_MUJOCO.T @ d.xmat[myolegs.body("pelvis").id].reshape(3, 3)
+    c, s = np.cos(np.radians(30)), np.sin(np.radians(30))
+    np.testing.assert_allclose(R, [[c, -s, 0], [s, c, 0], [0, 0, 1]], atol=1e-9)
+
+
+def test_pelvis_round_trip(myolegs):
+    rng = np.random.default_rng(0)
+    v = np.c_[rng.uniform(-40, 40, (20, 3)), rng.uniform(-1, 1, (20, 3))]
+    conv = C.coordinates_to_qpos(myolegs, list(C.PELVIS_COLUMNS), v)
+    np.testing.assert_allclose(C.qpos_to_pelvis(myolegs, conv.qpos), v, atol=1e-9)
+
+
+def test_couplings_and_virtual_work_matrix(myolegs):
+    cols = ["knee_angle_r"]
+    conv = C.coordinates_to_qpos(myolegs, cols, np.array([[40.0]]))
+    q = conv.qpos[0]
+    coups = [c for c in C.couplings(myolegs) if c.independent == "knee_angle_r"]
+    assert len(coups) == 7
+    for c in coups:
+        assert q[c.y_qpos] == pytest.approx(c.value(q[c.x_qpos]))
+    # P row = derivative of every dof w.r.t. the knee, checked by finite differences
+    P = C.coupling_matrix(myolegs, q, ["knee_angle_r"])
+    h = 1e-6
+    qp = C.coordinates_to_qpos(myolegs, cols, np.array([[np.degrees(np.radians(40.0) + h)]])).qpos[0]
+    dq = np.zeros(myolegs.nv)
+    mujoco.mj_differentiatePos(myolegs, dq, h, q, qp)
+    np.testing.assert_allclose(P[0], dq, atol=1e-5)
+    assert "knee_angle_rotation2_r" not in C.independent_coordinates(myolegs)
+    assert "knee_angle_r" in C.independent_coordinates(myolegs)
+
+
+def test_sign_map_and_ignored_columns(myolegs):
+    cols = ["knee_angle_r", "knee_angle_l", "lumbar_extension"]
+    vals = np.array([[-50.0, 10.0, 5.0], [-30.0, 20.0, 5.0]])
+    conv = C.coordinates_to_qpos(myolegs, cols, vals)
+    assert conv.signs == {"knee_angle_r": -1.0}
+    assert conv.ignored == ("lumbar_extension",)
+    knee = myolegs.jnt_qposadr[myolegs.joint("knee_angle_r").id]
+    np.testing.assert_allclose(np.degrees(conv.qpos[:, knee]), [50.0, 30.0])
+    explicit = C.coordinates_to_qpos(myolegs, cols, vals, signs={})
+    np.testing.assert_allclose(np.degrees(explicit.qpos[:, knee]), [-50.0, -30.0])
+
+
+def test_gait2354_ik_keeps_markers_on_their_bodies(myolegs, gait2354):
+    """Drive myolegs with OpenSim's IK; pelvis/heel markers must stay put in their body frames."""
+    from musclerl.motion.storage import read_storage
+    from musclerl.motion.trc import read_trc
+
+    ik = read_storage(gait2354 / "subject01_walk1_ik.mot")
+    conv = C.coordinates_to_qpos(myolegs, list(ik.columns), ik.data, ik.in_degrees)
+    markers = read_trc(gait2354 / "subject01_walk1.trc")
+    d = mujoco.MjData(myolegs)
+    spread = {}
+    pairs = [("R.ASIS", "pelvis"), ("V.Sacral", "pelvis"), ("R.Heel", "calcn_r"), ("L.Heel", "calcn_l")]
+    for name, body in pairs:
+        k = markers.names.index(name)
+        local = []
+        for t, time in enumerate(ik.time_s):
+            i = int(np.argmin(np.abs(markers.time_s - time)))
+            d.qpos[:] = conv.qpos[t]
+            mujoco.mj_kinematics(myolegs, d)
+            b = myolegs.body(body).id
+            local.append(d.xmat[b].reshape(3, 3).T @ (markers.positions_m[i, k] - d.xpos[b]))
+        spread[name] = float(np.linalg.norm(np.std(local, axis=0)))
+    # pelvis markers: within 1 cm; heels within 3 cm (generic myolegs vs the scaled subject)
+    assert spread["R.ASIS"] < 0.01 and spread["V.Sacral"] < 0.01, spread
+    assert spread["R.Heel"] < 0.03 and spread["L.Heel"] < 0.03, spread
