@@ -1,1 +1,57 @@
-"""Tracking environments: one interface, MuJoCo C (cpu) and MJX backends, gymnasium wrapper."""
+"""Tracking environments: one functional interface, MuJoCo C (cpu) and MJX backends, gymnasium.
+
+API::
+
+    from musclerl.envs import TrackingEnv, EnvConfig
+    cfg = EnvConfig.from_dict(yaml_dict)            # defaults for everything; unknown keys raise
+    env = TrackingEnv(model="tiny" | "myolegs" | "path.xml", dataset=trajectory, config=cfg,
+                      backend="cpu" | "mjx", num_envs=N, threads=T)
+    env.observation_size, env.action_size           # ints; actions = excitations of all nu actuators
+    state = env.reset(rng)                          # State, batched (N, ...); rng: jax key (or int on cpu)
+    state = env.reset(rng, clip=c, time_s=t)        # start at given clips/times (evaluation)
+    state = env.step(state, action)                 # action (N, nu), clipped to [0, 1]
+    state.obs (N, obs_dim), state.reward (N,), state.done = terminated | truncated (N,)
+    state.metrics["reward/<term>"], ["site_err_m"], ["nan_reset"], ["root_height_m"], ...
+    state.info["terminal_obs"] (N, obs_dim): obs before the auto-reset (bootstrap truncations)
+    state.info["clip"], ["frame"], ["time_s"], ["steps"], ["last_action"], ["clip_fail_rate"] (C,)
+    env.physics_data(i) -> mujoco.MjData            # cpu only: env i's MjData (copy, all fields)
+    env.reference                                    # per-frame reference arrays (Reference)
+
+``cpu``: numpy leaves, MuJoCo C stepping on ``threads`` threads (``mujoco.batch.Batch``).
+``mjx``: jax leaves; ``jax.jit(env.step)`` / ``jax.lax.scan`` over it.
+Pieces: config.py (EnvConfig), world.py (model + sites + terrain), reference.py, observations.py,
+rewards.py, termination.py, initial_state.py (RSI, clip sampling), cpu_backend.py, mjx_backend.py,
+tracking.py (TrackingEnv), gym_env.py (``musclerl/Tracking-v0``), video.py, bench.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import gymnasium
+
+# Heavy modules (flax, jax, mujoco batches) load on first use, so ``musclerl bench env`` and the
+# CLI stay cheap to import.
+_LAZY = {
+    "EnvConfig": "musclerl.envs.config",
+    "Reference": "musclerl.envs.reference",
+    "Kinematics": "musclerl.envs.state",
+    "State": "musclerl.envs.state",
+    "TrackingEnv": "musclerl.envs.tracking",
+}
+__all__ = sorted(_LAZY)
+
+GYM_ID = "musclerl/Tracking-v0"
+if GYM_ID not in gymnasium.registry:
+    gymnasium.register(
+        id=GYM_ID,
+        entry_point="musclerl.envs.gym_env:TrackingGymEnv",
+        vector_entry_point="musclerl.envs.gym_env:TrackingVectorEnv",
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'musclerl.envs' has no attribute '{name}'")

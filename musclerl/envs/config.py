@@ -1,0 +1,207 @@
+"""Configuration of the tracking environment: one dataclass tree, loadable from a YAML dict.
+
+Every piece (observation parts, reward terms and their weights/scales, termination thresholds,
+episode length, control rate, clip sampling, backend options) has a default here, so
+``EnvConfig()`` is a working configuration and a YAML file only lists what it changes::
+
+    substeps: 5            # physics steps per control step (control rate = 1 / (substeps * timestep))
+    horizon: 1000          # control steps before truncation
+    obs: {muscle_force: false, goal_frames: 3, goal_stride: 5}
+    reward:
+      weights: {site_pos: 0.4}
+      scales: {site_pos: 40.0}
+    termination: {site_deviation_m: 0.25}
+    sampling: {adaptive: true}
+
+Unknown keys raise :class:`InputError` (a typo must not silently fall back to a default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from musclerl.errors import InputError
+
+#: The DeepMimic-style reward terms ``w * exp(-k * mse)``, in the order they are reported.
+TRACKING_TERMS = ("joint_pos", "joint_vel", "root_pos", "root_vel", "site_pos", "site_ori", "site_vel")
+#: The bounded penalties ``-w * mean(x**2)`` with x in [0, 1].
+PENALTY_TERMS = ("activation_energy", "action_rate")
+
+
+@dataclasses.dataclass
+class ObsConfig:
+    """Which observation pieces are on, in the order they are concatenated (see observations.py)."""
+
+    root_height: bool = True
+    root_orientation: bool = True
+    joint_pos: bool = True
+    joint_vel: bool = True
+    muscle_length: bool = True
+    muscle_velocity: bool = True
+    muscle_force: bool = True
+    muscle_activation: bool = True
+    foot_contact: bool = True
+    goal: bool = True
+    phase: bool = True
+    goal_frames: int = 2  # k: how many future reference frames the goal shows
+    goal_stride: int = 5  # reference frames between two goal frames
+    contact_height_m: float = 0.03  # foot counts as in contact below its rest height + this
+
+
+@dataclasses.dataclass
+class RewardConfig:
+    """Weights ``w`` and scales ``k`` of ``w * exp(-k * mse)`` per term, and penalty weights.
+
+    Units of k: 1/rad^2 (joint_pos, site_ori), s^2/rad^2 (joint_vel), 1/m^2 (root_pos, site_pos),
+    s^2/m^2 (root_vel, site_vel). Penalties are ``-w * mean(x^2)`` over muscles with x in [0, 1]
+    (activation, change of excitation between control steps), so each lies in [-w, 0].
+    """
+
+    weights: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {
+            "joint_pos": 0.15,
+            "joint_vel": 0.05,
+            "root_pos": 0.1,
+            "root_vel": 0.05,
+            "site_pos": 0.35,
+            "site_ori": 0.15,
+            "site_vel": 0.15,
+        }
+    )
+    scales: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {
+            "joint_pos": 5.0,
+            "joint_vel": 0.05,
+            "root_pos": 10.0,
+            "root_vel": 0.5,
+            "site_pos": 40.0,
+            "site_ori": 2.0,
+            "site_vel": 0.2,
+        }
+    )
+    activation_energy: float = 0.02
+    action_rate: float = 0.02
+
+
+@dataclasses.dataclass
+class TerminationConfig:
+    """Early termination (a failure) thresholds; truncation is set by ``horizon`` and clip ends."""
+
+    site_deviation_m: float = 0.3  # mean over sites of |site - reference site|, world frame
+    root_height_min_m: float = 0.4  # root height above the ground below it
+    root_height_max_m: float = 2.5
+    max_qvel: float = 1.0e3  # any |qvel| above this counts as an exploding state (reset, counted)
+
+
+@dataclasses.dataclass
+class SamplingConfig:
+    """Reference-state initialisation: which clip and time an episode starts at."""
+
+    rsi: bool = True  # random time in the clip; False: start at the clip's first frame
+    clip_weights: list[float] | None = None  # per clip, default uniform
+    adaptive: bool = False  # favour clips whose episodes end by termination
+    adaptive_ema: float = 0.05  # update rate of the per-clip failure rate
+    adaptive_floor: float = 0.1  # probability mass kept for clips that never fail
+
+
+@dataclasses.dataclass
+class MjxConfig:
+    impl: str = "jax"  # mjx.put_model impl: "jax" or "warp" (GPU, when installed)
+
+
+@dataclasses.dataclass
+class EnvConfig:
+    """Everything a :class:`~musclerl.envs.TrackingEnv` needs besides model and motions."""
+
+    substeps: int = 5
+    horizon: int = 1000
+    sites: list[str] = dataclasses.field(default_factory=list)  # tracked sites; [] = one per jointed body
+    foot_bodies: list[str] = dataclasses.field(
+        default_factory=list
+    )  # [] = lowest bodies with collision geoms
+    obs: ObsConfig = dataclasses.field(default_factory=ObsConfig)
+    reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
+    termination: TerminationConfig = dataclasses.field(default_factory=TerminationConfig)
+    sampling: SamplingConfig = dataclasses.field(default_factory=SamplingConfig)
+    mjx: MjxConfig = dataclasses.field(default_factory=MjxConfig)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None, source: str = "env config") -> EnvConfig:
+        """Build from a (YAML) dict; missing keys keep their defaults, unknown keys raise."""
+        config = _from_dict(cls, data or {}, source)
+        config.validate(source)
+        return config
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def validate(self, source: str = "env config") -> None:
+        def need(cond: bool, problem: str) -> None:
+            if not cond:
+                raise InputError(source, problem)
+
+        need(self.substeps >= 1, f"substeps must be >= 1, got {self.substeps}")
+        need(self.horizon >= 1, f"horizon must be >= 1, got {self.horizon}")
+        need(
+            self.obs.goal_frames >= 0 and self.obs.goal_stride >= 1,
+            "obs.goal_frames must be >= 0 and obs.goal_stride >= 1",
+        )
+        for key in (*self.reward.weights, *self.reward.scales):
+            need(key in TRACKING_TERMS, f"unknown reward term '{key}'; terms are {list(TRACKING_TERMS)}")
+        for key, value in self.reward.scales.items():
+            need(value >= 0, f"reward scale for '{key}' must be >= 0")
+        need(
+            self.reward.activation_energy >= 0 and self.reward.action_rate >= 0,
+            "penalty weights must be >= 0",
+        )
+        t = self.termination
+        need(
+            t.site_deviation_m > 0 and t.root_height_min_m < t.root_height_max_m,
+            "termination needs site_deviation_m > 0 and root_height_min_m < root_height_max_m",
+        )
+        need(
+            0 < self.sampling.adaptive_ema <= 1 and 0 <= self.sampling.adaptive_floor <= 1,
+            "sampling.adaptive_ema must be in (0, 1] and adaptive_floor in [0, 1]",
+        )
+        need(self.mjx.impl in ("jax", "warp"), f"mjx.impl must be 'jax' or 'warp', got '{self.mjx.impl}'")
+
+    def weight(self, term: str) -> float:
+        return float(self.reward.weights.get(term, 0.0))
+
+    def scale(self, term: str) -> float:
+        return float(self.reward.scales.get(term, RewardConfig().scales[term]))
+
+
+def _from_dict(cls: type, data: dict[str, Any], source: str) -> Any:
+    if not isinstance(data, dict):
+        raise InputError(source, f"expected a mapping for {cls.__name__}, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise InputError(source, f"unknown {cls.__name__} keys {unknown}; known: {sorted(fields)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        default = (
+            fields[name].default_factory()
+            if fields[name].default_factory is not dataclasses.MISSING
+            else fields[name].default
+        )
+        if dataclasses.is_dataclass(default):
+            kwargs[name] = _from_dict(type(default), value, f"{source}: {name}")
+        elif isinstance(default, dict):
+            if not isinstance(value, dict):
+                raise InputError(source, f"'{name}' must be a mapping")
+            kwargs[name] = {**default, **{str(k): float(v) for k, v in value.items()}}
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise InputError(source, f"'{name}' must be true or false, got {value!r}")
+            kwargs[name] = value
+        elif isinstance(default, (int, float)) and not isinstance(default, bool):
+            try:
+                kwargs[name] = type(default)(value)
+            except (TypeError, ValueError) as err:
+                raise InputError(source, f"'{name}' must be a number, got {value!r}") from err
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)

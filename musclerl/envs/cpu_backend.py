@@ -1,0 +1,115 @@
+"""MuJoCo C backend: a batch of simulations stepped on a thread pool by ``mujoco.batch.Batch``.
+
+``mujoco.batch.Batch`` (MuJoCo 3.17) keeps the state rows of all simulations in one array and
+steps them in C on ``nthread`` threads (the caller's included) without the GIL; ``bind`` gives
+live (N, ...) numpy views, so reading observations costs one copy per field for the whole batch.
+The batch is persistent (one MjData per env) so every derived field of an env is its own and
+``physics_data(i)`` can hand the whole MjData out.
+
+After a step the positions and velocities are made current (``stage=mjSTAGE_VEL``, free in a
+persistent batch: the next step continues from it); ``actuator_force`` stays that of the last
+substep, as after ``mj_step``.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import mujoco.batch
+import numpy as np
+
+from musclerl.envs.geometry import site_velocity
+from musclerl.envs.state import Kinematics
+from musclerl.envs.world import World
+
+# Warnings MuJoCo raises (and then resets the MjData to qpos0) on a diverged state.
+_BAD_WARNINGS = [
+    int(mujoco.mjtWarning.mjWARN_BADQPOS),
+    int(mujoco.mjtWarning.mjWARN_BADQVEL),
+    int(mujoco.mjtWarning.mjWARN_BADQACC),
+]
+
+
+class CpuPhysics:
+    """N MuJoCo C simulations of ``world.model`` on ``threads`` threads."""
+
+    def __init__(self, world: World, num_envs: int, threads: int):
+        self.world = world
+        self.num_envs = num_envs
+        self.batch = mujoco.batch.Batch(
+            world.model, nsim=num_envs, nthread=max(int(threads), 1), persistent=True
+        )
+        b = self.batch
+        self.qpos, self.qvel, self.act, self.ctrl = (
+            b.bind("qpos"),
+            b.bind("qvel"),
+            b.bind("act"),
+            b.bind("ctrl"),
+        )
+        self.warmstart = b.bind("qacc_warmstart")
+        self.time = b.bind("time")
+        self._fields = {
+            name: b.bind(name)
+            for name in (
+                "site_xpos",
+                "site_xmat",
+                "cvel",
+                "subtree_com",
+                "xpos",
+                "actuator_length",
+                "actuator_velocity",
+                "actuator_force",
+            )
+        }
+
+    def set_state(self, ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray) -> np.ndarray:
+        """Write the state of envs ``ids`` (n,) and run ``mj_forward`` on them; returns bad (n,) bool."""
+        self.qpos[ids] = qpos
+        self.qvel[ids] = qvel
+        if self.act.shape[1]:
+            self.act[ids] = act
+        self.ctrl[ids] = 0.0
+        self.warmstart[ids] = 0.0
+        self.time[ids] = 0.0
+        bad = np.zeros(len(ids), dtype=bool)
+        try:
+            self.batch.forward(ids)
+        except mujoco.batch.SimulationError as err:
+            bad[np.isin(ids, err.ids)] = True
+        return bad
+
+    def step(self, ctrl: np.ndarray, substeps: int) -> np.ndarray:
+        """Apply excitations ``ctrl`` (N, nu) for ``substeps`` mj_step; returns (N,) bool of envs
+        whose state diverged (MuJoCo warned and reset them, or raised)."""
+        self.ctrl[:] = ctrl
+        before = self.batch.warning[:, _BAD_WARNINGS, 1].sum(axis=1)
+        bad = np.zeros(self.num_envs, dtype=bool)
+        try:
+            self.batch.step(nstep=substeps, stage=mujoco.mjtStage.mjSTAGE_VEL)
+        except mujoco.batch.SimulationError as err:
+            bad[err.ids] = True
+        return bad | (self.batch.warning[:, _BAD_WARNINGS, 1].sum(axis=1) > before)
+
+    def kinematics(self, ids: np.ndarray | None = None) -> Kinematics:
+        """Copies of what observations and rewards read, for envs ``ids`` (n,) (default all)."""
+        w, f = self.world, self._fields
+        rows = np.arange(self.num_envs)[:, None] if ids is None else np.asarray(ids)[:, None]
+        ids = rows[:, 0]
+        site_pos = f["site_xpos"][rows, w.site_ids]
+        cvel = f["cvel"][rows, w.site_body]
+        com = f["subtree_com"][rows, w.site_body_root]
+        return Kinematics(
+            qpos=self.qpos[ids].copy(),
+            qvel=self.qvel[ids].copy(),
+            act=self.act[ids].copy(),
+            site_pos_m=site_pos,
+            site_xmat=f["site_xmat"][rows, w.site_ids].reshape(-1, len(w.site_ids), 3, 3),
+            site_vel_mps=site_velocity(cvel, com, site_pos, np),
+            foot_pos_m=f["xpos"][rows, w.foot_body_ids],
+            muscle_length_m=f["actuator_length"][ids].copy(),
+            muscle_velocity_mps=f["actuator_velocity"][ids].copy(),
+            muscle_force_n=f["actuator_force"][ids].copy(),
+        )
+
+    def physics_data(self, i: int) -> mujoco.MjData:
+        """A copy of env ``i``'s whole MjData as of its last call (all derived fields included)."""
+        return self.batch.get_data(int(i))

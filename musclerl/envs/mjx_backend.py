@@ -1,0 +1,111 @@
+"""MJX backend: the same physics as pure jax functions over a batched ``mjx.Data``.
+
+Everything here is jittable and vmapped over the env axis; ``TrackingEnv.step`` on this backend
+can be jitted, vmapped and scanned. As on the CPU backend, positions and velocities are made
+current after the physics substeps (kinematics, com, tendons, transmission, com velocity: no
+collision or constraint solve), and ``actuator_force`` stays that of the last substep; a reset
+computes it at the reset state (``fwd_actuation``).
+
+MJX runs in float32 unless ``jax_enable_x64`` is set, so it matches the float64 CPU backend to
+about 1e-4 relative on a single step (see tests/test_envs_backends.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mujoco
+from mujoco import mjx
+
+from musclerl.envs.geometry import site_velocity
+from musclerl.envs.state import Kinematics
+from musclerl.envs.world import World
+
+
+class MjxPhysics:
+    """``mjx.put_model`` of ``world.model`` and batched pure functions over ``mjx.Data``."""
+
+    def __init__(self, world: World, impl: str = "jax"):
+        self.world = world
+        self.model = mjx.put_model(world.model, impl=impl)
+        self._template = mjx.make_data(self.model)
+        self._site_ids = jnp.asarray(world.site_ids)
+        self._site_body = jnp.asarray(world.site_body)
+        self._site_root = jnp.asarray(world.site_body_root)
+        self._feet = jnp.asarray(world.foot_body_ids)
+
+    def empty(self, num_envs: int) -> mjx.Data:
+        """A batch of ``num_envs`` default Data (state to be written by ``set_state``)."""
+        return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_envs,) + x.shape), self._template)
+
+    def _refresh(self, d: mjx.Data) -> mjx.Data:
+        """Position- and velocity-dependent fields at the current qpos/qvel (one env)."""
+        m = self.model
+        d = mjx.kinematics(m, d)
+        d = mjx.com_pos(m, d)
+        d = mjx.tendon(m, d)
+        d = mjx.transmission(m, d)
+        d = mjx.com_vel(m, d)
+        # jax impl keeps actuator_velocity in _impl; fwd_velocity computes it the same way
+        return d.tree_replace({"_impl.actuator_velocity": d._impl.actuator_moment @ d.qvel})
+
+    def set_state(self, data: mjx.Data, mask: Any, qpos: Any, qvel: Any, act: Any) -> mjx.Data:
+        """Envs where ``mask`` (N,) get qpos (N, nq), qvel (N, nv), act (N, na), zero controls and
+        warm start, and their derived fields recomputed; the others are unchanged."""
+
+        def one(d: mjx.Data, m_i: Any, q: Any, v: Any, a: Any) -> mjx.Data:
+            fresh = d.replace(
+                qpos=q,
+                qvel=v,
+                act=a,
+                ctrl=jnp.zeros_like(d.ctrl),
+                qacc_warmstart=jnp.zeros_like(d.qacc_warmstart),
+                time=jnp.zeros_like(d.time),
+            )
+            fresh = mjx.fwd_actuation(self.model, self._refresh(fresh))
+            return jax.tree.map(lambda new, old: jnp.where(m_i, new, old), fresh, d)
+
+        return jax.vmap(one)(
+            data, mask, qpos.astype(data.qpos.dtype), qvel.astype(data.qvel.dtype), act.astype(data.act.dtype)
+        )
+
+    def step(self, data: mjx.Data, ctrl: Any, substeps: int) -> mjx.Data:
+        """``substeps`` mjx.step with controls ``ctrl`` (N, nu), then the refresh."""
+
+        def one(d: mjx.Data, u: Any) -> mjx.Data:
+            d = d.replace(ctrl=u.astype(d.ctrl.dtype))
+            d = jax.lax.fori_loop(0, substeps, lambda _, x: mjx.step(self.model, x), d)
+            return self._refresh(d)
+
+        return jax.vmap(one)(data, ctrl)
+
+    def kinematics(self, data: mjx.Data) -> Kinematics:
+        site_pos = data.site_xpos[:, self._site_ids]
+        cvel = data.cvel[:, self._site_body]
+        com = data.subtree_com[:, self._site_root]
+        return Kinematics(
+            qpos=data.qpos,
+            qvel=data.qvel,
+            act=data.act,
+            site_pos_m=site_pos,
+            site_xmat=data.site_xmat[:, self._site_ids].reshape(site_pos.shape[:2] + (3, 3)),
+            site_vel_mps=site_velocity(cvel, com, site_pos, jnp),
+            foot_pos_m=data.xpos[:, self._feet],
+            muscle_length_m=data.actuator_length,
+            muscle_velocity_mps=data._impl.actuator_velocity,
+            muscle_force_n=data.actuator_force,
+        )
+
+
+def to_mujoco_data(model: mujoco.MjModel, data: mjx.Data, i: int) -> mujoco.MjData:
+    """Env ``i`` of a batched ``mjx.Data`` as a MuJoCo C ``MjData`` (for rendering)."""
+    one = jax.tree.map(lambda x: x[i], data)
+    out = mujoco.MjData(model)
+    out.qpos[:] = jax.device_get(one.qpos)
+    out.qvel[:] = jax.device_get(one.qvel)
+    if model.na:
+        out.act[:] = jax.device_get(one.act)
+    mujoco.mj_forward(model, out)
+    return out

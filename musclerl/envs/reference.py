@@ -1,0 +1,145 @@
+"""Per-frame reference arrays from a Trajectory, computed once with MuJoCo C kinematics.
+
+:class:`Reference` holds, for all T frames of a (multi-clip) dataset, everything the rewards,
+terminations and goal observations compare against, so neither backend runs reference
+kinematics while stepping. ``lookup`` reads it at a clip time with numpy or jax.numpy.
+
+Frames and units: positions in metres in the world frame (Z up); ``site_xmat`` rotates site
+frame to world; ``site_vel_mps`` is the world-frame linear velocity of each site origin (as
+``mj_objectVelocity`` gives it, flg_local=0); ``qvel`` is MuJoCo's (free root: world linear,
+body angular).
+
+Looping clips repeat; each repetition is shifted in the ground plane by the clip's root
+displacement over one period (``cycle_shift_m``), so a walking cycle keeps walking forward.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from musclerl.envs.world import World
+from musclerl.motion.trajectory import Trajectory
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """Reference arrays; T frames, S tracked sites, C clips. Plain numpy (``as_arrays`` for jax)."""
+
+    rate_hz: float
+    qpos: np.ndarray  # (T, nq)
+    qvel: np.ndarray  # (T, nv)
+    site_pos_m: np.ndarray  # (T, S, 3) world
+    site_xmat: np.ndarray  # (T, S, 3, 3) site-to-world rotations
+    site_vel_mps: np.ndarray  # (T, S, 3) world linear velocity
+    clip_starts: np.ndarray  # (C,) first frame
+    clip_lengths: np.ndarray  # (C,) frames
+    clip_loop: np.ndarray  # (C,) bool
+    cycle_shift_m: np.ndarray  # (C, 3) xy root displacement per period of a looping clip (z = 0)
+    site_names: tuple[str, ...]
+    clip_names: tuple[str, ...]
+
+    @property
+    def num_clips(self) -> int:
+        return len(self.clip_starts)
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.qpos.shape[0])
+
+    @property
+    def clip_duration_s(self) -> np.ndarray:
+        """(C,) time of each clip's last frame, seconds from its first."""
+        return (self.clip_lengths - 1) / self.rate_hz
+
+    def as_arrays(self, xp: Any) -> dict[str, Any]:
+        """The numeric fields as ``xp`` arrays (numpy or jax.numpy), for ``lookup``."""
+        out = {
+            f.name: xp.asarray(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if isinstance(getattr(self, f.name), np.ndarray)
+        }
+        out["rate_hz"] = self.rate_hz
+        return out
+
+
+def build_reference(world: World, traj: Trajectory) -> Reference:
+    """Run MuJoCo kinematics on every frame of ``traj`` for the world's tracked sites."""
+    model = world.model
+    traj.check_model(model, traj.model_name)
+    data = mujoco.MjData(model)
+    n, s = traj.num_frames, len(world.site_ids)
+    site_pos = np.zeros((n, s, 3))
+    site_xmat = np.zeros((n, s, 3, 3))
+    site_vel = np.zeros((n, s, 3))
+    vel6 = np.zeros(6)
+    for t in range(n):
+        data.qpos[:] = traj.qpos[t]
+        data.qvel[:] = traj.qvel[t]
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        mujoco.mj_comVel(model, data)
+        site_pos[t] = data.site_xpos[world.site_ids]
+        site_xmat[t] = data.site_xmat[world.site_ids].reshape(s, 3, 3)
+        for i, sid in enumerate(world.site_ids):
+            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, int(sid), vel6, 0)
+            site_vel[t, i] = vel6[3:]
+    starts = np.asarray(traj.clip_starts, dtype=int)
+    lengths = np.asarray(traj.clip_ends, dtype=int) - starts
+    adr = world.root_qpos_adr  # 0: build_world requires the free root to be the first joint
+    shift = np.zeros((len(starts), 3))
+    for c, (a, length) in enumerate(zip(starts, lengths, strict=False)):
+        last = a + length - 1
+        # one period = L frames: last-first displacement plus one frame of the last velocity
+        shift[c, :2] = (
+            traj.qpos[last, adr : adr + 2] - traj.qpos[a, adr : adr + 2] + traj.qvel[last, :2] / traj.rate_hz
+        )
+    return Reference(
+        rate_hz=float(traj.rate_hz),
+        qpos=np.asarray(traj.qpos, dtype=float),
+        qvel=np.asarray(traj.qvel, dtype=float),
+        site_pos_m=site_pos,
+        site_xmat=site_xmat,
+        site_vel_mps=site_vel,
+        clip_starts=starts,
+        clip_lengths=lengths,
+        clip_loop=np.asarray(traj.clip_loop, dtype=bool),
+        cycle_shift_m=shift,
+        site_names=world.site_names,
+        clip_names=tuple(traj.clip_names),
+    )
+
+
+def frame_index(ref: dict[str, Any], clip: Any, time_s: Any, xp: Any) -> tuple[Any, Any]:
+    """Global frame (N,) int and number of completed loop periods (N,) at clip time ``time_s`` (N,).
+
+    Nearest frame; non-looping clips hold their last frame, looping clips wrap.
+    """
+    length = ref["clip_lengths"][clip]
+    local = xp.floor(time_s * ref["rate_hz"] + 0.5).astype(xp.int32)
+    loop = ref["clip_loop"][clip]
+    cycles = xp.where(loop, local // length, 0)
+    local = xp.where(loop, local % length, xp.minimum(local, length - 1))
+    return ref["clip_starts"][clip] + local, cycles
+
+
+def lookup(ref: dict[str, Any], clip: Any, time_s: Any, xp: Any) -> dict[str, Any]:
+    """Reference at clip time ``time_s`` (N,) of clips ``clip`` (N,): batched arrays.
+
+    Returns qpos (N, nq), qvel (N, nv), site_pos_m (N, S, 3), site_xmat (N, S, 3, 3),
+    site_vel_mps (N, S, 3); positions of looping clips shifted by their completed periods.
+    """
+    frame, cycles = frame_index(ref, clip, time_s, xp)
+    shift = ref["cycle_shift_m"][clip] * cycles[:, None]  # (N, 3)
+    qpos = ref["qpos"][frame]
+    qpos = xp.concatenate([qpos[:, :3] + shift, qpos[:, 3:]], axis=1)
+    return {
+        "qpos": qpos,
+        "qvel": ref["qvel"][frame],
+        "site_pos_m": ref["site_pos_m"][frame] + shift[:, None, :],
+        "site_xmat": ref["site_xmat"][frame],
+        "site_vel_mps": ref["site_vel_mps"][frame],
+    }

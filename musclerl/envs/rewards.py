@@ -1,0 +1,67 @@
+"""DeepMimic-style tracking reward: ``sum_i w_i exp(-k_i mse_i)`` minus bounded penalties.
+
+Terms (errors between the simulated state and the reference at the same clip time):
+
+- ``joint_pos``: joint positions (all but the free root), rad (or m for slide joints)
+- ``joint_vel``: joint velocities (all but the free root)
+- ``root_pos``: root position, world frame, m
+- ``root_vel``: root linear (world) and angular (root frame) velocity, the free joint's qvel
+- ``site_pos``: site positions relative to the root position, m
+- ``site_ori``: angle between simulated and reference site orientations, rad
+- ``site_vel``: site linear velocities, world frame, m/s
+- ``activation_energy``: ``-w mean(act^2)``, act in [0, 1] so in [-w, 0]
+- ``action_rate``: ``-w mean((a_t - a_{t-1})^2)``, a in [0, 1] so in [-w, 0]
+
+Each term appears once; ``metrics['reward/<term>']`` is its weighted contribution and the reward
+is their sum. ``mse`` is the mean of squared components over the term's coordinates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from musclerl.envs import geometry as geo
+from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS, EnvConfig
+from musclerl.envs.state import Kinematics
+
+
+def tracking_errors(kin: Kinematics, target: dict[str, Any], xp: Any) -> dict[str, Any]:
+    """Mean squared error (N,) of each tracking term, and ``site_err_m`` (N,) mean site distance."""
+    site_rel = kin.site_pos_m - kin.qpos[:, None, :3]
+    site_rel_ref = target["site_pos_m"] - target["qpos"][:, None, :3]
+    rel_rot = xp.swapaxes(kin.site_xmat, -1, -2) @ target["site_xmat"]
+    site_dist = xp.linalg.norm(kin.site_pos_m - target["site_pos_m"], axis=-1)
+    return {
+        "joint_pos": _mse(kin.qpos[:, 7:] - target["qpos"][:, 7:], xp),
+        "joint_vel": _mse(kin.qvel[:, 6:] - target["qvel"][:, 6:], xp),
+        "root_pos": _mse(kin.qpos[:, :3] - target["qpos"][:, :3], xp),
+        "root_vel": _mse(kin.qvel[:, :6] - target["qvel"][:, :6], xp),
+        "site_pos": _mse(site_rel - site_rel_ref, xp),
+        "site_ori": xp.mean(geo.rotation_angle(rel_rot, xp) ** 2, axis=-1),
+        "site_vel": _mse(kin.site_vel_mps - target["site_vel_mps"], xp),
+        "site_err_m": xp.mean(site_dist, axis=-1),
+    }
+
+
+def reward_terms(
+    errors: dict[str, Any], act: Any, action: Any, last_action: Any, cfg: EnvConfig, xp: Any
+) -> dict[str, Any]:
+    """Weighted contribution (N,) of every term, keyed ``reward/<term>``, plus ``reward/total``."""
+    out = {}
+    for term in TRACKING_TERMS:
+        out[f"reward/{term}"] = cfg.weight(term) * xp.exp(-cfg.scale(term) * errors[term])
+    out["reward/activation_energy"] = -cfg.reward.activation_energy * _mse(act, xp)
+    out["reward/action_rate"] = -cfg.reward.action_rate * _mse(action - last_action, xp)
+    total = out[f"reward/{TRACKING_TERMS[0]}"]
+    for term in (*TRACKING_TERMS[1:], *PENALTY_TERMS):
+        total = total + out[f"reward/{term}"]
+    out["reward/total"] = total
+    return out
+
+
+def _mse(diff: Any, xp: Any) -> Any:
+    n = diff.shape[0]
+    flat = diff.reshape(n, -1)
+    if flat.shape[1] == 0:
+        return xp.zeros(n, dtype=diff.dtype)
+    return xp.mean(flat * flat, axis=-1)

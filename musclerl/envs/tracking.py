@@ -1,0 +1,307 @@
+"""``TrackingEnv``: functional, batched motion tracking with muscle excitations as actions.
+
+::
+
+    env = TrackingEnv("tiny", dataset, EnvConfig(), backend="cpu", num_envs=64, threads=2)
+    state = env.reset(jax.random.PRNGKey(0))       # State, leaves (N, ...)
+    state = env.step(state, action)                # action (N, nu) excitations, clipped to [0, 1]
+
+One step: excitations for ``substeps`` physics steps, then the reward and termination against
+the reference at the new clip time, the observation, and an automatic reset of every env that is
+done (a fresh reference-state initialisation at a sampled clip and time, never a cached state).
+``info['terminal_obs']`` keeps the observation reached before that reset.
+
+A NaN or exploding physics state (non-finite qpos/qvel/act, |qvel| above
+``termination.max_qvel``, or a MuJoCo divergence warning) ends that env only: it is reported as
+terminated with reward 0, counted in ``metrics['nan_reset']``, its observations (obs and
+terminal_obs) are zeros before the reset replaces them, so no NaN reaches the policy batch.
+
+Backends: ``cpu`` (MuJoCo C on threads, numpy leaves, not jittable) and ``mjx`` (jax leaves;
+``step`` and ``reset`` are pure and jittable, ``jax.jit(env.step)`` is the intended use).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS, EnvConfig
+from musclerl.envs.initial_state import base_weights, clip_probabilities, sample_starts, update_fail_rate
+from musclerl.envs.observations import observe, piece_sizes
+from musclerl.envs.reference import Reference, build_reference, frame_index, lookup
+from musclerl.envs.rewards import reward_terms, tracking_errors
+from musclerl.envs.state import Kinematics, State
+from musclerl.envs.termination import is_bad, root_height_m, terminated, truncated
+from musclerl.envs.world import World, build_world
+from musclerl.errors import InputError
+from musclerl.motion.trajectory import Trajectory
+
+BACKENDS = ("cpu", "mjx")
+
+
+class TrackingEnv:
+    """Batched tracking environment over ``num_envs`` copies of a model.
+
+    Attributes: ``observation_size``, ``action_size`` (= number of actuators), ``obs_pieces``
+    (piece -> size, in order), ``reference`` (:class:`Reference`), ``model`` (the compiled
+    ``MjModel`` with tracked sites and terrain), ``world``, ``control_dt_s``, ``config``.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike = "myolegs",
+        dataset: Trajectory | str | os.PathLike | None = None,
+        config: EnvConfig | dict | None = None,
+        backend: str = "cpu",
+        num_envs: int = 1,
+        threads: int = 1,
+    ):
+        if dataset is None:
+            raise InputError("TrackingEnv", "a dataset (Trajectory or .npz path) is required")
+        if not isinstance(dataset, Trajectory):
+            dataset = Trajectory.load(dataset)
+        if backend not in BACKENDS:
+            raise InputError("TrackingEnv", f"unknown backend '{backend}'; choose one of {list(BACKENDS)}")
+        if num_envs < 1:
+            raise InputError("TrackingEnv", f"num_envs must be >= 1, got {num_envs}")
+        self.config = config if isinstance(config, EnvConfig) else EnvConfig.from_dict(config)
+        self.backend = backend
+        self.num_envs = int(num_envs)
+        self.world: World = build_world(
+            str(model), self.config.sites, self.config.foot_bodies, dataset.terrain
+        )
+        self.model: mujoco.MjModel = self.world.model
+        self.reference: Reference = build_reference(self.world, dataset)
+        self.control_dt_s = float(self.config.substeps * self.model.opt.timestep)
+        m = self.model
+        self.obs_pieces = piece_sizes(
+            self.config.obs, m.nq, m.nv, m.nu, m.na, len(self.world.site_ids), len(self.world.foot_body_ids)
+        )
+        self.observation_size = int(sum(self.obs_pieces.values()))
+        self.action_size = int(m.nu)
+        weights = base_weights(self.reference.num_clips, self.config.sampling)
+        terrain = None
+        if self.world.terrain is not None:
+            t = self.world.terrain
+            terrain = {"height_m": t.height_m, "origin_m": t.origin_m, "cell_m": float(t.cell_m)}
+        if backend == "cpu":
+            from musclerl.envs.cpu_backend import CpuPhysics
+
+            self._xp = np
+            self._physics = CpuPhysics(self.world, self.num_envs, threads)
+        else:
+            import jax.numpy as jnp
+
+            from musclerl.envs.mjx_backend import MjxPhysics
+
+            self._xp = jnp
+            self._physics = MjxPhysics(self.world, self.config.mjx.impl)
+            if terrain is not None:
+                terrain = {k: (jnp.asarray(v) if k != "cell_m" else v) for k, v in terrain.items()}
+        xp = self._xp
+        self._ref = self.reference.as_arrays(xp)
+        self._weights = xp.asarray(weights)
+        self._consts = {
+            "peak_force_n": xp.asarray(self.world.peak_force_n),
+            "foot_rest_height_m": xp.asarray(self.world.foot_rest_height_m),
+            "terrain": terrain,
+        }
+
+    # ------------------------------------------------------------------ public API
+    def reset(self, rng: Any, clip: Any = None, time_s: Any = None) -> State:
+        """Fresh episodes for all envs: RSI at sampled clips/times, or at the given ``clip`` (N,)
+        and ``time_s`` (N,) (e.g. clip starts, for evaluation)."""
+        xp, n = self._xp, self.num_envs
+        rng = self._init_rng(rng)
+        rng, u_clip, u_frame = self._uniforms(rng)
+        fail_rate = xp.zeros(self.reference.num_clips)
+        if clip is None:
+            probs = clip_probabilities(self._weights, fail_rate, self.config.sampling, xp)
+            clip, time_s = sample_starts(
+                u_clip, u_frame, probs, self._ref, self.control_dt_s, self.config.sampling.rsi, xp
+            )
+        else:
+            clip = xp.asarray(clip, dtype=xp.int32) + xp.zeros(n, dtype=xp.int32)
+            time_s = xp.asarray(time_s if time_s is not None else 0.0) + xp.zeros(n)
+        start = lookup(self._ref, clip, time_s, xp)
+        act = xp.zeros((n, self.model.na))
+        physics, kin = self._set_all(start["qpos"], start["qvel"], act)
+        obs = self._observe(kin, clip, time_s)
+        zeros = xp.zeros(n)
+        false = xp.zeros(n, dtype=bool)
+        metrics = self._zero_metrics()
+        info = {
+            "terminal_obs": obs,
+            "clip": clip,
+            "time_s": time_s,
+            "frame": frame_index(self._ref, clip, time_s, xp)[0],
+            "steps": xp.zeros(n, dtype=xp.int32),
+            "last_action": xp.zeros((n, self.action_size)),
+            "clip_fail_rate": fail_rate,
+        }
+        return State(
+            physics=physics,
+            obs=obs,
+            reward=zeros,
+            done=false,
+            terminated=false,
+            truncated=false,
+            metrics=metrics,
+            info=info,
+            rng=rng,
+        )
+
+    def step(self, state: State, action: Any) -> State:
+        """Advance every env one control step (``substeps`` physics steps) and auto-reset done ones."""
+        xp, cfg = self._xp, self.config
+        action = xp.clip(xp.asarray(action), 0.0, 1.0)
+        physics, bad_sim = self._physics_step(state.physics, action)
+        kin = self._kinematics(physics)
+        clip = state.info["clip"]
+        time_s = state.info["time_s"] + self.control_dt_s
+        steps = state.info["steps"] + 1
+        target = lookup(self._ref, clip, time_s, xp)
+        errors = tracking_errors(kin, target, xp)
+        terms = reward_terms(errors, kin.act, action, state.info["last_action"], cfg, xp)
+        bad = is_bad(kin, cfg.termination.max_qvel, xp) | bad_sim
+        height = root_height_m(kin, self._consts["terrain"], xp)
+        term = terminated(errors["site_err_m"], height, bad, cfg)
+        trunc = truncated(steps, clip, time_s, self.control_dt_s, self._ref, cfg, xp) & ~term
+        done = term | trunc
+        obs = xp.where(bad[:, None], 0.0, self._observe(kin, clip, time_s))
+        metrics = {k: xp.where(bad, 0.0, v) for k, v in terms.items()}
+        metrics.update(
+            site_err_m=xp.where(bad, 0.0, errors["site_err_m"]),
+            root_height_m=xp.where(bad, 0.0, height),
+            nan_reset=bad.astype(obs.dtype),
+            terminated=term.astype(obs.dtype),
+            truncated=trunc.astype(obs.dtype),
+        )
+        fail_rate = update_fail_rate(
+            state.info["clip_fail_rate"], clip, done, term & ~bad, cfg.sampling.adaptive_ema, xp
+        )
+        rng, u_clip, u_frame = self._uniforms(state.rng)
+        probs = clip_probabilities(self._weights, fail_rate, cfg.sampling, xp)
+        new_clip, new_time = sample_starts(
+            u_clip, u_frame, probs, self._ref, self.control_dt_s, cfg.sampling.rsi, xp
+        )
+        physics, next_obs = self._auto_reset(physics, done, obs, new_clip, new_time)
+        clip = xp.where(done, new_clip, clip)
+        time_s = xp.where(done, new_time, time_s)
+        info = {
+            "terminal_obs": obs,
+            "clip": clip,
+            "time_s": time_s,
+            "frame": frame_index(self._ref, clip, time_s, xp)[0],
+            "steps": xp.where(done, 0, steps).astype(xp.int32),
+            "last_action": xp.where(done[:, None], 0.0, action),
+            "clip_fail_rate": fail_rate,
+        }
+        return State(
+            physics=physics,
+            obs=next_obs,
+            reward=metrics["reward/total"],
+            done=done,
+            terminated=term,
+            truncated=trunc,
+            metrics=metrics,
+            info=info,
+            rng=rng,
+        )
+
+    def with_physics(self, state: State, qpos: Any, qvel: Any, act: Any) -> State:
+        """``state`` with every env's physics set to qpos (N, nq), qvel (N, nv), act (N, na) and the
+        observation recomputed (clip, time and the rest of info kept). For tests and analysis."""
+        physics, kin = self._set_all(
+            self._xp.asarray(qpos), self._xp.asarray(qvel), self._xp.asarray(act), state.physics
+        )
+        obs = self._observe(kin, state.info["clip"], state.info["time_s"])
+        return state.replace(physics=physics, obs=obs, info={**state.info, "terminal_obs": obs})
+
+    def kinematics(self, state: State) -> Kinematics:
+        """What observations and rewards read from ``state.physics`` (N, ...)."""
+        return self._kinematics(state.physics)
+
+    def physics_data(self, i: int) -> mujoco.MjData:
+        """cpu backend: env ``i``'s MjData (a copy with all derived fields as of its last step)."""
+        if self.backend != "cpu":
+            raise InputError(
+                "physics_data", "only the cpu backend keeps MjData; use mjx_backend.to_mujoco_data"
+            )
+        return self._physics.physics_data(i)
+
+    # ------------------------------------------------------------------ helpers
+    def _observe(self, kin: Kinematics, clip: Any, time_s: Any) -> Any:
+        return observe(kin, self._ref, clip, time_s, self.config.obs, self._consts, self._xp)
+
+    def _zero_metrics(self) -> dict[str, Any]:
+        xp, n = self._xp, self.num_envs
+        names = [f"reward/{t}" for t in (*TRACKING_TERMS, *PENALTY_TERMS, "total")]
+        names += ["site_err_m", "root_height_m", "nan_reset", "terminated", "truncated"]
+        return {k: xp.zeros(n) for k in names}
+
+    def _kinematics(self, physics: Any) -> Kinematics:
+        return self._physics.kinematics() if self.backend == "cpu" else self._physics.kinematics(physics)
+
+    def _physics_step(self, physics: Any, action: Any) -> tuple[Any, Any]:
+        if self.backend == "cpu":
+            return physics, self._physics.step(action, self.config.substeps)
+        new = self._physics.step(physics, action, self.config.substeps)
+        return new, self._xp.zeros(self.num_envs, dtype=bool)
+
+    def _set_all(self, qpos: Any, qvel: Any, act: Any, physics: Any = None) -> tuple[Any, Kinematics]:
+        n = self.num_envs
+        if self.backend == "cpu":
+            ids = np.arange(n)
+            self._physics.set_state(ids, qpos, qvel, act)
+            return ids, self._physics.kinematics()
+        data = self._physics.empty(n) if physics is None else physics
+        data = self._physics.set_state(data, self._xp.ones(n, dtype=bool), qpos, qvel, act)
+        return data, self._physics.kinematics(data)
+
+    def _auto_reset(self, physics: Any, done: Any, obs: Any, clip: Any, time_s: Any) -> tuple[Any, Any]:
+        """Reset the done envs at (clip, time_s); return physics and the post-reset observation."""
+        xp = self._xp
+        if self.backend == "cpu":
+            ids = np.flatnonzero(done)
+            if ids.size == 0:
+                return physics, obs
+            start = lookup(self._ref, clip[ids], time_s[ids], xp)
+            self._physics.set_state(ids, start["qpos"], start["qvel"], np.zeros((ids.size, self.model.na)))
+            out = obs.copy()
+            out[ids] = self._observe(self._physics.kinematics(ids), clip[ids], time_s[ids])
+            return physics, out
+        start = lookup(self._ref, clip, time_s, xp)
+        physics = self._physics.set_state(
+            physics, done, start["qpos"], start["qvel"], xp.zeros((self.num_envs, self.model.na))
+        )
+        fresh = self._observe(self._physics.kinematics(physics), clip, time_s)
+        return physics, xp.where(done[:, None], fresh, obs)
+
+    def _init_rng(self, rng: Any) -> Any:
+        """mjx: a jax key; cpu: a numpy uint64 seed derived from the key (or int)."""
+        if self.backend == "mjx":
+            return rng
+        if isinstance(rng, (int, np.integer)):
+            return np.uint64(rng)
+        import jax
+
+        key = jax.random.key_data(rng) if jax.dtypes.issubdtype(rng.dtype, jax.dtypes.prng_key) else rng
+        words = np.asarray(key, dtype=np.uint64).ravel()
+        return np.uint64(sum(int(w) << (32 * i) for i, w in enumerate(words[:2])))
+
+    def _uniforms(self, rng: Any) -> tuple[Any, Any, Any]:
+        """Next rng and two uniform (N,) arrays in [0, 1)."""
+        n = self.num_envs
+        if self.backend == "cpu":
+            gen = np.random.default_rng(int(rng))
+            u = gen.random((2, n))
+            return np.uint64(gen.integers(0, 2**63)), u[0], u[1]
+        import jax
+
+        rng, key = jax.random.split(rng)
+        u = jax.random.uniform(key, (2, n))
+        return rng, u[0], u[1]

@@ -1,0 +1,145 @@
+"""The simulated world: model + tracked sites + the motion's terrain, compiled once per env.
+
+``build_world`` edits the model's ``MjSpec``:
+
+- tracked sites: the config's ``sites`` if given, else one site ``track_<body>`` at the origin of
+  every body that has a joint (the root included);
+- terrain: a Trajectory that carries a heightfield gets it as an ``hfield`` geom covering the same
+  grid, and the model's floor planes are lowered to the lowest terrain point (outside the grid);
+- foot bodies for the contact observation: the config's, else the bodies with collision geoms
+  whose origin lies within 0.15 m of the lowest such body in the model's default pose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import numpy as np
+
+from musclerl.errors import InputError
+from musclerl.models.registry import compile_spec, load_spec
+from musclerl.motion.trajectory import Terrain
+
+TRACK_SITE_PREFIX = "track_"
+FOOT_SEARCH_BAND_M = 0.15
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    """Compiled model and the ids the environment reads every step."""
+
+    model: mujoco.MjModel
+    site_ids: np.ndarray  # (S,) tracked site ids
+    site_names: tuple[str, ...]
+    site_body_root: np.ndarray  # (S,) id of the root body of each site's body (for cvel/subtree_com)
+    site_body: np.ndarray  # (S,) body id of each tracked site
+    foot_body_ids: np.ndarray  # (F,)
+    foot_rest_height_m: np.ndarray  # (F,) foot body origin height above the floor, default pose
+    muscle_ids: np.ndarray  # (nu,) actuators (all of them: actions are excitations of every actuator)
+    peak_force_n: np.ndarray  # (nu,) peak isometric force, for the normalised force observation
+    root_qpos_adr: int  # qpos address of the free root joint
+    root_body: int
+    terrain: Terrain | None
+
+
+def build_world(model_name: str, sites: list[str], foot_bodies: list[str], terrain: Terrain | None) -> World:
+    spec = load_spec(model_name)
+    model0 = compile_spec(spec, model_name)
+    if model0.njnt == 0 or model0.jnt_type[0] != mujoco.mjtJoint.mjJNT_FREE:
+        raise InputError(model_name, "tracking needs a model whose first joint is a free root joint")
+    if np.any(model0.jnt_type == mujoco.mjtJoint.mjJNT_BALL):
+        raise InputError(model_name, "ball joints are not supported by the tracking env yet")
+    if model0.nu == 0:
+        raise InputError(model_name, "model has no actuators (muscles) to drive")
+
+    site_names = list(sites)
+    if not site_names:
+        jointed = sorted(set(int(b) for b in model0.jnt_bodyid))
+        for b in jointed:
+            name = TRACK_SITE_PREFIX + model0.body(b).name.replace(" ", "_")
+            spec.body(model0.body(b).name).add_site(name=name, pos=[0, 0, 0], group=5)
+            site_names.append(name)
+    if terrain is not None:
+        _add_terrain(spec, terrain)
+    model = compile_spec(spec, model_name)
+
+    site_ids = []
+    for name in site_names:
+        sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
+        if sid < 0:
+            raise InputError(model_name, f"tracked site '{name}' is not in the model")
+        site_ids.append(sid)
+    site_ids_arr = np.asarray(site_ids, dtype=int)
+    site_body = model.site_bodyid[site_ids_arr].astype(int)
+
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    foot_ids = _foot_bodies(model, data, foot_bodies, model_name)
+    floor_z = 0.0 if terrain is None else float(terrain.height_at(data.xpos[foot_ids, :2]).mean())
+    rest = data.xpos[foot_ids, 2] - floor_z
+
+    peak = model.actuator_gainprm[:, 2].copy()
+    peak = np.where(peak > 0, peak, np.maximum(-model.actuator_forcerange[:, 0], 1.0))
+    return World(
+        model=model,
+        site_ids=site_ids_arr,
+        site_names=tuple(site_names),
+        site_body_root=model.body_rootid[site_body].astype(int),
+        site_body=site_body,
+        foot_body_ids=foot_ids,
+        foot_rest_height_m=rest,
+        muscle_ids=np.arange(model.nu),
+        peak_force_n=peak,
+        root_qpos_adr=int(model.jnt_qposadr[0]),
+        root_body=int(model.jnt_bodyid[0]),
+        terrain=terrain,
+    )
+
+
+def _foot_bodies(model: mujoco.MjModel, data: mujoco.MjData, names: list[str], source: str) -> np.ndarray:
+    if names:
+        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, n) for n in names]
+        missing = [n for n, i in zip(names, ids, strict=False) if i < 0]
+        if missing:
+            raise InputError(source, f"foot bodies {missing} are not in the model")
+        return np.asarray(ids, dtype=int)
+    colliding = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
+    bodies = sorted(set(int(b) for b in model.geom_bodyid[colliding]) - {0})
+    if not bodies:
+        raise InputError(source, "no body with collision geoms: set foot_bodies in the env config")
+    z = data.xpos[bodies, 2]
+    return np.asarray(
+        [b for b, h in zip(bodies, z, strict=False) if h <= z.min() + FOOT_SEARCH_BAND_M], dtype=int
+    )
+
+
+def _add_terrain(spec: mujoco.MjSpec, terrain: Terrain) -> None:
+    """Heightfield geom over the terrain grid; floor planes moved down to its lowest point."""
+    h = np.asarray(terrain.height_m, dtype=float)
+    low, high = float(h.min()), float(h.max())
+    elevation = max(high - low, 1e-4)
+    rows, cols = h.shape
+    size_x, size_y = terrain.size_m
+    # MuJoCo's hfield: row r at y = -ry + 2 ry r/(nrow-1), column c at x likewise; values in [0, 1]
+    # times the elevation, on top of the geom's z.
+    spec.add_hfield(
+        name="terrain",
+        size=[size_x / 2, size_y / 2, elevation, 0.1],
+        nrow=rows,
+        ncol=cols,
+        userdata=((h - low) / elevation).astype(np.float32).ravel().tolist(),
+    )
+    for geom in spec.worldbody.geoms:
+        if geom.type == mujoco.mjtGeom.mjGEOM_PLANE:
+            geom.pos = [geom.pos[0], geom.pos[1], low]
+    spec.worldbody.add_geom(
+        name="terrain",
+        type=mujoco.mjtGeom.mjGEOM_HFIELD,
+        hfieldname="terrain",
+        pos=[terrain.origin_m[0] + size_x / 2, terrain.origin_m[1] + size_y / 2, low],
+        contype=1,
+        conaffinity=1,
+        condim=3,
+        rgba=[0.45, 0.5, 0.45, 1],
+    )
