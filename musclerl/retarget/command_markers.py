@@ -1,23 +1,118 @@
-"""``musclerl retarget markers``: .trc markers -> scaled model -> constrained IK -> Trajectory."""
+"""``musclerl retarget markers``: .trc markers -> scaled model -> constrained IK -> Trajectory.
+
+One trial: ``--out OUT.npz`` plus optional ``--mot``, ``--report``, ``--plot`` files. Several
+trials (or a folder): ``--out`` is a folder receiving ``<trial>.npz/.json[/.mot/.png]`` and a
+``summary.json``; finished trials are skipped, ``--jobs`` runs trials in parallel processes.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trc", nargs="+", help="marker trial(s) (.trc) or a folder of them")
-    parser.add_argument("--model", default="myolegs")
+    parser.add_argument("--model", default="myolegs", help="registered model name or MJCF path")
     parser.add_argument("--markers", required=True, help="OpenSim model (.osim) or MarkerSet .xml")
-    parser.add_argument("--static", help="static trial (.trc) used to scale the model first")
-    parser.add_argument("--setup", help="OpenSim IK setup XML (marker weights, time range)")
-    parser.add_argument("--start", type=float, help="first time (s)")
-    parser.add_argument("--end", type=float, help="last time (s)")
-    parser.add_argument("--out", required=True, help="output Trajectory .npz (or folder for many trials)")
-    parser.add_argument("--mot", help="also write coordinates as an OpenSim .mot (degrees)")
-    parser.add_argument("--report", help="quality report JSON")
-    parser.add_argument("--plot", help="quality plot PNG")
+    parser.add_argument("--static", help="static trial (.trc) used to scale the model and place markers")
+    parser.add_argument("--setup", help="OpenSim IK setup XML (marker weights, coordinate tasks, time range)")
+    parser.add_argument(
+        "--scale-setup",
+        help="OpenSim Scale setup XML (marker-pair measurements, "
+        "placement weights, static time range, subject mass)",
+    )
+    parser.add_argument("--start", type=float, help="first time (s); overrides the setup's time range")
+    parser.add_argument("--end", type=float, help="last time (s); overrides the setup's time range")
+    parser.add_argument(
+        "--no-robust",
+        action="store_true",
+        help="plain weighted least squares (no second pass down-weighting markers the model cannot follow)",
+    )
+    parser.add_argument("--out", required=True, help="output Trajectory .npz (a folder for many trials)")
+    parser.add_argument(
+        "--mot",
+        help="also write coordinates as an OpenSim .mot (degrees); with many "
+        "trials any value turns .mot output on",
+    )
+    parser.add_argument("--report", help="quality report JSON (many trials: always written)")
+    parser.add_argument("--plot", help="quality plot PNG; with many trials any value turns plots on")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel processes for many trials")
+
+
+def write_outputs(result, out: Path, report: Path | None, mot: Path | None, plot: Path | None) -> None:
+    """Write the Trajectory and the optional report/.mot/plot files of one retargeted trial."""
+    from musclerl.motion.storage import write_storage
+    from musclerl.retarget.report import plot_report, write_report
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result.trajectory.save(out)
+    if report is not None:
+        write_report(report, result.report)
+    if mot is not None:
+        write_storage(mot, result.table)
+    if plot is not None:
+        columns = [
+            c
+            for c in (
+                "hip_flexion_r",
+                "knee_angle_r",
+                "ankle_angle_r",
+                "hip_flexion_l",
+                "knee_angle_l",
+                "ankle_angle_l",
+            )
+            if c in result.table.columns
+        ]
+        coords = {c: result.table.column(c) for c in columns}
+        plot_report(plot, result.report, result.series, coords, title=Path(result.report["trial"]).name)
+
+
+def _options(args: argparse.Namespace):
+    from musclerl.retarget.markers_pipeline import MarkerOptions
+
+    return MarkerOptions(
+        model=args.model,
+        markers=args.markers,
+        static=args.static,
+        setup=args.setup,
+        scale_setup=args.scale_setup,
+        start_s=args.start,
+        end_s=args.end,
+        robust=not args.no_robust,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("retarget markers: in progress")
+    from musclerl.errors import InputError
+    from musclerl.retarget import batch
+    from musclerl.retarget.markers_pipeline import load_inputs, retarget_markers
+
+    options = _options(args)
+    load_inputs(options)  # fail early, before any output, on a bad marker set / setup / static trial
+    trials = batch.expand_trials(args.trc)
+    single = len(trials) == 1 and Path(args.trc[0]).is_file() and Path(args.out).suffix == ".npz"
+    if single:
+        result = retarget_markers(trials[0], options)
+        write_outputs(
+            result,
+            Path(args.out),
+            Path(args.report) if args.report else None,
+            Path(args.mot) if args.mot else None,
+            Path(args.plot) if args.plot else None,
+        )
+        rms = result.report["marker_rms_m"]["mean"]
+        print(
+            f"{trials[0].name}: {result.report['frames']} frames, marker RMS {1e3 * rms:.1f} mm, "
+            f"failed {result.report['failed_frames']} -> {args.out}"
+        )
+        return 0
+    out_dir = Path(args.out)
+    if out_dir.suffix == ".npz":
+        raise InputError(out_dir, "with several trials or a folder, --out must be a folder")
+    paths = batch.plan(trials, out_dir, mot=bool(args.mot), plot=bool(args.plot))
+    reports = batch.run_batch(paths, options, jobs=max(1, args.jobs))
+    rows = batch.summary_rows(reports)
+    batch.write_summary(out_dir, rows)
+    print(batch.format_table(rows))
+    return 0 if all(r["status"] != "error" for r in rows) else 2

@@ -29,6 +29,8 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.markers import MarkerSet
 
+ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+
 
 @dataclasses.dataclass(frozen=True)
 class Coupling:
@@ -52,8 +54,15 @@ def joint_couplings(model: mujoco.MjModel) -> list[Coupling]:
         dep, drv = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
         qd, qv = int(model.jnt_qposadr[dep]), int(model.jnt_qposadr[drv])
         out.append(
-            Coupling(qd, int(model.jnt_dofadr[dep]), qv, int(model.jnt_dofadr[drv]),
-                     float(model.qpos0[qd]), float(model.qpos0[qv]), np.array(model.eq_data[e, :5]))
+            Coupling(
+                qd,
+                int(model.jnt_dofadr[dep]),
+                qv,
+                int(model.jnt_dofadr[drv]),
+                float(model.qpos0[qd]),
+                float(model.qpos0[qv]),
+                np.array(model.eq_data[e, :5]),
+            )
         )
     return out
 
@@ -69,7 +78,8 @@ def equality_residual(couplings: list[Coupling], qpos: np.ndarray) -> np.ndarray
     """Residual of each coupling for poses ``qpos`` (..., nq) -> (..., len(couplings))."""
     qpos = np.asarray(qpos)
     cols = [
-        qpos[..., c.dependent_qpos] - c.dependent_q0
+        qpos[..., c.dependent_qpos]
+        - c.dependent_q0
         - np.polyval(c.coefficients[::-1], qpos[..., c.driver_qpos] - c.driver_q0)
         for c in couplings
     ]
@@ -95,38 +105,48 @@ class PoseFit:
     ``locked_dofs`` are dof indices kept at their initial values.
     """
 
-    def __init__(self, model: mujoco.MjModel, sites: list[str], weights: np.ndarray,
-                 coordinate_targets: dict[str, tuple[float | None, float]] | None = None,
-                 posture_weight: float = 1e-4, max_iterations: int = 60, tolerance: float = 1e-9,
-                 locked_dofs: tuple[int, ...] = ()):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        sites: list[str],
+        weights: np.ndarray,
+        coordinate_targets: dict[str, tuple[float | None, float]] | None = None,
+        posture_weight: float = 1e-8,
+        max_iterations: int = 60,
+        tolerance: float = 1e-9,
+        locked_dofs: tuple[int, ...] = (),
+    ):
         self.model = model
         self.data = mujoco.MjData(model)
         self.site_ids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites])
         if np.any(self.site_ids < 0):
-            missing = [s for s, i in zip(sites, self.site_ids) if i < 0]
+            missing = [s for s, i in zip(sites, self.site_ids, strict=True) if i < 0]
             raise InputError("model", f"no site for markers {missing}")
         self.weights = np.asarray(weights, dtype=float)
         self.couplings = joint_couplings(model)
         dependent = {c.dependent_dof for c in self.couplings}
-        self.free_dofs = np.array([d for d in range(model.nv) if d not in dependent and d not in locked_dofs],
-                                  dtype=int)
+        self.free_dofs = np.array(
+            [d for d in range(model.nv) if d not in dependent and d not in locked_dofs], dtype=int
+        )
         self.coord_rows = []  # (qpos adr, dof, target, sqrt weight)
         for name, (value, weight) in (coordinate_targets or {}).items():
             j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
-            if j < 0 or model.jnt_type[j] not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            if j < 0 or int(model.jnt_type[j]) not in ONE_DOF:
                 continue
             adr = int(model.jnt_qposadr[j])
             target = float(model.qpos0[adr]) if value is None else float(value)
             self.coord_rows.append((adr, int(model.jnt_dofadr[j]), target, np.sqrt(weight)))
         self.posture = []  # (qpos adr, dof) of independent 1-dof joints
         for j in range(model.njnt):
-            if model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            if int(model.jnt_type[j]) in ONE_DOF:
                 if int(model.jnt_dofadr[j]) not in dependent:
                     self.posture.append((int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])))
         self.posture_sqrt_w = np.sqrt(posture_weight)
-        self.limited = [(int(model.jnt_qposadr[j]), model.jnt_range[j].copy()) for j in range(model.njnt)
-                        if model.jnt_limited[j] and model.jnt_type[j] in
-                        (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)]
+        self.limited = [
+            (int(model.jnt_qposadr[j]), model.jnt_range[j].copy())
+            for j in range(model.njnt)
+            if model.jnt_limited[j] and int(model.jnt_type[j]) in ONE_DOF
+        ]
         self.max_iterations = max_iterations
         self.tolerance = tolerance
 
@@ -188,14 +208,17 @@ class PoseFit:
         damping = 1e-3
         converged = False
         step_v = np.zeros(self.model.nv)
-        iteration = 0
-        for iteration in range(1, self.max_iterations + 1):
+        iterations = 0
+        for step in range(1, self.max_iterations + 1):
+            iterations = step
             jac = self._jacobian(qpos, sqrt_w)
             grad = jac.T @ res
             hess = jac.T @ jac
             accepted = False
             while damping < 1e8:
-                delta = np.linalg.solve(hess + damping * (np.diag(np.diag(hess)) + 1e-9 * np.eye(len(grad))), -grad)
+                delta = np.linalg.solve(
+                    hess + damping * (np.diag(np.diag(hess)) + 1e-9 * np.eye(len(grad))), -grad
+                )
                 step_v[:] = 0.0
                 step_v[self.free_dofs] = delta
                 trial = qpos.copy()
@@ -220,10 +243,12 @@ class PoseFit:
         x = self.site_positions(qpos)
         err2 = np.sum((x - np.nan_to_num(targets_m)) ** 2, axis=1)
         rms = float(np.sqrt(np.sum(err2 * self.weights * present) / total_w)) if total_w > 0 else float("nan")
-        return FitResult(qpos, rms, converged, iteration)
+        return FitResult(qpos, rms, converged, iterations)
 
 
-def align_root(model: mujoco.MjModel, qpos: np.ndarray, sites: list[str], targets_m: np.ndarray) -> np.ndarray:
+def align_root(
+    model: mujoco.MjModel, qpos: np.ndarray, sites: list[str], targets_m: np.ndarray
+) -> np.ndarray:
     """Move the free root of ``qpos`` so the sites best match ``targets_m`` (M, 3) rigidly (Kabsch).
 
     Returns a new qpos; models without a free root are returned unchanged.
@@ -256,8 +281,9 @@ def align_root(model: mujoco.MjModel, qpos: np.ndarray, sites: list[str], target
     return qpos
 
 
-def place_markers(model: mujoco.MjModel, qpos: np.ndarray, marker_set: MarkerSet,
-                  measured_m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def place_markers(
+    model: mujoco.MjModel, qpos: np.ndarray, marker_set: MarkerSet, measured_m: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     """OpenSim MarkerPlacer: body-frame locations (3,) for every non-fixed, measured marker.
 
     ``qpos`` is the fitted static pose; ``measured_m`` maps name -> world position (3,).

@@ -1,0 +1,380 @@
+"""Markers -> model: scale from a static trial, place the markers, then IK over a trial.
+
+Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
+
+1. :func:`calibrate` — the OpenSim marker set becomes sites on the model
+   (:mod:`musclerl.models.markers`). With a static trial, the model is scaled per segment from
+   marker-pair distances (the Scale setup's measurements; without one, one uniform factor from all
+   marker distances), the static pose is fitted (pelvis first from the markers that move with the
+   root alone, then the limbs with the root held), and every non-fixed marker is moved to where
+   the static trial saw it (OpenSim's marker placement). That step is what makes generic marker
+   positions — 8-16 cm off on thighs and shanks — usable.
+2. :func:`solve_trial` — frame-by-frame weighted least squares (:class:`PoseFit`: LM, joint
+   limits held, joint-equality couplings exact), warm-started from the previous frame. With
+   ``robust`` a second pass down-weights markers the model cannot follow over the clip (e.g.
+   trunk markers on a model whose trunk is rigid): a marker whose clip RMS exceeds twice the
+   median gets its weight scaled by ``(2 median / rms)^2``.
+3. :func:`retarget_markers` — the above for one ``.trc``, returning the Trajectory, the quality
+   report (:mod:`musclerl.retarget.report`) and an OpenSim-style coordinate table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from musclerl.errors import InputError
+from musclerl.models.markers import MarkerSet, add_markers, read_marker_set
+from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
+from musclerl.models.registry import compile_spec, load_spec
+from musclerl.models.scaling import measure_scale_factors, scale_spec
+from musclerl.motion.storage import Table
+from musclerl.motion.trajectory import Trajectory
+from musclerl.motion.trc import MarkerData, read_trc
+from musclerl.retarget.marker_fit import PoseFit, align_root, place_markers, root_rigid_sites
+from musclerl.retarget.report import quality_report
+
+ROBUST_MEDIAN_FACTOR = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class MarkerOptions:
+    """Inputs of one marker retargeting run (paths as given on the command line)."""
+
+    model: str = "myolegs"
+    markers: str = ""
+    static: str | None = None
+    setup: str | None = None
+    scale_setup: str | None = None
+    start_s: float | None = None
+    end_s: float | None = None
+    robust: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibratedModel:
+    """The subject model: compiled ``model`` with marker sites, its ``spec``, placed markers."""
+
+    model: mujoco.MjModel
+    spec: mujoco.MjSpec
+    marker_set: MarkerSet
+    scale_factors: dict[str, np.ndarray]
+    static_rms_m: float | None
+    missing_body: dict[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialSolution:
+    """IK of one trial: ``qpos`` (T, nq), ``converged`` (T,), ``errors_m`` (T, M) per marker."""
+
+    qpos: np.ndarray
+    converged: np.ndarray
+    errors_m: np.ndarray
+    names: tuple[str, ...]
+    weights: np.ndarray
+    seconds: float
+
+
+def time_window(data: MarkerData, start_s: float | None, end_s: float | None) -> MarkerData:
+    """Frames with ``start_s <= time <= end_s`` (1e-6 s slack); InputError if none remain."""
+    keep = np.ones(data.num_frames, dtype=bool)
+    if start_s is not None:
+        keep &= data.time_s >= start_s - 1e-6
+    if end_s is not None:
+        keep &= data.time_s <= end_s + 1e-6
+    if keep.sum() < 1:
+        raise InputError(
+            data.source,
+            f"no frames between {start_s} and {end_s} s "
+            f"(file covers {data.time_s[0]:.3f}-{data.time_s[-1]:.3f} s)",
+        )
+    return dataclasses.replace(data, positions_m=data.positions_m[keep], time_s=data.time_s[keep])
+
+
+def mean_positions(data: MarkerData) -> dict[str, np.ndarray]:
+    """Mean position (3,) of each marker over the frames it is present in (all-NaN markers left out)."""
+    out = {}
+    for i, name in enumerate(data.names):
+        column = data.positions_m[:, i]
+        ok = ~np.isnan(column[:, 0])
+        if ok.any():
+            out[name] = column[ok].mean(axis=0)
+    return out
+
+
+def _coordinate_targets(setup: IKSetup | None) -> dict[str, tuple[float | None, float]]:
+    if setup is None:
+        return {}
+    return {
+        c.name: (None if c.value_deg is None else np.deg2rad(c.value_deg), c.weight)
+        for c in setup.coordinate_targets
+    }
+
+
+def _weights(names: list[str], setup: IKSetup | None) -> np.ndarray:
+    if setup is None or not setup.marker_weights:
+        return np.ones(len(names))
+    return np.array([setup.marker_weights.get(n, 0.0) for n in names])
+
+
+def _build(
+    model_name: str, marker_set: MarkerSet, factors: dict[str, np.ndarray], mass_kg: float | None
+) -> tuple[mujoco.MjSpec, mujoco.MjModel, dict[str, str]]:
+    spec = load_spec(model_name)
+    added = add_markers(spec, marker_set)
+    if not added.added:
+        raise InputError(marker_set.source, f"none of the markers' bodies exist in model {model_name!r}")
+    if factors or mass_kg is not None:
+        scale_spec(spec, factors, mass_kg=mass_kg, source=model_name)
+    return spec, compile_spec(spec, model_name), added.missing_body
+
+
+def _uniform_factor(model: mujoco.MjModel, measured: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One factor for all bodies: mean pairwise marker distance, trial / model at qpos0."""
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    names = [n for n in measured if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, n) >= 0]
+    if len(names) < 2:
+        raise InputError("static trial", "fewer than 2 markers shared with the model: cannot scale")
+    sim = np.array([data.site(n).xpos for n in names])
+    exp = np.array([measured[n] for n in names])
+    pairs = np.triu_indices(len(names), 1)
+    d_sim = np.linalg.norm(sim[:, None] - sim[None], axis=-1)[pairs]
+    d_exp = np.linalg.norm(exp[:, None] - exp[None], axis=-1)[pairs]
+    factor = float(d_exp.sum() / d_sim.sum())
+    return {model.body(b).name: np.full(3, factor) for b in range(1, model.nbody)}
+
+
+def fit_static_pose(
+    model: mujoco.MjModel,
+    names: list[str],
+    targets_m: np.ndarray,
+    weights: np.ndarray,
+    coordinates: dict[str, tuple[float | None, float]],
+) -> tuple[np.ndarray, float]:
+    """Static pose: the root from root-rigid markers, then the limbs with the root held. -> (qpos, rms)."""
+    root = root_rigid_sites(model, names)
+    free_joint = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+    qpos = align_root(model, model.qpos0, names, targets_m)
+    if free_joint and root.any() and (weights * root).sum() > 0:
+        root_dofs = tuple(
+            range(int(model.jnt_dofadr[free_joint[0]]), int(model.jnt_dofadr[free_joint[0]]) + 6)
+        )
+        others = tuple(d for d in range(model.nv) if d not in root_dofs)
+        qpos = (
+            PoseFit(model, names, weights * root, coordinates, locked_dofs=others).solve(targets_m, qpos).qpos
+        )
+        limbs = PoseFit(model, names, weights * ~root, coordinates, locked_dofs=root_dofs)
+        qpos = limbs.solve(targets_m, qpos).qpos
+    else:
+        qpos = PoseFit(model, names, weights, coordinates).solve(targets_m, qpos).qpos
+    errors = np.linalg.norm(PoseFit(model, names, weights).site_positions(qpos) - targets_m, axis=1)
+    ok = weights > 0
+    return qpos, float(np.sqrt(np.mean(errors[ok] ** 2))) if ok.any() else float("nan")
+
+
+def calibrate(
+    model_name: str,
+    marker_set: MarkerSet,
+    static: MarkerData | None = None,
+    scale_setup: ScaleSetup | None = None,
+    ik_setup: IKSetup | None = None,
+) -> CalibratedModel:
+    """Subject model: markers added; with ``static``, scaled per segment and markers placed."""
+    if static is None:
+        spec, model, missing = _build(model_name, marker_set, {}, None)
+        return CalibratedModel(model, spec, marker_set, {}, None, missing)
+    if scale_setup is not None and scale_setup.time_range_s is not None:
+        static = time_window(static, *scale_setup.time_range_s)
+    measured = mean_positions(static)
+    _, generic, _ = _build(model_name, marker_set, {}, None)
+    if scale_setup is not None and scale_setup.measurements:
+        factors = measure_scale_factors(generic, measured, scale_setup.measurements, static.source)
+    else:
+        factors = _uniform_factor(generic, measured)
+    mass = scale_setup.mass_kg if scale_setup is not None and scale_setup.preserve_mass_distribution else None
+    spec, model, missing = _build(model_name, marker_set, factors, mass)
+    names = [n for n in marker_set.names if n in measured and n not in missing]
+    placement = (
+        scale_setup.placement
+        if scale_setup is not None and scale_setup.placement.marker_weights
+        else ik_setup
+    )
+    weights = _weights(names, placement)
+    targets = np.array([measured[n] for n in names])
+    qpos, _ = fit_static_pose(model, names, targets, weights, _coordinate_targets(placement))
+    placed = marker_set.with_locations(place_markers(model, qpos, marker_set, measured))
+    spec, model, missing = _build(model_name, placed, factors, mass)
+    _, rms = fit_static_pose(model, names, targets, weights, _coordinate_targets(placement))
+    return CalibratedModel(model, spec, placed, factors, rms, missing)
+
+
+def _solve_pass(fit: PoseFit, targets: np.ndarray, qpos_init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    qpos = np.zeros((len(targets), fit.model.nq))
+    converged = np.zeros(len(targets), dtype=bool)
+    q = qpos_init
+    for t in range(len(targets)):
+        if np.sum(~np.isnan(targets[t, :, 0]) & (fit.weights > 0)) < 3:
+            qpos[t] = q
+            continue
+        result = fit.solve(targets[t], q)
+        q = result.qpos
+        qpos[t], converged[t] = q, result.converged
+    return qpos, converged
+
+
+def solve_trial(
+    calibrated: CalibratedModel, markers: MarkerData, setup: IKSetup | None = None, robust: bool = True
+) -> TrialSolution:
+    """Frame-by-frame IK of ``markers`` on the calibrated model (see module docstring)."""
+    model = calibrated.model
+    sites = {model.site(i).name for i in range(model.nsite)}
+    names = [n for n in calibrated.marker_set.names if n in markers.names and n in sites]
+    if len(names) < 3:
+        raise InputError(markers.source, f"only {len(names)} markers shared with the marker set and model")
+    columns = [markers.names.index(n) for n in names]
+    targets = markers.positions_m[:, columns]
+    weights = _weights(names, setup)
+    coordinates = _coordinate_targets(setup)
+    start = time.perf_counter()
+    fit = PoseFit(model, names, weights, coordinates)
+    first = int(np.argmax(np.sum(~np.isnan(targets[..., 0]), axis=1)))
+    q0 = align_root(model, model.qpos0, names, targets[first])
+    q0 = fit.solve(targets[first], q0).qpos
+    qpos, converged = _solve_pass(fit, targets, q0)
+    errors = np.linalg.norm(_site_positions(fit, qpos) - targets, axis=-1)
+    if robust:
+        with np.errstate(invalid="ignore"):
+            rms = np.sqrt(np.nanmean(errors**2, axis=0))
+        used = (weights > 0) & np.isfinite(rms)
+        median = float(np.median(rms[used])) if used.any() else 0.0
+        factor = np.ones(len(names))
+        bad = used & (rms > ROBUST_MEDIAN_FACTOR * median)
+        factor[bad] = (ROBUST_MEDIAN_FACTOR * median / rms[bad]) ** 2
+        if bad.any():
+            weights = weights * factor
+            fit = PoseFit(model, names, weights, coordinates)
+            qpos, converged = _solve_pass(fit, targets, qpos[first])
+            errors = np.linalg.norm(_site_positions(fit, qpos) - targets, axis=-1)
+    seconds = time.perf_counter() - start
+    return TrialSolution(qpos, converged, errors, tuple(names), weights, seconds)
+
+
+def _site_positions(fit: PoseFit, qpos: np.ndarray) -> np.ndarray:
+    return np.stack([fit.site_positions(q) for q in qpos])
+
+
+def velocities(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float) -> np.ndarray:
+    """qvel (T, nv) by central differences of ``qpos`` (T, nq) through ``mj_differentiatePos``."""
+    n = len(qpos)
+    qvel = np.zeros((n, model.nv))
+    if n < 2:
+        return qvel
+    for t in range(n):
+        a, b = max(t - 1, 0), min(t + 1, n - 1)
+        mujoco.mj_differentiatePos(model, qvel[t], (b - a) / rate_hz, qpos[a], qpos[b])
+    return qvel
+
+
+def coordinate_table(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray, name: str) -> Table:
+    """OpenSim-style table: hinge joints in degrees, slides in metres, free/ball roots as
+    ``<joint>_tx/_ty/_tz`` (m) and ``<joint>_rx/_ry/_rz`` (deg, extrinsic x-y-z Euler angles)."""
+    from scipy.spatial.transform import Rotation
+
+    columns, values = [], []
+    for j in range(model.njnt):
+        adr, kind, joint = int(model.jnt_qposadr[j]), model.jnt_type[j], model.joint(j).name
+        if kind == mujoco.mjtJoint.mjJNT_HINGE:
+            columns.append(joint)
+            values.append(np.rad2deg(qpos[:, adr]))
+        elif kind == mujoco.mjtJoint.mjJNT_SLIDE:
+            columns.append(joint)
+            values.append(qpos[:, adr])
+        else:
+            if kind == mujoco.mjtJoint.mjJNT_FREE:
+                columns += [f"{joint}_tx", f"{joint}_ty", f"{joint}_tz"]
+                values += [qpos[:, adr + k] for k in range(3)]
+                adr += 3
+            quat_wxyz = qpos[:, adr : adr + 4]
+            euler = Rotation.from_quat(quat_wxyz[:, [1, 2, 3, 0]]).as_euler("xyz", degrees=True)
+            columns += [f"{joint}_rx", f"{joint}_ry", f"{joint}_rz"]
+            values += [euler[:, k] for k in range(3)]
+    return Table(tuple(columns), np.stack(values, axis=1), np.asarray(time_s, dtype=float), True, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class MarkerRetarget:
+    trajectory: Trajectory
+    report: dict
+    series: dict
+    table: Table
+    calibrated: CalibratedModel
+    solution: TrialSolution
+
+
+def load_inputs(
+    options: MarkerOptions,
+) -> tuple[MarkerSet, MarkerData | None, IKSetup | None, ScaleSetup | None]:
+    """Read the marker set, static trial and setup files named in ``options``."""
+    marker_set = read_marker_set(options.markers)
+    static = read_trc(options.static) if options.static else None
+    ik_setup = read_ik_setup(options.setup) if options.setup else None
+    scale_setup = read_scale_setup(options.scale_setup) if options.scale_setup else None
+    return marker_set, static, ik_setup, scale_setup
+
+
+def retarget_markers(
+    trc: str | Path, options: MarkerOptions, calibrated: CalibratedModel | None = None
+) -> MarkerRetarget:
+    """Retarget one ``.trc`` trial; pass ``calibrated`` to reuse a subject model across trials."""
+    marker_set, static, ik_setup, scale_setup = load_inputs(options)
+    if calibrated is None:
+        calibrated = calibrate(options.model, marker_set, static, scale_setup, ik_setup)
+    markers = read_trc(trc)
+    start = (
+        options.start_s
+        if options.start_s is not None
+        else (ik_setup.time_range_s[0] if ik_setup and ik_setup.time_range_s else None)
+    )
+    end = (
+        options.end_s
+        if options.end_s is not None
+        else (ik_setup.time_range_s[1] if ik_setup and ik_setup.time_range_s else None)
+    )
+    markers = time_window(markers, start, end)
+    solution = solve_trial(calibrated, markers, ik_setup, robust=options.robust)
+    model = calibrated.model
+    rate = float(markers.rate_hz)
+    fit = PoseFit(model, list(solution.names), solution.weights)
+    trajectory = Trajectory(
+        qpos=solution.qpos,
+        qvel=velocities(model, solution.qpos, rate),
+        rate_hz=rate,
+        joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
+        model_name=options.model,
+        site_names=solution.names,
+        site_pos_m=_site_positions(fit, solution.qpos),
+        clip_names=(Path(trc).stem,),
+    )
+    report, series = quality_report(
+        model,
+        solution.qpos,
+        rate,
+        target_errors_m=solution.errors_m,
+        target_names=solution.names,
+        converged=solution.converged,
+        solve_seconds=solution.seconds,
+    )
+    report["trial"] = str(trc)
+    report["model"] = options.model
+    report["static_rms_m"] = calibrated.static_rms_m
+    report["scale_factors"] = {k: [float(x) for x in v] for k, v in calibrated.scale_factors.items()}
+    report["markers_missing_body"] = calibrated.missing_body
+    report["marker_weights"] = {n: float(w) for n, w in zip(solution.names, solution.weights, strict=True)}
+    report["time_range_s"] = [float(markers.time_s[0]), float(markers.time_s[-1])]
+    table = coordinate_table(model, solution.qpos, markers.time_s, Path(trc).stem)
+    return MarkerRetarget(trajectory, report, series, table, calibrated, solution)

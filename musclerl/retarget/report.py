@@ -1,0 +1,270 @@
+"""Retargeting quality report (JSON-ready dict) and its PNG, shared by the marker and SMPL pipelines.
+
+Fields (T frames, all lengths in metres, world frame Z up):
+
+``frames``, ``fps``
+    frames solved and solver throughput (frames / solve seconds).
+``marker_rms_m``, ``marker_max_m``
+    per-frame RMS and max of target (marker or keypoint) errors, each as ``{"mean", "worst_frame"}``
+    (mean over frames, and the worst frame); per-target RMS under ``marker_rms_by_name_m``.
+    Missing targets (NaN) are left out of their frame.
+``failed_frames``
+    frames the solver did not report as converged (count; indices in ``failed_frame_indices``).
+``joint_limit_violation_frac``
+    fraction of (frame, limited independent joint) pairs outside the joint range by more than
+    1e-6. Joints driven by joint equalities (the knee's coupled translations) follow their
+    polynomial; how far those leave their declared ranges is ``coupled_joint_range_excess_max``.
+``equality_residual_max``
+    largest absolute equality-constraint residual (MuJoCo ``efc_pos`` of equality rows).
+``penetration_frac``, ``penetration_max_m``
+    fraction of frames where a collidable body geom reaches more than 1 mm below the ground
+    (the terrain heightfield when given, else the plane z = 0), and the deepest reach.
+``skating_mps``
+    mean horizontal speed of foot geoms over the frames they are in stance (stance from speed and
+    height, :func:`musclerl.retarget.contact.detect_contacts`).
+``tendon_jump_frac``
+    fraction of (frame step, tendon) pairs whose length changes by more than
+    ``max(5 mm, 6 x that tendon's median per-frame change)``: a path jumping across a wrap.
+``terrain``
+    :func:`musclerl.retarget.terrain.terrain_summary`, or ``{"kind": "flat", "height_m": 0}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import mujoco
+import numpy as np
+
+from musclerl.fileio import atomic_path
+from musclerl.motion.trajectory import Terrain
+from musclerl.retarget.contact import detect_contacts
+from musclerl.retarget.marker_fit import joint_couplings
+from musclerl.retarget.terrain import terrain_summary
+
+PENETRATION_TOLERANCE_M = 1e-3
+LIMIT_TOLERANCE = 1e-6
+TENDON_JUMP_MIN_M = 5e-3
+TENDON_JUMP_MEDIAN_FACTOR = 6.0
+
+
+def geom_lowest_z(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray) -> np.ndarray:
+    """Lowest world z (G,) of primitive geoms at the pose in ``data`` (meshes: centre - rbound)."""
+    out = np.empty(len(geoms))
+    for k, g in enumerate(geoms):
+        z = data.geom_xpos[g, 2]
+        up = data.geom_xmat[g].reshape(3, 3)[2]  # world z of each local axis
+        size = model.geom_size[g]
+        kind = model.geom_type[g]
+        if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
+            out[k] = z - size[0]
+        elif kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
+            out[k] = z - abs(size[1] * up[2]) - size[0]
+        elif kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
+            out[k] = z - abs(size[1] * up[2]) - size[0] * np.sqrt(max(1 - up[2] ** 2, 0.0))
+        elif kind == mujoco.mjtGeom.mjGEOM_ELLIPSOID:
+            out[k] = z - np.sqrt(np.sum((size * up) ** 2))
+        elif kind == mujoco.mjtGeom.mjGEOM_BOX:
+            out[k] = z - np.sum(np.abs(size * up))
+        else:
+            out[k] = z - model.geom_rbound[g]
+    return out
+
+
+def body_collision_geoms(model: mujoco.MjModel) -> np.ndarray:
+    """Collidable geoms on moving bodies (not the world), (G,) ids."""
+    collidable = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
+    moving = model.geom_bodyid != 0
+    primitive = model.geom_type != mujoco.mjtGeom.mjGEOM_PLANE
+    return np.flatnonzero(collidable & moving & primitive)
+
+
+def foot_geoms(model: mujoco.MjModel, tolerance_m: float = 0.04) -> np.ndarray:
+    """Collidable geoms whose lowest point at ``qpos0`` is within ``tolerance_m`` of the lowest one."""
+    geoms = body_collision_geoms(model)
+    if len(geoms) == 0:
+        return geoms
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    low = geom_lowest_z(model, data, geoms)
+    return geoms[low <= low.min() + tolerance_m]
+
+
+def _stats(per_frame: np.ndarray) -> dict:
+    finite = per_frame[np.isfinite(per_frame)]
+    if finite.size == 0:
+        return {"mean": None, "worst_frame": None}
+    return {"mean": float(finite.mean()), "worst_frame": float(finite.max())}
+
+
+def quality_report(
+    model: mujoco.MjModel,
+    qpos: np.ndarray,
+    rate_hz: float,
+    *,
+    target_errors_m: np.ndarray | None = None,
+    target_names: tuple[str, ...] = (),
+    converged: np.ndarray | None = None,
+    solve_seconds: float | None = None,
+    terrain: Terrain | None = None,
+) -> tuple[dict, dict]:
+    """Report dict (JSON-ready) and per-frame series for the plot.
+
+    ``qpos`` (T, nq); ``target_errors_m`` (T, M) distances model point -> target (NaN missing);
+    ``converged`` (T,) bool.
+    """
+    qpos = np.asarray(qpos, dtype=float)
+    n = qpos.shape[0]
+    data = mujoco.MjData(model)
+    limited = np.flatnonzero(
+        model.jnt_limited
+        & np.isin(model.jnt_type, [mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE])
+    )
+    dependent_adr = {c.dependent_qpos for c in joint_couplings(model)}
+    adr = model.jnt_qposadr[limited]
+    lo, hi = model.jnt_range[limited, 0], model.jnt_range[limited, 1]
+    values = qpos[:, adr]
+    excess = np.maximum(lo - values, values - hi)
+    coupled = np.isin(adr, list(dependent_adr))
+    violation = excess[:, ~coupled] > LIMIT_TOLERANCE
+
+    feet = foot_geoms(model)
+    bodies = body_collision_geoms(model)
+    tendon_len = np.zeros((n, model.ntendon))
+    foot_points = np.zeros((n, len(feet), 3))
+    depth = np.zeros(n)
+    eq_residual = 0.0
+    for t in range(n):
+        data.qpos[:] = qpos[t]
+        mujoco.mj_fwdPosition(model, data)
+        tendon_len[t] = data.ten_length
+        foot_points[t] = data.geom_xpos[feet]
+        eq_rows = data.efc_type[: data.nefc] == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+        if eq_rows.any():
+            eq_residual = max(eq_residual, float(np.max(np.abs(data.efc_pos[: data.nefc][eq_rows]))))
+        if len(bodies):
+            low = geom_lowest_z(model, data, bodies)
+            xy = data.geom_xpos[bodies, :2]
+            ground = terrain.height_at(xy) if terrain is not None else np.zeros(len(bodies))
+            depth[t] = max(0.0, float(np.max(ground - low)))
+
+    skating = None
+    stance_frac = None
+    if len(feet) and n >= 3:
+        flags = detect_contacts(foot_points, rate_hz)
+        horizontal = np.linalg.norm(np.gradient(foot_points[..., :2], 1.0 / rate_hz, axis=0), axis=-1)
+        stance_frac = float(flags.mean())
+        skating = float(horizontal[flags].mean()) if flags.any() else 0.0
+
+    jump_frac = 0.0
+    if n >= 2 and model.ntendon:
+        step = np.abs(np.diff(tendon_len, axis=0))
+        limit = np.maximum(TENDON_JUMP_MIN_M, TENDON_JUMP_MEDIAN_FACTOR * np.median(step, axis=0))
+        jump_frac = float((step > limit).mean())
+
+    report: dict = {"frames": int(n), "rate_hz": float(rate_hz)}
+    report["fps"] = float(n / solve_seconds) if solve_seconds else None
+    series: dict = {"time_s": np.arange(n) / rate_hz, "penetration_m": depth}
+    if target_errors_m is not None:
+        err = np.asarray(target_errors_m, dtype=float)
+        present = np.isfinite(err)
+        with np.errstate(invalid="ignore"):
+            rms_frame = np.sqrt(np.nansum(err**2, axis=1) / np.maximum(present.sum(axis=1), 1))
+            rms_frame[present.sum(axis=1) == 0] = np.nan
+            max_frame = np.where(
+                present.any(axis=1), np.nanmax(np.where(present, err, -np.inf), axis=1), np.nan
+            )
+        report["marker_rms_m"] = _stats(rms_frame)
+        report["marker_max_m"] = _stats(max_frame)
+        by_name = {}
+        for i, name in enumerate(target_names):
+            col = err[:, i][present[:, i]]
+            by_name[name] = float(np.sqrt(np.mean(col**2))) if col.size else None
+        report["marker_rms_by_name_m"] = by_name
+        series["marker_rms_m"] = rms_frame
+        series["marker_max_m"] = max_frame
+    conv = np.ones(n, dtype=bool) if converged is None else np.asarray(converged, dtype=bool)
+    report["failed_frames"] = int((~conv).sum())
+    report["failed_frame_indices"] = [int(i) for i in np.flatnonzero(~conv)]
+    report["joint_limit_violation_frac"] = float(violation.mean()) if violation.size else 0.0
+    report["coupled_joint_range_excess_max"] = (
+        float(max(0.0, excess[:, coupled].max())) if coupled.any() else 0.0
+    )
+    report["equality_residual_max"] = eq_residual
+    report["penetration_frac"] = float((depth > PENETRATION_TOLERANCE_M).mean())
+    report["penetration_max_m"] = float(depth.max()) if n else 0.0
+    report["skating_mps"] = skating
+    report["stance_frac"] = stance_frac
+    report["tendon_jump_frac"] = jump_frac
+    report["terrain"] = terrain_summary(terrain) if terrain is not None else {"kind": "flat", "height_m": 0.0}
+    return report, series
+
+
+def write_report(path: str | os.PathLike, report: dict) -> None:
+    """Write ``report`` as indented JSON, atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+
+
+def plot_report(
+    path: str | os.PathLike,
+    report: dict,
+    series: dict,
+    coordinates_deg: dict[str, np.ndarray] | None = None,
+    title: str = "",
+) -> None:
+    """PNG: per-frame marker RMS/max (mm), penetration (mm), per-marker RMS, chosen coordinates (deg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    t = series["time_s"]
+    ax = axes[0, 0]
+    if "marker_rms_m" in series:
+        ax.plot(t, 1e3 * series["marker_rms_m"], label="RMS")
+        ax.plot(t, 1e3 * series["marker_max_m"], label="max")
+    ax.plot(t, 1e3 * series["penetration_m"], label="penetration")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("mm")
+    ax.set_title("target error per frame")
+    ax.legend()
+    ax = axes[0, 1]
+    by_name = {k: v for k, v in report.get("marker_rms_by_name_m", {}).items() if v is not None}
+    if by_name:
+        ax.barh(list(by_name), [1e3 * v for v in by_name.values()])
+        ax.tick_params(axis="y", labelsize=6)
+    ax.set_xlabel("RMS (mm)")
+    ax.set_title("per target")
+    ax = axes[1, 0]
+    for name, values in (coordinates_deg or {}).items():
+        ax.plot(t[: len(values)], values, label=name)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("deg")
+    ax.set_title("coordinates")
+    if coordinates_deg:
+        ax.legend(fontsize=7)
+    ax = axes[1, 1]
+    ax.axis("off")
+    keys = [
+        "frames",
+        "fps",
+        "failed_frames",
+        "joint_limit_violation_frac",
+        "equality_residual_max",
+        "penetration_frac",
+        "penetration_max_m",
+        "skating_mps",
+        "tendon_jump_frac",
+    ]
+    lines = [f"{k}: {report.get(k)!r}"[:60] for k in keys]
+    if "marker_rms_m" in report:
+        lines.insert(1, f"marker_rms_m mean: {report['marker_rms_m']['mean']}"[:60])
+    ax.text(0.0, 1.0, "\n".join(lines), va="top", family="monospace", fontsize=9)
+    fig.suptitle(title)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
+    plt.close(fig)
