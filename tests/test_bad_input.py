@@ -136,7 +136,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str]] = [
     ("mot_truncated_mid_row", ".mot", _text(GOOD_MOT[: GOOD_MOT.rindex("\t")]), "has 2 values, expected 3"),
     ("mot_wrong_column_count", ".mot", _text(GOOD_MOT.replace("time\tq1\tq2", "time\tq1")), "expected 2"),
     ("mot_text_in_cell", ".mot", _text(GOOD_MOT.replace("1.00000000", "one", 1)), "'one' is not a number"),
-    ("mot_first_column_not_time", ".mot", _text(GOOD_MOT.replace("time\tq1", "frame\tq1")), "'time'"),
+    ("sto_first_column_not_time", ".sto", _text(GOOD_MOT.replace("time\tq1", "frame\tq1")), "'time'"),
     ("mot_no_labels", ".mot", _text("\n".join(MOT_LINES[:6]) + "\n"), "no column labels"),
     ("sto_duplicate_labels", ".sto", _text(GOOD_MOT.replace("q2", "q1")), "duplicate column labels: q1"),
     ("sto_time_not_increasing", ".sto", _text(GOOD_MOT.replace("0.03000000", "0.01000000")),

@@ -124,3 +124,12 @@ def test_written_mot_opens_in_opensim(gait2354, tmp_path):
     assert storage.getSize() == 73 and storage.getColumnLabels().getSize() == 24
     sto = opensim.TimeSeriesTable(str(tmp_path / "ik.mot"))
     assert sto.getNumRows() == 73 and sto.getNumColumns() == 23
+
+
+def test_mot_first_column_other_than_time(tmp_path):
+    rows = np.column_stack([np.arange(3.0), np.arange(3.0) * 2])
+    path = tmp_path / "frames.mot"
+    path.write_text(storage_text(["q"], rows).replace("time\tq", "frame\tq"))
+    with pytest.warns(UserWarning, match="first column is 'frame'"):
+        table = read_storage(path)
+    np.testing.assert_array_equal(table.time_s, [0, 1, 2])

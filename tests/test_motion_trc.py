@@ -171,3 +171,15 @@ def test_written_trc_opens_in_opensim(tmp_path):
     assert labels == ["A", "B"]
     back = raw_mm / 1000.0 @ Y_UP_TO_Z_UP.T  # OpenSim keeps the lab frame; rotate like read_trc
     np.testing.assert_allclose(back, pos, atol=1e-12)
+
+
+def test_blank_time_column_uses_frame_numbers(tmp_path):
+    text = trc_text(["A", "B"], simple_trc_rows(3), rate="50")
+    lines = text.splitlines()
+    for i in range(6, 9):
+        cells = lines[i].split("\t")
+        cells[0], cells[1] = str(i + 4), ""  # frames 10, 11, 12; no time
+        lines[i] = "\t".join(cells)
+    lines[2] = lines[2].replace("\t1\t", "\t10\t")  # OrigDataStartFrame 10
+    (tmp_path / "t.trc").write_text("\n".join(lines) + "\n")
+    np.testing.assert_allclose(read_trc(tmp_path / "t.trc").time_s, [0.0, 0.02, 0.04])

@@ -15,8 +15,9 @@ Layout::
 Irregularities handled: headers with trailing tabs (OpenSim's GRF files), legacy SIMM headers
 (``datacolumns N`` / ``datarows N`` / ``range a b``), ``nRows``/``nColumns`` that disagree with
 the file (the file wins, with a warning), Windows line endings, blank lines. A row with the wrong
-number of values, text in a numeric cell, a missing ``endheader`` or a first column other than
-``time`` is an :class:`InputError` naming the line.
+number of values, text in a numeric cell, a missing ``endheader`` or (in a ``.sto``) a first
+column other than ``time`` is an :class:`InputError` naming the line. OpenSim allows a ``.mot`` to
+have another quantity in its first column: it is used as the (increasing) time axis, with a warning.
 
 :func:`write_storage` writes an OpenSim-4-readable header (``name``, ``version=1``, ``nRows``,
 ``nColumns``, ``inDegrees``, ``endheader``) and every number with Python's shortest round-trip
@@ -122,9 +123,13 @@ def read_storage(path: str | os.PathLike) -> Table:
     labels = [c.strip() for c in label_line.split("\t")] if "\t" in label_line else label_line.split()
     while labels and not labels[-1]:
         labels.pop()
-    if not labels or labels[0].lower() != "time":
-        first = labels[0] if labels else ""
-        raise InputError(path, f"line {body[0][0]}: the first column must be 'time', got '{first}'")
+    if not labels:
+        raise InputError(path, f"line {body[0][0]}: no column labels")
+    if labels[0].lower() != "time":
+        if path.suffix.lower() != ".mot":
+            raise InputError(path, f"line {body[0][0]}: the first column must be 'time', got '{labels[0]}'")
+        warnings.warn(f"{path}: first column is '{labels[0]}', not 'time'; using it as the time axis",
+                      stacklevel=2)
     if any(not lab for lab in labels):
         raise InputError(path, f"line {body[0][0]}: empty column label")
     columns = tuple(labels[1:])

@@ -19,8 +19,9 @@ What the reader does with the usual irregularities:
 * ``NumFrames`` or ``NumMarkers`` that disagree with the file: the rows and names actually
   present win, with a :func:`warnings.warn`.
 * The rate is ``DataRate``; when it is missing or not a number, ``CameraRate``; when both are
-  missing, the time column. ``OrigDataStartFrame`` and the other header fields are kept in
-  ``MarkerData.header``.
+  missing, the time column. A file whose Time cells are all blank gets
+  ``t = (Frame# - OrigDataStartFrame) / DataRate`` (the OpenSim documentation's definition).
+  ``OrigDataStartFrame`` and the other header fields are kept in ``MarkerData.header``.
 * Trailing tabs, Windows line endings and blank lines between rows are accepted; cells may be
   separated by spaces when a file has no tabs at all (then marker names must not contain spaces).
 
@@ -152,8 +153,8 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
         row = []
         for col, cell in enumerate(cells):
             if not cell:
-                if col < 2:
-                    raise InputError(path, f"line {lineno}: missing {'Frame#' if col == 0 else 'Time'} value")
+                if col == 0:
+                    raise InputError(path, f"line {lineno}: missing Frame# value")
                 row.append(np.nan)
                 continue
             try:
@@ -166,8 +167,10 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
         raise InputError(path, "no data rows after the header")
     table = np.asarray(rows, dtype=float)
     time_s = table[:, 1]
+    if np.all(np.isnan(time_s)):  # no Time column: t = (frame - OrigDataStartFrame) / DataRate
+        time_s = _time_from_frames(table[:, 0], header, path)
     if not np.all(np.isfinite(time_s)):
-        raise InputError(path, "the Time column has non-finite values")
+        raise InputError(path, "the Time column has blank or non-finite values")
     if len(time_s) > 1 and not np.all(np.diff(time_s) > 0):
         bad = int(np.argmax(np.diff(time_s) <= 0)) + 1
         raise InputError(path, f"Time is not increasing at data row {bad + 1} ({time_s[bad]:g} s)")
@@ -189,6 +192,15 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
     positions = y_up_to_z_up(xyz) if y_up else xyz
     return MarkerData(names=names, positions_m=positions, time_s=time_s, rate_hz=rate_hz, units_in=units_in,
                       source=str(path), z_up=y_up, header=header)
+
+
+def _time_from_frames(frames: np.ndarray, header: dict[str, str], path: Path) -> np.ndarray:
+    """Times for a file without a Time column, as the TRC documentation defines them."""
+    rate = _float_or_none(header.get("DataRate", "")) or _float_or_none(header.get("CameraRate", ""))
+    if rate is None or rate <= 0:
+        raise InputError(path, "no Time values and no DataRate/CameraRate to compute them from")
+    start = _float_or_none(header.get("OrigDataStartFrame", "")) or 1.0
+    return (frames - start) / rate
 
 
 def _rate(header: dict[str, str], time_s: np.ndarray, path: Path) -> float:
