@@ -1,0 +1,182 @@
+"""Deterministic policy rollout on the MuJoCo C backend, recording what evaluation compares.
+
+One episode of ``TrackingEnv(backend="cpu", num_envs=1)`` from a given clip time, actions from
+``act(obs) -> excitations``. After every control step the env's ``MjData`` is copied and
+``mj_forward`` run on it, so every recorded quantity belongs to the same state (positions,
+velocities, activations). Frame 0 is the reset state (zero excitation). The episode ends at the
+first ``done``; the frame after it is not recorded (the env has already reset that copy).
+
+Recorded per frame (T frames, K coordinates, N muscles, F feet, S sites):
+
+=====================  ===========  ==========================================================
+field                  shape        meaning
+=====================  ===========  ==========================================================
+``time_s``             (T,)         clip time, s
+``angle``              (T, K)       independent model coordinates: degrees (hinge), m (slide)
+``pelvis``             (T, 6)       pelvis tilt/list/rotation (deg), tx/ty/tz (m, OpenSim ground)
+``torque_nm``          (T, K)       muscle (actuator) generalised force projected on each
+                                    coordinate (couplings by virtual work), N·m (N for slides)
+``excitation``         (T, N)       policy output applied during the step that led here
+``activation``         (T, N)       muscle activation state
+``force_n``            (T, N)       muscle tension, N (positive pulls)
+``grf_n``              (T, F, 3)    contact force of the ground on each foot's subtree, world
+``site_err_m``         (T, S)       |sim site - reference site|, world frame
+``mpjpe_m``            (T,)         mean site error (global)
+``mpjpe_local_m``      (T,)         mean site error after removing each root's position
+=====================  ===========  ==========================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import mujoco
+import numpy as np
+
+from musclerl.evaluate.coordinates import (
+    coupling_matrix,
+    independent_coordinates,
+    qpos_to_coordinates,
+    qpos_to_pelvis,
+)
+from musclerl.models.introspect import total_mass_kg
+
+
+@dataclasses.dataclass(frozen=True)
+class Recording:
+    """One rollout (see the module docstring for every field)."""
+
+    time_s: np.ndarray
+    coordinates: tuple[str, ...]
+    angle: np.ndarray
+    pelvis: np.ndarray
+    torque_nm: np.ndarray
+    muscles: tuple[str, ...]
+    excitation: np.ndarray
+    activation: np.ndarray
+    force_n: np.ndarray
+    feet: tuple[str, ...]
+    grf_n: np.ndarray
+    site_names: tuple[str, ...]
+    site_err_m: np.ndarray
+    mpjpe_m: np.ndarray
+    mpjpe_local_m: np.ndarray
+    early_termination: bool
+    model_mass_kg: float
+    control_dt_s: float
+
+    @property
+    def torque_nm_per_kg(self) -> np.ndarray:
+        return self.torque_nm / self.model_mass_kg
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.time_s.shape[0])
+
+
+def foot_owner(model: mujoco.MjModel, foot_bodies: np.ndarray) -> np.ndarray:
+    """(nbody,) index into ``foot_bodies`` of each body's nearest listed ancestor (itself included), or -1."""
+    owner = np.full(model.nbody, -1)
+    index = {int(b): k for k, b in enumerate(foot_bodies)}
+    for b in range(1, model.nbody):  # parents precede children in MuJoCo's body order
+        owner[b] = index.get(b, owner[model.body_parentid[b]])
+    return owner
+
+
+def foot_forces(model: mujoco.MjModel, data: mujoco.MjData, owner: np.ndarray, num_feet: int) -> np.ndarray:
+    """World-frame force (F, 3) of the ground (static bodies) on each foot, N.
+
+    ``mj_contactForce`` gives the force in the contact frame (rows of ``contact.frame`` are its
+    axes, the normal first, pointing from geom1 to geom2); it is the force geom1 exerts on geom2.
+    """
+    out = np.zeros((num_feet, 3))
+    f6 = np.zeros(6)
+    for i in range(data.ncon):
+        c = data.contact[i]
+        b1, b2 = int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2])
+        ground1, ground2 = model.body_rootid[b1] == 0, model.body_rootid[b2] == 0
+        if ground1 == ground2:
+            continue
+        foot, sign = (owner[b2], 1.0) if ground1 else (owner[b1], -1.0)
+        if foot < 0:
+            continue
+        mujoco.mj_contactForce(model, data, i, f6)
+        out[foot] += sign * (c.frame.reshape(3, 3).T @ f6[:3])
+    return out
+
+
+def rollout(env, act: Callable[[np.ndarray], np.ndarray], clip: int = 0, start_time_s: float = 0.0,
+            max_steps: int | None = None, seed: int = 0, progress: bool = False) -> Recording:
+    """Roll ``act`` out in ``env`` (a cpu ``TrackingEnv`` with ``num_envs == 1``) and record it.
+
+    ``act`` maps observations (1, D) to excitations (1, nu) (e.g. ``policy.act`` with
+    ``deterministic=True``). Runs until the episode ends or ``max_steps`` control steps.
+    """
+    from musclerl.envs.reference import lookup
+
+    model = env.model
+    world = env.world
+    coords = independent_coordinates(model)
+    muscle_ids = np.asarray(world.muscle_ids, dtype=int)
+    feet = tuple(model.body(int(b)).name for b in world.foot_body_ids)
+    owner = foot_owner(model, np.asarray(world.foot_body_ids, dtype=int))
+    ref_arrays = env.reference.as_arrays(np)
+    adr = int(world.root_qpos_adr)
+    rows: dict[str, list] = {k: [] for k in ("time", "qpos", "torque", "exc", "act", "force", "grf", "err",
+                                             "mpjpe", "local")}
+
+    def record(data: mujoco.MjData, time_s: float, excitation: np.ndarray) -> None:
+        data.ctrl[:] = excitation
+        mujoco.mj_forward(model, data)
+        target = lookup(ref_arrays, np.array([clip]), np.array([time_s]), np)
+        sim_sites = data.site_xpos[world.site_ids]
+        ref_sites = target["site_pos_m"][0]
+        err = np.linalg.norm(sim_sites - ref_sites, axis=-1)
+        local = np.linalg.norm((sim_sites - data.qpos[adr : adr + 3])
+                               - (ref_sites - target["qpos"][0, adr : adr + 3]), axis=-1)
+        rows["time"].append(time_s)
+        rows["qpos"].append(data.qpos.copy())
+        rows["torque"].append(coupling_matrix(model, data.qpos, coords) @ data.qfrc_actuator)
+        rows["exc"].append(np.asarray(excitation, dtype=float)[muscle_ids])
+        rows["act"].append(data.act[model.actuator_actadr[muscle_ids]].copy())
+        rows["force"].append(-data.actuator_force[muscle_ids].copy())
+        rows["grf"].append(foot_forces(model, data, owner, len(feet)))
+        rows["err"].append(err)
+        rows["mpjpe"].append(float(err.mean()) if err.size else np.nan)
+        rows["local"].append(float(local.mean()) if local.size else np.nan)
+
+    state = env.reset(seed, clip=np.array([clip]), time_s=np.array([start_time_s]))
+    record(env.physics_data(0), float(start_time_s), np.zeros(model.nu))
+    limit = max_steps if max_steps is not None else 10**9
+    early = False
+    steps = range(limit)
+    if progress:
+        from tqdm import tqdm
+
+        steps = tqdm(steps, desc="rollout", unit="step", total=max_steps)
+    time_s = float(start_time_s)
+    for _ in steps:
+        action = np.asarray(act(np.asarray(state.obs)), dtype=float).reshape(1, -1)
+        state = env.step(state, action)
+        time_s += env.control_dt_s
+        if bool(np.asarray(state.done)[0]):
+            early = bool(np.asarray(state.terminated)[0])
+            break
+        record(env.physics_data(0), time_s, np.clip(action[0], 0.0, 1.0))
+    qpos = np.asarray(rows["qpos"])
+    _, angle = qpos_to_coordinates(model, qpos, coords)
+    has_pelvis = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0
+    return Recording(
+        time_s=np.asarray(rows["time"]), coordinates=tuple(coords), angle=angle,
+        pelvis=qpos_to_pelvis(model, qpos) if has_pelvis else np.zeros((len(qpos), 0)),
+        torque_nm=np.asarray(rows["torque"]),
+        muscles=tuple(model.actuator(int(a)).name for a in muscle_ids),
+        excitation=np.asarray(rows["exc"]), activation=np.asarray(rows["act"]),
+        force_n=np.asarray(rows["force"]),
+        feet=feet, grf_n=np.asarray(rows["grf"]), site_names=tuple(world.site_names),
+        site_err_m=np.asarray(rows["err"]), mpjpe_m=np.asarray(rows["mpjpe"]),
+        mpjpe_local_m=np.asarray(rows["local"]), early_termination=early,
+        model_mass_kg=total_mass_kg(model), control_dt_s=float(env.control_dt_s),
+    )
+
