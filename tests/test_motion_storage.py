@@ -133,3 +133,10 @@ def test_mot_first_column_other_than_time(tmp_path):
     with pytest.warns(UserWarning, match="first column is 'frame'"):
         table = read_storage(path)
     np.testing.assert_array_equal(table.time_s, [0, 1, 2])
+
+
+def test_windows_nan_spellings(tmp_path):
+    path = tmp_path / "win.sto"
+    path.write_text("name\ninDegrees=no\nendheader\ntime\ta\tb\n0.0\t-nan(ind)\t1.#INF\n0.1\t1.#QNAN\t2\n")
+    table = read_storage(path)
+    assert np.isnan(table.column("a")).all() and table.column("b")[0] == np.inf and not table.in_degrees

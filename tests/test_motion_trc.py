@@ -183,3 +183,11 @@ def test_blank_time_column_uses_frame_numbers(tmp_path):
     lines[2] = lines[2].replace("\t1\t", "\t10\t")  # OrigDataStartFrame 10
     (tmp_path / "t.trc").write_text("\n".join(lines) + "\n")
     np.testing.assert_allclose(read_trc(tmp_path / "t.trc").time_s, [0.0, 0.02, 0.04])
+
+
+def test_space_separated_rows_in_a_tabbed_file(tmp_path):
+    text = trc_text(["A", "B"], simple_trc_rows(2))
+    lines = text.splitlines()
+    lines[-1] = lines[-1].replace("\t", "   ")
+    (tmp_path / "mixed.trc").write_text("\n".join(lines) + "\n")
+    np.testing.assert_allclose(read_trc(tmp_path / "mixed.trc").marker("A")[1], [0.1, 0.0, 1.0])

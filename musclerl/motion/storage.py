@@ -14,10 +14,12 @@ Layout::
 
 Irregularities handled: headers with trailing tabs (OpenSim's GRF files), legacy SIMM headers
 (``datacolumns N`` / ``datarows N`` / ``range a b``), ``nRows``/``nColumns`` that disagree with
-the file (the file wins, with a warning), Windows line endings, blank lines. A row with the wrong
-number of values, text in a numeric cell, a missing ``endheader`` or (in a ``.sto``) a first
-column other than ``time`` is an :class:`InputError` naming the line. OpenSim allows a ``.mot`` to
-have another quantity in its first column: it is used as the (increasing) time axis, with a warning.
+the file (the file wins, with a warning), Windows line endings, blank lines, NaN written the
+Windows way (``-nan(ind)``). A missing ``inDegrees`` means radians (OpenSim's assumption).
+A row with the wrong number of values, text in a numeric cell, a missing ``endheader`` or
+(in a ``.sto``) a first column other than ``time`` is an :class:`InputError` naming the line.
+OpenSim allows a ``.mot`` to have another quantity in its first column: it is used as the
+(increasing) time axis, with a warning.
 
 :func:`write_storage` writes an OpenSim-4-readable header (``name``, ``version=1``, ``nRows``,
 ``nColumns``, ``inDegrees``, ``endheader``) and every number with Python's shortest round-trip
@@ -35,6 +37,11 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, read_text
+
+# NaN/inf as Windows C runtimes print them (OpenSim on Windows writes e.g. "-nan(ind)").
+_MSVC_SPECIALS = {"nan(ind)": np.nan, "-nan(ind)": np.nan, "nan(snan)": np.nan, "-nan(snan)": np.nan,
+                  "1.#qnan": np.nan, "-1.#qnan": np.nan, "1.#ind": np.nan, "-1.#ind": np.nan,
+                  "1.#inf": np.inf, "-1.#inf": -np.inf}
 
 # Header keys the writer produces itself (other keys from Table.header are written after them).
 _WRITER_KEYS = ("version", "nRows", "nColumns", "inDegrees")
@@ -145,7 +152,7 @@ def read_storage(path: str | os.PathLike) -> Table:
             raise InputError(path, f"line {lineno} has {len(cells)} values, expected {width} "
                                    "(one per column label)")
         try:
-            rows[r] = [float(c) for c in cells]
+            rows[r] = [parse_float(c) for c in cells]
         except ValueError:
             bad = next(c for c in cells if not _is_float(c))
             raise InputError(path, f"line {lineno}: '{bad[:20]}' is not a number") from None
@@ -161,9 +168,20 @@ def read_storage(path: str | os.PathLike) -> Table:
                  name=name or path.stem, header=header, source=str(path))
 
 
+def parse_float(text: str) -> float:
+    """``float(text)``, also accepting the NaN/inf spellings of Windows C runtimes; else ValueError."""
+    try:
+        return float(text)
+    except ValueError:
+        special = _MSVC_SPECIALS.get(text.strip().lower())
+        if special is None:
+            raise
+        return float(special)
+
+
 def _is_float(text: str) -> bool:
     try:
-        float(text)
+        parse_float(text)
     except ValueError:
         return False
     return True

@@ -23,7 +23,9 @@ What the reader does with the usual irregularities:
   ``t = (Frame# - OrigDataStartFrame) / DataRate`` (the OpenSim documentation's definition).
   ``OrigDataStartFrame`` and the other header fields are kept in ``MarkerData.header``.
 * Trailing tabs, Windows line endings and blank lines between rows are accepted; cells may be
-  separated by spaces when a file has no tabs at all (then marker names must not contain spaces).
+  separated by spaces when a file (or a data row) has no tabs at all (then marker names must not
+  contain spaces and blank cells cannot be told apart). NaN as Windows writes it (``-nan(ind)``,
+  ``1.#QNAN``) is read as NaN.
 
 Frames: with ``y_up=True`` (the default; OpenSim labs are Y-up with X forward and Z to the right)
 positions are rotated into MuJoCo's Z-up world by ``(x, y, z)_mujoco = (x, -z, y)_lab``
@@ -42,6 +44,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, read_text
 from musclerl.motion.keypoints import y_up_to_z_up, z_up_to_y_up
+from musclerl.motion.storage import parse_float
 
 #: Accepted spellings of the Units field -> (canonical unit, metres per unit).
 UNITS: dict[str, tuple[str, float]] = {
@@ -91,7 +94,8 @@ class MarkerData:
 
 
 def _cells(line: str, tabbed: bool) -> list[str]:
-    return [c.strip() for c in line.split("\t")] if tabbed else line.split()
+    """Cells of a line: tab separated (blank cells kept) in tabbed files and rows, else whitespace."""
+    return [c.strip() for c in line.split("\t")] if tabbed and "\t" in line else line.split()
 
 
 def _float_or_none(text: str) -> float | None:
@@ -158,7 +162,7 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
                 row.append(np.nan)
                 continue
             try:
-                row.append(float(cell))
+                row.append(parse_float(cell))
             except ValueError:
                 raise InputError(path, f"line {lineno}, column {col + 1}: '{cell[:20]}' is not a number"
                                  ) from None
