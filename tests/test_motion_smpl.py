@@ -17,6 +17,7 @@ from musclerl.motion.smpl import (
     SMPL_PARENTS,
     read_amass,
     smpl_forward_kinematics,
+    smpl_rest_offsets_from_model,
     write_amass_npz,
 )
 
@@ -130,8 +131,67 @@ def test_shape_only_file_is_rejected(tmp_path):
         read_amass(tmp_path / "shape.npz")
 
 
+def _write_model_npz(path, n_joints: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """A synthetic SMPL-family model file whose zero-shape joints are the neutral skeleton.
+
+    Vertices 0..n_joints-1 sit on the joints (J_regressor picks them); the rest are noise. Returns
+    (shapedirs, all rest joints) so tests can predict the shaped joints.
+    """
+    rest = _rest_joints()
+    joints = np.zeros((n_joints, 3))
+    joints[:22] = rest[:22]
+    if n_joints == 24:
+        joints[22:] = rest[22:]
+    else:  # hands: put the middle-finger knuckles where SMPL's hand joints are
+        left, right = {52: (25, 40), 55: (28, 43)}[n_joints]
+        joints[left], joints[right] = rest[22], rest[23]
+    n_vert = n_joints + 30
+    template = np.concatenate([joints, rng.normal(size=(30, 3))])
+    regressor = np.zeros((n_joints, n_vert))
+    regressor[np.arange(n_joints), np.arange(n_joints)] = 1.0
+    shapedirs = rng.normal(scale=0.01, size=(n_vert, 3, 10))
+    np.savez(path, v_template=template, J_regressor=regressor, shapedirs=shapedirs,
+             kintree_table=np.zeros((2, n_joints), dtype=np.int64), bs_style=np.array("lbs"))
+    return shapedirs, joints
+
+
+@pytest.mark.parametrize("n_joints", [24, 52, 55])
+def test_model_npz_gives_the_shaped_skeleton(tmp_path, n_joints):
+    rng = np.random.default_rng(n_joints)
+    shapedirs, joints = _write_model_npz(tmp_path / "model.npz", n_joints, rng)
+    zero = smpl_rest_offsets_from_model(tmp_path / "model.npz", "smplh", "neutral", np.zeros(16))
+    np.testing.assert_allclose(zero, SMPL_NEUTRAL_OFFSETS_M, atol=1e-12)
+
+    betas = rng.normal(size=16)  # AMASS stores 16; the model has 10 -> the first 10 are used
+    clip = write_step_up_amass(tmp_path / "clip.npz", n_frames=8)
+    data = dict(np.load(tmp_path / "clip.npz"))
+    data["betas"] = betas
+    np.savez(tmp_path / "clip.npz", **data)
+    motion = read_amass(tmp_path / "clip.npz", model_path=tmp_path / "model.npz")
+    shaped = joints + shapedirs[:n_joints] @ betas[:10]
+    if n_joints != 24:
+        left, right = {52: (25, 40), 55: (28, 43)}[n_joints]
+        shaped = np.concatenate([shaped[:22], shaped[[left, right]]])
+    offsets = shaped - shaped[np.maximum(SMPL_PARENTS, 0)]
+    offsets[0] = shaped[0]
+    expected = smpl_forward_kinematics(clip["root_orient"], clip["body_pose"], clip["trans_m"], offsets)
+    np.testing.assert_allclose(motion.joints_m, expected, atol=1e-12)
+    neutral = read_amass(tmp_path / "clip.npz").joints_m
+    assert np.abs(motion.joints_m - neutral).max() > 1e-3  # the shape changed the skeleton
+
+
+def test_bad_model_files(tmp_path):
+    np.savez(tmp_path / "nomodel.npz", foo=np.zeros(3))
+    with pytest.raises(InputError, match="missing v_template, J_regressor, shapedirs"):
+        smpl_rest_offsets_from_model(tmp_path / "nomodel.npz", "smpl", "neutral", np.zeros(10))
+    np.savez(tmp_path / "odd.npz", v_template=np.zeros((5, 3)), J_regressor=np.eye(5),
+             shapedirs=np.zeros((5, 3, 2)))
+    with pytest.raises(InputError, match="model has 5 joints"):
+        smpl_rest_offsets_from_model(tmp_path / "odd.npz", "smpl", "neutral", np.zeros(10))
+
+
 @pytest.mark.skipif(importlib.util.find_spec("smplx") is not None, reason="smplx installed")
-def test_model_dir_without_smplx_is_a_clear_error(tmp_path):
+def test_model_folder_without_smplx_is_a_clear_error(tmp_path):
     write_step_up_amass(tmp_path / "c.npz", n_frames=3)
     with pytest.raises(InputError, match="smplx"):
-        read_amass(tmp_path / "c.npz", model_dir=tmp_path)
+        read_amass(tmp_path / "c.npz", model_path=tmp_path)

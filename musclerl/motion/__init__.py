@@ -10,6 +10,7 @@ from musclerl.motion.smpl import (
     SmplMotion,
     read_amass,
     smpl_forward_kinematics,
+    smpl_rest_offsets_from_model,
     write_amass_npz,
 )
 from musclerl.motion.storage import Table, read_storage, write_storage
@@ -38,6 +39,7 @@ __all__ = [
     "read_storage",
     "read_trc",
     "smpl_forward_kinematics",
+    "smpl_rest_offsets_from_model",
     "summarize_motion_file",
     "write_amass_npz",
     "write_reference",

@@ -29,9 +29,9 @@ joints, ``root_orient`` and ``trans`` are then rotated by
 Limits of the built-in skeleton: it is SMPL's neutral body with zero shape (betas ignored), so
 bone lengths are those of an average adult (pelvis-to-ankle 0.87 m). SMPL-X places its pelvis
 slightly differently from SMPL, so absolute heights of SMPL-X clips can be off by a few
-centimetres; retargeting should align feet to the ground. With the user's own model files
-(``model_dir``, needs the optional ``smplx`` package) the rest skeleton comes from the file's
-betas and gender instead.
+centimetres; retargeting should align feet to the ground. With the user's own model file
+(``model_path``: a model ``.npz`` read with NumPy, or a folder for the optional ``smplx``
+package) the rest skeleton comes from the clip's betas instead.
 """
 
 from __future__ import annotations
@@ -158,38 +158,78 @@ def smpl_forward_kinematics(root_orient: np.ndarray, body_pose: np.ndarray, tran
     return joints
 
 
-def smpl_rest_offsets_from_model(model_dir: str | os.PathLike, model_type: str, gender: str,
+def smpl_rest_offsets_from_model(model_path: str | os.PathLike, model_type: str, gender: str,
                                  betas: np.ndarray) -> np.ndarray:
-    """Rest skeleton offsets (24, 3) for the user's own SMPL/SMPL-H/SMPL-X model files and shape.
+    """Rest skeleton offsets (24, 3) from the user's own SMPL / SMPL-H / SMPL-X model and a shape.
 
-    Needs the optional ``smplx`` package (``pip install musclerl[smpl]``) and the model files
-    (downloaded from the SMPL websites under their licence) in ``model_dir``. For SMPL-H/X the
-    SMPL hand joints (22, 23) are stood in for by the middle fingers' first knuckles.
+    ``model_path`` is either a model ``.npz`` (as AMASS ships SMPL-H, e.g. ``smplh/male/model.npz``,
+    or ``SMPL_NEUTRAL.npz``): read with NumPy alone, joints = ``J_regressor @ (v_template +
+    shapedirs @ betas)``, the model type told by its joint count (24, 52 or 55); or a folder /
+    ``.pkl`` in the layout of the optional ``smplx`` package (``pip install 'musclerl[smpl]'``).
+    The model files come from the SMPL websites under their licence. For SMPL-H/X the SMPL hand
+    joints (22, 23) are stood in for by the middle fingers' first knuckles.
     """
+    path = Path(model_path)
+    if path.suffix.lower() == ".npz":
+        joints = _rest_joints_npz(path, np.asarray(betas, dtype=float))
+    else:
+        joints = _rest_joints_smplx(path, model_type, gender, np.asarray(betas, dtype=float))
+    kind = {24: "smpl", 52: "smplh", 55: "smplx"}.get(joints.shape[0])
+    if kind is None:
+        raise InputError(path, f"model has {joints.shape[0]} joints; expected 24 (SMPL), 52 (SMPL-H) "
+                               "or 55 (SMPL-X)")
+    if kind != "smpl":
+        left, right = _HAND_PROXY[kind]
+        joints = np.concatenate([joints[:22], joints[[left, right]]])
+    offsets = joints[:24] - joints[np.maximum(SMPL_PARENTS, 0)]
+    offsets[0] = joints[0]
+    return offsets
+
+
+def _rest_joints_npz(path: Path, betas: np.ndarray) -> np.ndarray:
+    """All rest joints (J, 3) of a model ``.npz`` for shape ``betas``."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in ("v_template", "J_regressor", "shapedirs") if k not in z.files]
+            if missing:
+                raise InputError(path, f"not an SMPL-family model file: missing {', '.join(missing)}")
+            template = np.asarray(z["v_template"], dtype=float)
+            regressor = np.asarray(z["J_regressor"], dtype=float)
+            shapedirs = np.asarray(z["shapedirs"], dtype=float)
+    except InputError:
+        raise
+    except Exception as err:
+        raise InputError(path, f"not a readable model .npz ({type(err).__name__})") from err
+    n_vert = template.shape[0]
+    if template.shape != (n_vert, 3) or regressor.ndim != 2 or regressor.shape[1] != n_vert \
+            or shapedirs.shape[:2] != (n_vert, 3):
+        raise InputError(path, f"inconsistent model arrays: v_template {template.shape}, J_regressor "
+                               f"{regressor.shape}, shapedirs {shapedirs.shape}")
+    n_betas = min(shapedirs.shape[2], betas.size)
+    shaped = template + shapedirs[:, :, :n_betas] @ betas[:n_betas]
+    return regressor @ shaped
+
+
+def _rest_joints_smplx(path: Path, model_type: str, gender: str, betas: np.ndarray) -> np.ndarray:
+    """All rest joints of a model built by the optional ``smplx`` package (needs torch)."""
     try:
         import smplx
         import torch
     except ImportError as err:
-        raise InputError(model_dir, "SMPL model files given but the 'smplx' package is not installed "
-                                    "(pip install 'musclerl[smpl]')") from err
+        raise InputError(path, "SMPL model folder/.pkl given but the 'smplx' package is not installed "
+                               "(pip install 'musclerl[smpl]'), or pass a model .npz") from err
     gender = gender if gender in ("male", "female", "neutral") else "neutral"
     try:
-        model = smplx.create(str(model_dir), model_type=model_type, gender=gender,
-                             num_betas=len(betas), use_pca=False)
+        model = smplx.create(str(path), model_type=model_type, gender=gender, num_betas=betas.size,
+                             use_pca=False)
         n_betas = int(model.num_betas)
         with torch.no_grad():
-            out = model(betas=torch.tensor(np.asarray(betas[:n_betas])[None], dtype=torch.float32))
+            out = model(betas=torch.tensor(betas[None, :n_betas], dtype=torch.float32), return_verts=True)
+        joints = out.joints[0].detach().cpu().numpy().astype(float)
     except Exception as err:  # smplx raises assorted errors for missing/mismatched files
-        raise InputError(model_dir, f"cannot build the {gender} {model_type} model: {err}") from err
-    all_joints = out.joints[0].detach().cpu().numpy().astype(float)
-    if model_type == "smpl":
-        joints = all_joints[:24]
-    else:
-        left, right = _HAND_PROXY[model_type]
-        joints = np.concatenate([all_joints[:22], all_joints[[left, right]]])
-    offsets = joints - joints[np.maximum(SMPL_PARENTS, 0)]
-    offsets[0] = joints[0]
-    return offsets
+        raise InputError(path, f"cannot build the {gender} {model_type} model: {err}") from err
+    # smplx appends extra landmarks after the model's own joints; keep the model's joints only
+    return joints[: {"smpl": 24, "smplh": 52, "smplx": 55}[model_type]]
 
 
 def _scalar_str(value: np.ndarray) -> str:
@@ -198,11 +238,13 @@ def _scalar_str(value: np.ndarray) -> str:
 
 
 def read_amass(path: str | os.PathLike, *, y_up: bool = False,
-               model_dir: str | os.PathLike | None = None) -> SmplMotion:
+               model_path: str | os.PathLike | None = None) -> SmplMotion:
     """Read an AMASS/SMPL ``.npz`` (see the module docstring) and compute the 24 joint positions.
 
     ``y_up``: the file is in SMPL's Y-up frame (not AMASS); rotate everything to Z-up.
-    ``model_dir``: use the user's SMPL model files (optional ``smplx`` package) for the skeleton.
+    ``model_path``: the user's SMPL-family model (a ``.npz``, or a folder / ``.pkl`` for the optional
+    ``smplx`` package) gives the skeleton for the file's betas (see
+    :func:`smpl_rest_offsets_from_model`) instead of the built-in neutral one.
     """
     path = Path(path)
     data = _load_npz(path)
@@ -250,8 +292,8 @@ def read_amass(path: str | os.PathLike, *, y_up: bool = False,
         pelvis_rest = SMPL_NEUTRAL_OFFSETS_M[0]
         trans = (trans + pelvis_rest) @ rot.T - pelvis_rest
         root_orient = matrix_to_axis_angle(root_mat)
-    offsets = (SMPL_NEUTRAL_OFFSETS_M if model_dir is None
-               else smpl_rest_offsets_from_model(model_dir, model_type, gender, betas))
+    offsets = (SMPL_NEUTRAL_OFFSETS_M if model_path is None
+               else smpl_rest_offsets_from_model(model_path, model_type, gender, betas))
     joints = smpl_forward_kinematics(root_orient, body_pose, trans, offsets)
     return SmplMotion(joints_m=joints, rate_hz=rate_hz, root_orient=root_orient, body_pose=body_pose,
                       trans_m=trans, betas=betas, gender=gender, source=str(path), model_type=model_type)
