@@ -122,14 +122,23 @@ def _weights(names: list[str], setup: IKSetup | None) -> np.ndarray:
 
 
 def _build(
-    model_name: str, marker_set: MarkerSet, factors: dict[str, np.ndarray], mass_kg: float | None
+    model_name: str,
+    marker_set: MarkerSet,
+    factors: dict[str, np.ndarray],
+    mass_kg: float | None,
+    scale_markers: bool = True,
 ) -> tuple[mujoco.MjSpec, mujoco.MjModel, dict[str, str]]:
+    """Model with marker sites, scaled by ``factors``. Generic markers scale with their body
+    (``scale_markers``); placed markers are already in the scaled body frames and are added after."""
     spec = load_spec(model_name)
-    added = add_markers(spec, marker_set)
-    if not added.added:
-        raise InputError(marker_set.source, f"none of the markers' bodies exist in model {model_name!r}")
+    if scale_markers:
+        added = add_markers(spec, marker_set)
     if factors or mass_kg is not None:
         scale_spec(spec, factors, mass_kg=mass_kg, source=model_name)
+    if not scale_markers:
+        added = add_markers(spec, marker_set)
+    if not added.added:
+        raise InputError(marker_set.source, f"none of the markers' bodies exist in model {model_name!r}")
     return spec, compile_spec(spec, model_name), added.missing_body
 
 
@@ -208,7 +217,7 @@ def calibrate(
     targets = np.array([measured[n] for n in names])
     qpos, _ = fit_static_pose(model, names, targets, weights, _coordinate_targets(placement))
     placed = marker_set.with_locations(place_markers(model, qpos, marker_set, measured))
-    spec, model, missing = _build(model_name, placed, factors, mass)
+    spec, model, missing = _build(model_name, placed, factors, mass, scale_markers=False)
     _, rms = fit_static_pose(model, names, targets, weights, _coordinate_targets(placement))
     return CalibratedModel(model, spec, placed, factors, rms, missing)
 

@@ -1,0 +1,83 @@
+"""Per-segment MjSpec scaling (musclerl.models.scaling) and OpenSim setup parsing."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+from markers_fixtures import tiny_marker_set
+
+from musclerl.models.markers import add_markers
+from musclerl.models.opensim_setup import Measurement, read_ik_setup, read_scale_setup
+from musclerl.models.registry import compile_spec, load_model, load_spec
+from musclerl.models.scaling import measure_scale_factors, scale_spec
+
+
+def _tiny_with_markers(factors=None, mass_kg=None):
+    spec = load_spec("tiny")
+    add_markers(spec, tiny_marker_set())
+    if factors is not None:
+        scale_spec(spec, factors, mass_kg=mass_kg)
+    return compile_spec(spec)
+
+
+def test_segment_scaling_moves_children_sites_and_mass():
+    base = _tiny_with_markers()
+    s = np.array([1.2, 0.9, 1.3])
+    scaled = _tiny_with_markers({"femur_r": s})
+    np.testing.assert_allclose(scaled.body("tibia_r").pos, base.body("tibia_r").pos * s)
+    np.testing.assert_allclose(scaled.site("femur_r.1").pos, base.site("femur_r.1").pos * s)
+    np.testing.assert_allclose(scaled.body("tibia_l").pos, base.body("tibia_l").pos)
+    assert np.isclose(scaled.body("femur_r").mass[0], base.body("femur_r").mass[0] * np.prod(s))
+    assert np.isclose(scaled.body("femur_l").mass[0], base.body("femur_l").mass[0])
+
+
+def test_uniform_scale_inertia_and_total_mass():
+    base = _tiny_with_markers()
+    k = 1.1
+    scaled = _tiny_with_markers({"tibia_r": k})
+    # mass x k^3, second moments x k^2 -> inertia x k^5
+    np.testing.assert_allclose(
+        np.sort(scaled.body("tibia_r").inertia), np.sort(base.body("tibia_r").inertia) * k**5, rtol=1e-9
+    )
+    heavy = _tiny_with_markers({"tibia_r": k}, mass_kg=80.0)
+    assert np.isclose(heavy.body_mass.sum(), 80.0)
+
+
+def test_myolegs_knee_couplings_and_muscle_lengths_scale():
+    base = load_model("myolegs")
+    spec = load_spec("myolegs")
+    scale_spec(spec, {"femur_r": 1.2, "tibia_r": 1.1})
+    model = compile_spec(spec)
+    e = model.eq("knee_angle_translation2_constraint_r").id
+    np.testing.assert_allclose(model.eq_data[e, :5], base.eq_data[e, :5] * 1.2, rtol=1e-3)
+    a = model.actuator("vasint_r").id
+    assert model.actuator_lengthrange[a, 1] > base.actuator_lengthrange[a, 1] * 1.02
+    data = mujoco.MjData(model)
+    mujoco.mj_step(model, data)
+    assert np.all(np.isfinite(data.qpos))
+
+
+def test_measure_scale_factors_from_marker_pairs():
+    model = _tiny_with_markers()
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    measured = {model.site(i).name: np.array(data.site_xpos[i]) * 1.25 for i in range(model.nsite)}
+    measurement = Measurement("thigh", (("femur_r.0", "femur_r.2"),), ("femur_r", "femur_l"), (1,))
+    factors = measure_scale_factors(model, measured, (measurement,))
+    np.testing.assert_allclose(factors["femur_r"], [1.0, 1.25, 1.0])
+    assert set(factors) == {"femur_r", "femur_l"}
+
+
+def test_gait2354_setups(gait2354):
+    ik = read_ik_setup(gait2354 / "subject01_Setup_IK.xml")
+    assert ik.time_range_s == (0.4, 1.6)
+    assert ik.marker_weights["R.ASIS"] == 10 and ik.marker_weights["Top.Head"] == 0.1
+    assert {c.name for c in ik.coordinate_targets} == {
+        "subtalar_angle_r",
+        "mtp_angle_r",
+        "subtalar_angle_l",
+        "mtp_angle_l",
+    }
+    scale = read_scale_setup(gait2354 / "subject01_Setup_Scale.xml")
+    assert [m.name for m in scale.measurements] == ["torso", "pelvis", "thigh", "shank", "foot"]
+    assert scale.time_range_s == (1.0, 2.0) and scale.mass_kg == 72.6
