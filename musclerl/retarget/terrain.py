@@ -81,12 +81,14 @@ def fit_patch(samples_m: np.ndarray, foot: int, frames: tuple[int, int], ridge: 
 
 
 def support_patches(points_m: np.ndarray, flags: np.ndarray, foot_of_point: np.ndarray,
-                    sole_offset_m: np.ndarray | float = 0.0, ridge: float = 1e-3) -> list[SupportPatch]:
+                    sole_offset_m: np.ndarray | float = 0.0, ridge: float = 1e-3,
+                    settle_m: float = 0.01) -> list[SupportPatch]:
     """One :class:`SupportPatch` per stance run of each foot.
 
     ``points_m`` (T, P, 3) foot points; ``flags`` (T, P) stance per point; ``foot_of_point`` (P,)
     foot index per point; ``sole_offset_m`` (P,) or scalar: each point's height above the ground
-    when planted. Only points flagged in stance contribute samples.
+    when planted. Only points flagged in stance contribute samples, and of those only the frames
+    within ``settle_m`` of the point's lowest height in the phase.
     """
     pts = np.asarray(points_m, dtype=float)
     flags = np.asarray(flags, dtype=bool)
@@ -100,6 +102,10 @@ def support_patches(points_m: np.ndarray, flags: np.ndarray, foot_of_point: np.n
             sel = flags[start:end][:, cols]
             ground = pts[start:end][:, cols].copy()
             ground[..., 2] -= offset[cols]
+            # Keep each point's settled frames: within settle_m of its lowest in this phase, so a
+            # heel rising before toe-off (still flagged) does not lift the ground.
+            lowest = np.min(np.where(sel, ground[..., 2], np.inf), axis=0)
+            sel &= ground[..., 2] <= lowest + settle_m
             samples = ground[sel]
             if len(samples):
                 patches.append(fit_patch(samples, f, (start, end), ridge))

@@ -1,0 +1,163 @@
+"""Keypoint correspondence: which model point each source keypoint (SMPL, DeepMimic) stands for.
+
+The one table of the project. A *landmark* is an anatomical point both sides share (``hip_l``,
+``knee_l``, ...). :data:`MODEL_LANDMARKS` says where a landmark sits on each registered model
+(a body and a point in its frame: ``None`` = the body origin, which is the joint centre in the
+MyoSuite models); :data:`SOURCE_LANDMARKS` says which keypoint of each source skeleton it is.
+
+Landmarks that no body origin marks are derived from the model's geometry when the model is
+prepared (:mod:`musclerl.retarget.smpl_pipeline`):
+
+* ``heel_l``/``toe_tip_l`` (and right): the back and front of the foot's sole, from its collision
+  geoms — DeepMimic's heel and toe keypoints lie on the bottom of its foot box;
+* ``trunk``: a point on ``TRUNK_BODY`` straight above the hip midpoint at the height the source
+  puts its trunk keypoint above its hips (the MyoSuite torso has no joints of its own in
+  ``myolegs``, so this point only orients the pelvis + torso).
+
+Side conventions: SMPL's and DeepMimic's ``left_*`` are the body's left, as the models' ``*_l``.
+
+===============  ====================  =====================  ===================================
+landmark         SMPL (AMASS)          DeepMimic humanoid3d   myolegs / myofullbody body
+===============  ====================  =====================  ===================================
+hip_l, hip_r     left_hip, right_hip   left_hip, right_hip    femur_l, femur_r (origin)
+knee_l, knee_r   left_knee, ...        left_knee, ...         tibia_l, tibia_r (origin)
+ankle_l, ankle_r left_ankle, ...       left_ankle, ...        talus_l, talus_r (origin)
+toe_l, toe_r     left_foot, ...        —                      toes_l, toes_r (origin, MTP)
+heel_l, heel_r   —                     left_heel, ...         sole back (calcn geoms)
+toe_tip_l, _r    —                     left_toe, ...          sole front (toes geoms)
+trunk            neck                  neck                   torso (derived point)
+shoulder_l, _r   left_shoulder, ...    left_shoulder, ...     humerus_l, _r (myofullbody only)
+elbow_l, _r      left_elbow, ...       left_elbow, ...        ulna_l, _r (myofullbody only)
+wrist_l, _r      left_wrist, ...       left_wrist, ...        lunate_l, _r (myofullbody only)
+===============  ====================  =====================  ===================================
+
+``musclemimic-fullbody`` is built from the same MyoSuite body tree as ``myofullbody`` and uses its
+table; the ``tiny`` test model maps hips/knees/ankles to its ``femur``/``tibia``/``foot`` bodies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from musclerl.errors import InputError
+
+SIDES = ("l", "r")
+SIDE_WORD = {"l": "left", "r": "right"}
+
+_LEG = {
+    **{f"hip_{s}": (f"femur_{s}", None) for s in SIDES},
+    **{f"knee_{s}": (f"tibia_{s}", None) for s in SIDES},
+    **{f"ankle_{s}": (f"talus_{s}", None) for s in SIDES},
+    **{f"toe_{s}": (f"toes_{s}", None) for s in SIDES},
+}
+_ARM = {
+    **{f"shoulder_{s}": (f"humerus_{s}", None) for s in SIDES},
+    **{f"elbow_{s}": (f"ulna_{s}", None) for s in SIDES},
+    **{f"wrist_{s}": (f"lunate_{s}", None) for s in SIDES},
+}
+_TINY = {
+    **{f"hip_{s}": (f"femur_{s}", None) for s in SIDES},
+    **{f"knee_{s}": (f"tibia_{s}", None) for s in SIDES},
+    **{f"ankle_{s}": (f"foot_{s}", None) for s in SIDES},
+    **{f"toe_{s}": (f"foot_{s}", (0.13, 0.0, -0.03)) for s in SIDES},
+}
+
+#: landmark -> (body, point in the body frame in metres or None for the origin), per model.
+MODEL_LANDMARKS: dict[str, dict[str, tuple[str, tuple[float, float, float] | None]]] = {
+    "myolegs": _LEG,
+    "myofullbody": {**_LEG, **_ARM},
+    "musclemimic-fullbody": {**_LEG, **_ARM},
+    "tiny": _TINY,
+}
+#: Per model: the feet (``calcn``+``toes`` bodies, or the tiny foot) whose geoms give the sole.
+FOOT_BODIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "myolegs": {s: (f"calcn_{s}", f"toes_{s}") for s in SIDES},
+    "myofullbody": {s: (f"calcn_{s}", f"toes_{s}") for s in SIDES},
+    "musclemimic-fullbody": {s: (f"calcn_{s}", f"toes_{s}") for s in SIDES},
+    "tiny": {s: (f"foot_{s}",) for s in SIDES},
+}
+#: Body carrying the derived ``trunk`` landmark.
+TRUNK_BODY = {"myolegs": "torso", "myofullbody": "torso", "musclemimic-fullbody": "torso", "tiny": "pelvis"}
+
+#: landmark -> source keypoint name, per source skeleton.
+SOURCE_LANDMARKS: dict[str, dict[str, str]] = {
+    "smpl": {
+        **{f"{j}_{s}": f"{SIDE_WORD[s]}_{j}" for s in SIDES for j in ("hip", "knee", "ankle")},
+        **{f"toe_{s}": f"{SIDE_WORD[s]}_foot" for s in SIDES},
+        **{f"{j}_{s}": f"{SIDE_WORD[s]}_{j}" for s in SIDES for j in ("shoulder", "elbow", "wrist")},
+        "trunk": "neck",
+    },
+    "deepmimic": {
+        **{f"{j}_{s}": f"{SIDE_WORD[s]}_{j}" for s in SIDES for j in ("hip", "knee", "ankle", "heel")},
+        **{f"toe_tip_{s}": f"{SIDE_WORD[s]}_toe" for s in SIDES},
+        **{f"{j}_{s}": f"{SIDE_WORD[s]}_{j}" for s in SIDES for j in ("shoulder", "elbow", "wrist")},
+        "trunk": "neck",
+    },
+}
+#: Source keypoints whose speed and height decide foot contact, per side, and the model sole
+#: point each one's flag is given to: (source keypoint, sole point).
+CONTACT_KEYPOINTS: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {
+    "smpl": {s: ((f"{SIDE_WORD[s]}_ankle", "heel"), (f"{SIDE_WORD[s]}_foot", "toe_tip")) for s in SIDES},
+    "deepmimic": {s: ((f"{SIDE_WORD[s]}_heel", "heel"), (f"{SIDE_WORD[s]}_toe", "toe_tip")) for s in SIDES},
+}
+#: Relative weight of each landmark in the keypoint task (others 1).
+LANDMARK_WEIGHTS = {"trunk": 0.3, **{f"toe_{s}": 0.5 for s in SIDES}}
+#: Segment lengths for per-segment scaling: (landmark a, landmark b, bodies scaled by the ratio).
+SEGMENTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    *((f"hip_{s}", f"knee_{s}", (f"femur_{s}", f"patella_{s}")) for s in SIDES),
+    *((f"knee_{s}", f"ankle_{s}", (f"tibia_{s}",)) for s in SIDES),
+    *((f"ankle_{s}", f"toe_{s}", (f"talus_{s}", f"calcn_{s}", f"toes_{s}", f"foot_{s}")) for s in SIDES),
+    *((f"heel_{s}", f"toe_tip_{s}", (f"talus_{s}", f"calcn_{s}", f"toes_{s}", f"foot_{s}")) for s in SIDES),
+    ("hip_l", "hip_r", ("pelvis",)),
+    *((f"shoulder_{s}", f"elbow_{s}", (f"humerus_{s}",)) for s in SIDES),
+    *((f"elbow_{s}", f"wrist_{s}", (f"ulna_{s}", f"radius_{s}")) for s in SIDES),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Correspondence:
+    """Matched landmarks of one model and one source skeleton (all lists in the same order)."""
+
+    model_name: str
+    source_kind: str
+    landmarks: tuple[str, ...]
+    keypoints: tuple[str, ...]
+    weights: np.ndarray  # (L,)
+
+    def source_positions(self, names: tuple[str, ...], positions_m: np.ndarray) -> np.ndarray:
+        """Source keypoints (T, L, 3) in landmark order from a (T, K, 3) array named ``names``."""
+        idx = [names.index(k) for k in self.keypoints]
+        return positions_m[:, idx]
+
+
+def table_key(model_name: str) -> str:
+    """The table row for a registry name (MJCF paths are not covered)."""
+    if model_name not in MODEL_LANDMARKS:
+        raise InputError(model_name, "no keypoint correspondence for this model; "
+                                     f"known: {sorted(MODEL_LANDMARKS)}")
+    return model_name
+
+
+def source_kind(keypoint_names: tuple[str, ...]) -> str:
+    """'smpl' or 'deepmimic' from the keypoint names of a motion."""
+    if "left_foot" in keypoint_names and "spine3" in keypoint_names:
+        return "smpl"
+    if "left_heel" in keypoint_names and "left_toe" in keypoint_names:
+        return "deepmimic"
+    raise InputError("motion", "keypoints are neither SMPL's 24 joints nor DeepMimic's humanoid3d points")
+
+
+def correspondence(model_name: str, kind: str, keypoint_names: tuple[str, ...],
+                   derived: tuple[str, ...]) -> Correspondence:
+    """Landmarks present on both sides: the model's table entries plus ``derived`` ones
+    (sole points, trunk), and the source's keypoints."""
+    model_side = set(MODEL_LANDMARKS[table_key(model_name)]) | set(derived)
+    pairs = [(lm, kp) for lm, kp in SOURCE_LANDMARKS[kind].items()
+             if lm in model_side and kp in keypoint_names]
+    if len(pairs) < 6:
+        raise InputError(model_name, f"only {len(pairs)} keypoints correspond to this model; need 6")
+    landmarks = tuple(p[0] for p in pairs)
+    weights = np.array([LANDMARK_WEIGHTS.get(lm, 1.0) for lm in landmarks])
+    return Correspondence(model_name, kind, landmarks, tuple(p[1] for p in pairs), weights)

@@ -1,0 +1,384 @@
+"""Keypoint motion (SMPL / AMASS, DeepMimic) -> scaled model -> ground-aware IK -> Trajectory.
+
+Steps of :func:`retarget_keypoints`:
+
+1. **Model.** :func:`prepare_model` scales the model per segment to the source skeleton (median
+   bone lengths of the clip against the model's, :data:`~musclerl.retarget.correspondence.SEGMENTS`,
+   with :func:`musclerl.models.scaling.scale_spec`), then adds a site per landmark
+   (``kp_<landmark>``) and per sole point (``sole_<heel|toe_tip>_<l|r>``, from the feet's
+   collision geoms).
+2. **Keypoint IK.** Every frame is fitted to the landmarks (weighted least squares,
+   Levenberg-Marquardt, warm-started from the previous frame; joint limits and the model's joint
+   equalities held exactly by :class:`musclerl.retarget.marker_fit.PoseFit`).
+3. **Contact and terrain.** Stance flags come from the source's foot keypoints
+   (:mod:`~musclerl.retarget.contact`); the support surface from the model's sole points in
+   stance and the swing feet's free space (:mod:`~musclerl.retarget.terrain`).
+4. **Ground passes.** The IK is repeated with the sole points pinned to their stance anchors on
+   the terrain and lifted out of the ground where they dip in (:mod:`~musclerl.retarget.ground`);
+   a pass is repeated while any collision geom of a foot still penetrates.
+5. **Measured** with MuJoCo C on the final ``qpos``: keypoint errors, limit violations, equality
+   residual, penetration of every collision geom, stance skating.
+
+World frame: metres, Z up; the source's ground is wherever its feet stand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import numpy as np
+from tqdm import tqdm
+
+from musclerl.errors import InputError
+from musclerl.models.registry import compile_spec, load_spec
+from musclerl.models.scaling import scale_spec
+from musclerl.motion.keypoints import KeypointMotion
+from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
+from musclerl.retarget import correspondence as corr
+from musclerl.retarget.contact import ContactParams, detect_contacts, dilate_flags
+from musclerl.retarget.ground import (
+    GeomSurface,
+    GroundContact,
+    GroundParams,
+    collision_geoms,
+    penetration_m,
+    site_positions_m,
+    skating_mps,
+)
+from musclerl.retarget.marker_fit import PoseFit, align_root, equality_residual, joint_couplings
+from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
+
+SOLE_POINTS = ("heel", "toe_tip")
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineParams:
+    """Settings of :func:`retarget_keypoints` (weights are relative to a keypoint's 1)."""
+
+    scale: bool = True
+    ground: bool = True
+    ground_weight: float = 1000.0
+    ground_passes: int = 4
+    blend_s: float = 0.1  # swing frames this close to a stance phase are eased onto its anchor
+    max_iterations: int = 60
+    tolerance: float = 1e-4  # a frame has converged when an LM step lowers the cost by less (relative)
+    contact: ContactParams = ContactParams()
+    terrain: TerrainParams = TerrainParams()
+    ground_params: GroundParams = GroundParams()
+    progress: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedModel:
+    """A scaled model with landmark and sole sites. Sole points are ordered foot-major:
+    (heel_l, toe_tip_l, heel_r, toe_tip_r); ``sole_foot`` (P,) is 0 for left, 1 for right."""
+
+    name: str
+    model: mujoco.MjModel
+    scale_factors: dict[str, float]
+    landmarks: tuple[str, ...]
+    sole_sites: tuple[str, ...]
+    sole_foot: np.ndarray
+    foot_geoms: np.ndarray  # collision geoms of both feet
+    collision: GeomSurface  # every collision geom of the body
+
+
+def _rest_points(model: mujoco.MjModel, key: str) -> dict[str, np.ndarray]:
+    """World positions (3,) at ``qpos0`` of the landmarks of table row ``key``."""
+    table = corr.MODEL_LANDMARKS[key]
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    out = {}
+    for lm, (body, local) in table.items():
+        b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
+        if b < 0:
+            raise InputError(key, f"model has no body '{body}' for landmark '{lm}'")
+        offset = np.zeros(3) if local is None else np.asarray(local, dtype=float)
+        out[lm] = data.xpos[b] + data.xmat[b].reshape(3, 3) @ offset
+    return out
+
+
+def _sole_points(model: mujoco.MjModel, key: str,
+                 rest: dict[str, np.ndarray]) -> dict[str, tuple[int, np.ndarray]]:
+    """Back and front of each sole at ``qpos0``: landmark -> (body id, point in body frame)."""
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    out = {}
+    for side, bodies in corr.FOOT_BODIES[key].items():
+        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in bodies]
+        geoms = collision_geoms(model, [i for i in ids if i >= 0])
+        if len(geoms) == 0:
+            raise InputError(key, f"the {side} foot has no collision geoms to stand on")
+        surface = GeomSurface.of(model, geoms)
+        pts = surface.world_points(data)
+        low = pts[:, 2] < pts[:, 2].min() + 0.005
+        forward = rest[f"toe_{side}"] - rest[f"ankle_{side}"]
+        forward[2] = 0.0
+        forward /= np.linalg.norm(forward)
+        along = pts @ forward
+        for name, pick in (("heel", np.argmin), ("toe_tip", np.argmax)):
+            i = np.flatnonzero(low)[pick(along[low])]
+            body = int(model.geom_bodyid[surface.geom_ids[surface.owner[i]]])
+            local = data.xmat[body].reshape(3, 3).T @ (pts[i] - data.xpos[body])
+            out[f"{name}_{side}"] = (body, local)
+    return out
+
+
+def _median_length(a_m: np.ndarray, b_m: np.ndarray) -> float:
+    """Median over frames of the distance between two point tracks (T, 3)."""
+    return float(np.median(np.linalg.norm(a_m - b_m, axis=-1)))
+
+
+def _site_ids(model: mujoco.MjModel, names) -> np.ndarray:
+    return np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in names], dtype=int)
+
+
+def prepare_model(model_name: str, motion: KeypointMotion,
+                  scale: bool = True) -> tuple[PreparedModel, corr.Correspondence]:
+    """Scale ``model_name`` to the skeleton of ``motion`` and add landmark and sole sites."""
+    key = corr.table_key(model_name)
+    kind = corr.source_kind(motion.names)
+    table = corr.MODEL_LANDMARKS[key]
+    spec = load_spec(model_name)
+    base = compile_spec(spec, model_name)
+    factors: dict[str, float] = {}
+    if scale:
+        rest = _rest_points(base, key)
+        rest.update({lm: _world(base, b, p) for lm, (b, p) in _sole_points(base, key, rest).items()})
+        src = corr.SOURCE_LANDMARKS[kind]
+        ratios: dict[str, list[float]] = {}
+        for a, b, bodies in corr.SEGMENTS:
+            if a in rest and b in rest and src.get(a) in motion.names and src.get(b) in motion.names:
+                length = _median_length(motion.keypoint(src[a]), motion.keypoint(src[b]))
+                ratio = length / max(float(np.linalg.norm(rest[a] - rest[b])), 1e-6)
+                for body in bodies:
+                    if mujoco.mj_name2id(base, mujoco.mjtObj.mjOBJ_BODY, body) >= 0:
+                        ratios.setdefault(body, []).append(ratio)
+        factors = {b: float(np.mean(r)) for b, r in ratios.items()}
+        if not factors:
+            raise InputError(model_name, "no segment of the model could be measured on the motion")
+        overall = float(np.median(list(factors.values())))
+        for i in range(1, base.nbody):
+            factors.setdefault(base.body(i).name, overall)
+        if not all(0.5 < f < 2.0 for f in factors.values()):
+            raise InputError(motion.source or "motion", f"implausible segment scale factors {factors}")
+        scale_spec(spec, factors, source=model_name)
+    scaled = compile_spec(spec, model_name)
+    rest = _rest_points(scaled, key)
+    soles = _sole_points(scaled, key, rest)
+    # The trunk point: above the hip midpoint at the source's trunk height.
+    src = corr.SOURCE_LANDMARKS[kind]
+    trunk_body = mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, corr.TRUNK_BODY[key])
+    sites: dict[str, tuple[int, np.ndarray]] = {}
+    data = mujoco.MjData(scaled)
+    mujoco.mj_kinematics(scaled, data)
+    for lm, (body, local) in table.items():
+        sites[lm] = (mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, body),
+                     np.zeros(3) if local is None else np.asarray(local, dtype=float))
+    sites.update(soles)
+    if trunk_body >= 0 and src["trunk"] in motion.names:
+        mid_src = 0.5 * (motion.keypoint(src["hip_l"]) + motion.keypoint(src["hip_r"]))
+        height = _median_length(motion.keypoint(src["trunk"]), mid_src)
+        point = 0.5 * (rest["hip_l"] + rest["hip_r"]) + np.array([0.0, 0.0, height])
+        sites["trunk"] = (trunk_body, data.xmat[trunk_body].reshape(3, 3).T @ (point - data.xpos[trunk_body]))
+    for lm, (body, local) in sites.items():
+        spec.body(scaled.body(body).name).add_site(name=_site_name(lm), pos=local, size=[0.01, 0, 0],
+                                                   group=5)
+    model = compile_spec(spec, model_name)
+    sole_names = tuple(_site_name(f"{p}_{s}") for s in corr.SIDES for p in SOLE_POINTS)
+    foot_ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b)
+                for bodies in corr.FOOT_BODIES[key].values() for b in bodies]
+    prepared = PreparedModel(
+        name=model_name, model=model, scale_factors=factors, landmarks=tuple(sites),
+        sole_sites=sole_names, sole_foot=np.repeat(np.arange(2), len(SOLE_POINTS)),
+        foot_geoms=collision_geoms(model, [i for i in foot_ids if i >= 0]),
+        collision=GeomSurface.of(model, collision_geoms(model)),
+    )
+    return prepared, corr.correspondence(model_name, kind, motion.names, tuple(sites))
+
+
+def _world(model: mujoco.MjModel, body: int, local: np.ndarray) -> np.ndarray:
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    return data.xpos[body] + data.xmat[body].reshape(3, 3) @ local
+
+
+def _site_name(landmark: str) -> str:
+    return f"sole_{landmark}" if landmark.startswith(SOLE_POINTS) else f"kp_{landmark}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RetargetResult:
+    """Output of :func:`retarget_keypoints`: the Trajectory (with terrain and contacts), the
+    prepared model, per-frame keypoint errors (T, L) in metres, and the quality numbers."""
+
+    trajectory: Trajectory
+    prepared: PreparedModel
+    keypoint_error_m: np.ndarray
+    converged: np.ndarray  # (T,) bool
+    metrics: dict
+
+
+def _solve_frames(fit: PoseFit, targets: np.ndarray, q_init: np.ndarray, warm: bool, desc: str,
+                  progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Fit every frame of ``targets`` (T, S, 3). ``q_init`` (T, nq) are starts, or with ``warm``
+    only ``q_init[0]`` is used and each frame starts from the previous solution."""
+    n = len(targets)
+    q = np.zeros_like(q_init)
+    ok = np.zeros(n, dtype=bool)
+    prev = q_init[0]
+    for t in tqdm(range(n), desc=desc, disable=not progress, leave=False):
+        res = fit.solve(targets[t], prev if warm else q_init[t])
+        q[t], ok[t] = res.qpos, res.converged
+        prev = res.qpos
+    return q, ok
+
+
+def _foot_penetration(prepared: PreparedModel, q: np.ndarray, terrain: Terrain) -> np.ndarray:
+    """Deepest penetration (T, 2) of each foot's collision geoms, metres."""
+    model = prepared.model
+    surface = GeomSurface.of(model, prepared.foot_geoms)
+    depth = penetration_m(model, q, terrain, surface)
+    foot_of_geom = np.array([_foot_of_body(prepared, int(model.geom_bodyid[g])) for g in prepared.foot_geoms])
+    return np.stack([depth[:, foot_of_geom == f].max(axis=1, initial=0.0) for f in range(2)], axis=1)
+
+
+def _foot_of_body(prepared: PreparedModel, body: int) -> int:
+    name = prepared.model.body(body).name
+    return 0 if name.endswith("_l") else 1
+
+
+def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
+                       params: PipelineParams | None = None) -> RetargetResult:
+    """Retarget ``motion`` onto ``model_name``; see the module docstring for the steps."""
+    params = params or PipelineParams()
+    prepared, match = prepare_model(model_name, motion, scale=params.scale)
+    model = prepared.model
+    kp_sites = [_site_name(lm) for lm in match.landmarks]
+    sites = kp_sites + list(prepared.sole_sites)
+    weights = np.concatenate([match.weights, np.full(len(prepared.sole_sites), params.ground_weight)])
+    fit = PoseFit(model, sites, weights, max_iterations=params.max_iterations, tolerance=params.tolerance)
+    kp_targets = match.source_positions(motion.names, motion.positions_m)  # (T, L, 3)
+    n, n_sole = motion.num_frames, len(prepared.sole_sites)
+    no_sole = np.full((n, n_sole, 3), np.nan)
+    q0 = align_root(model, np.array(model.qpos0), kp_sites, kp_targets[0])
+    fit_q0 = fit.solve(np.concatenate([kp_targets[0], no_sole[0]]), q0).qpos
+    q, converged = _solve_frames(fit, np.concatenate([kp_targets, no_sole], axis=1),
+                                 np.repeat(fit_q0[None], n, 0), True, "keypoint IK", params.progress)
+    sole_ids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in prepared.sole_sites])
+    sole1 = site_positions_m(model, q, sole_ids)
+
+    flags = contact_flags(motion, match.source_kind, params.contact)
+    terrain = None
+    if params.ground and flags.any():
+        patches = support_patches(sole1, flags, prepared.sole_foot, 0.0, params.terrain.slope_ridge)
+        margin = dilate_flags(flags, int(round(0.1 * motion.rate_hz)))
+        free = sole1[~margin]
+        terrain = recover_terrain(patches, free, params.terrain, extent_xy_m=sole1[..., :2].reshape(-1, 2))
+        ground = GroundContact.from_motion(sole1, flags, terrain, params.ground_params)
+        targets = ground.sole_targets(sole1)
+        targets = _ease_into_anchors(targets, sole1, flags, int(round(params.blend_s * motion.rate_hz)))
+        tol = params.ground_params.penetration_tol_m
+        for k in range(params.ground_passes):
+            q, converged = _solve_frames(fit, np.concatenate([kp_targets, targets], axis=1), q, False,
+                                         f"ground pass {k + 1}", params.progress)
+            if k == params.ground_passes - 1:
+                break
+            depth = _foot_penetration(prepared, q, terrain)  # (T, 2)
+            if not np.any(depth > tol):
+                break
+            # Active set: lift every sole target of a penetrating foot by its depth.
+            lift = np.where(depth > tol, depth + 0.5 * tol, 0.0)[:, prepared.sole_foot]  # (T, P)
+            base = np.where(np.isnan(targets), site_positions_m(model, q, sole_ids), targets)
+            base[..., 2] += lift
+            targets = np.where(lift[..., None] > 0, base, targets)
+    metrics = measure(prepared, q, motion.rate_hz, kp_targets, kp_sites, flags, terrain, converged)
+    site_all = site_positions_m(model, q, np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s)
+                                                    for s in sites]))
+    traj = Trajectory(
+        qpos=q, qvel=finite_difference_qvel(model, q, motion.rate_hz), rate_hz=motion.rate_hz,
+        joint_names=tuple(model.joint(j).name for j in range(model.njnt)), model_name=model_name,
+        site_names=tuple(sites), site_pos_m=site_all, contact_names=prepared.sole_sites,
+        contact=flags, terrain=terrain, clip_names=(_clip_name(motion),),
+        clip_loop=np.array([motion.loop]),
+    )
+    error = np.linalg.norm(site_all[:, : len(kp_sites)] - kp_targets, axis=-1)
+    return RetargetResult(traj, prepared, error, converged, metrics)
+
+
+def _clip_name(motion: KeypointMotion) -> str:
+    from pathlib import Path
+
+    return Path(motion.source).stem if motion.source else "clip0"
+
+
+def _ease_into_anchors(targets: np.ndarray, reference: np.ndarray, flags: np.ndarray,
+                       frames: int) -> np.ndarray:
+    """Swing frames within ``frames`` of a stance phase get a target moved towards its anchor:
+    the swing path shifted by the anchor's offset, fading out linearly away from the phase."""
+    out = targets.copy()
+    n = len(flags)
+    for p in range(flags.shape[1]):
+        col = flags[:, p]
+        for t in range(n):
+            if col[t] or not np.isnan(out[t, p, 0]):
+                continue
+            for direction in (1, -1):
+                for d in range(1, frames + 1):
+                    s = t + direction * d
+                    if 0 <= s < n and col[s]:
+                        offset = targets[s, p] - reference[s, p]
+                        w = 1.0 - d / (frames + 1)
+                        out[t, p] = reference[t, p] + w * offset
+                        break
+                if not np.isnan(out[t, p, 0]):
+                    break
+    return out
+
+
+def contact_flags(motion: KeypointMotion, kind: str, params: ContactParams) -> np.ndarray:
+    """Stance flags (T, P) for the sole points (heel_l, toe_tip_l, heel_r, toe_tip_r)."""
+    names = [kp for side in corr.SIDES for kp, _ in corr.CONTACT_KEYPOINTS[kind][side]]
+    pts = np.stack([motion.keypoint(nm) for nm in names], axis=1)
+    return detect_contacts(pts, motion.rate_hz, loop=motion.loop, params=params)
+
+
+def measure(prepared: PreparedModel, q: np.ndarray, rate_hz: float, kp_targets: np.ndarray,
+            kp_sites: list[str], flags: np.ndarray, terrain: Terrain | None, converged: np.ndarray) -> dict:
+    """Quality numbers on the final ``q`` (T, nq) with MuJoCo C (names as the report's)."""
+    model = prepared.model
+    ids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in kp_sites])
+    err = np.linalg.norm(site_positions_m(model, q, ids) - kp_targets, axis=-1)  # (T, L)
+    rms = np.sqrt(np.mean(err**2, axis=1))
+    limited = [(int(model.jnt_qposadr[j]), model.jnt_range[j]) for j in range(model.njnt)
+               if model.jnt_limited[j] and model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE,
+                                                                 mujoco.mjtJoint.mjJNT_SLIDE)]
+    outside = np.zeros(len(q), dtype=bool)
+    for adr, (lo, hi) in limited:
+        outside |= (q[:, adr] < lo - 1e-9) | (q[:, adr] > hi + 1e-9)
+    eq = equality_residual(joint_couplings(model), q)
+    out = {
+        "frames": int(len(q)),
+        "marker_rms_m": float(rms.mean()),
+        "marker_rms_worst_m": float(rms.max()),
+        "marker_max_m": float(err.max()),
+        "failed_frames": int(np.count_nonzero(~converged)),
+        "joint_limit_violation_frac": float(outside.mean()),
+        "equality_residual_max": float(np.abs(eq).max()) if eq.size else 0.0,
+        "stance_frac": float(flags.mean()),
+    }
+    if terrain is not None:
+        depth = penetration_m(model, q, terrain, prepared.collision)
+        sole_ids = _site_ids(model, prepared.sole_sites)
+        sole = site_positions_m(model, q, sole_ids)
+        skate = skating_mps(sole, flags, rate_hz)
+        both = flags[1:] & flags[:-1]
+        out.update({
+            "penetration_frac": float(np.mean(depth.max(axis=1) > 0.005)),
+            "penetration_max_m": float(depth.max()),
+            "skating_mps": float(skate[1:][both].mean()) if both.any() else 0.0,
+            "skating_max_mps": float(skate.max()),
+            "terrain": terrain_summary(terrain),
+        })
+    return out
