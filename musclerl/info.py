@@ -6,7 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-
 MOTION_SUFFIXES = (".trc", ".mot", ".sto", ".npz", ".txt", ".json")
 
 
@@ -14,6 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", help="model name (myolegs, tiny, ...), MJCF .xml path, or motion file "
                                        "(.trc, .mot, .sto, .npz, DeepMimic .txt)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--plot", metavar="PNG",
+                        help="motion files: also draw a quick-look plot into this .png")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,11 +23,19 @@ def run(args: argparse.Namespace) -> int:
         from musclerl.motion.summary import summarize_motion_file
 
         info = summarize_motion_file(target)
+        if args.plot:
+            from musclerl.motion.plot import plot_motion_file
+
+            info["plot"] = str(plot_motion_file(target, args.plot))
         if args.json:
             print(json.dumps(info, indent=2))
         else:
             _print_motion(info)
         return 0
+    if args.plot:
+        from musclerl.errors import InputError
+
+        raise InputError(args.plot, "--plot draws motion files only (.trc, .mot, .sto, .npz, .txt, .json)")
     from musclerl.models import load_model
     from musclerl.models.introspect import describe
 

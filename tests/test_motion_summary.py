@@ -72,3 +72,28 @@ def test_warnings_are_reported(tmp_path):
     (tmp_path / "w.trc").write_text(trc_text(["A", "B"], simple_trc_rows(3), num_frames=5))
     info = summarize_motion_file(tmp_path / "w.trc")
     assert info["frames"] == 3 and any("NumFrames=5" in w for w in info["warnings"])
+
+
+def test_plots_for_every_kind(shared_data, tmp_path, capsys):
+    write_step_up_amass(tmp_path / "amass.npz", n_frames=12)
+    write_small_reference(tmp_path / "ref.npz")
+    Trajectory(qpos=np.zeros((7, 3)), qvel=np.zeros((7, 3)), rate_hz=50.0, joint_names=("a", "b", "c"),
+               model_name="tiny").save(tmp_path / "traj.npz")
+    inputs = [tmp_path / "amass.npz", tmp_path / "ref.npz", tmp_path / "traj.npz"]
+    inputs += [p for p in (shared_data / "opensim_gait2354/subject01_walk1.trc",
+                           shared_data / "opensim_gait2354/inverse_dynamics.sto",
+                           shared_data / "deepmimic/humanoid3d_run.txt") if p.exists()]
+    for i, path in enumerate(inputs):
+        out = tmp_path / "plots" / f"{i}.png"
+        assert main(["info", str(path), "--json", "--plot", str(out)]) == 0
+        info = json.loads(capsys.readouterr().out)
+        assert info["plot"] == str(out) and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_errors(tmp_path, capsys):
+    write_small_reference(tmp_path / "ref.npz")
+    assert main(["info", str(tmp_path / "ref.npz"), "--plot", str(tmp_path / "out.jpg")]) == 2
+    assert "out.jpg: plot output must end in .png" in capsys.readouterr().err
+    assert main(["info", "tiny", "--plot", str(tmp_path / "model.png")]) == 2
+    assert "model.png: --plot draws motion files only" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.npz"]
