@@ -40,11 +40,13 @@ def test_inverse_recovers_forward_dynamics_with_external_load(myolegs):
     mujoco.mj_applyFT(m, d, force, torque, point, m.body("calcn_r").id, d.qfrc_applied)
     mujoco.mj_forward(m, d)
     qacc = d.qacc.copy()
-    loads = idyn.AppliedLoads(("right",), ("calcn_r",), force[None, None], point[None, None],
-                              torque[None, None])
+    loads = idyn.AppliedLoads(
+        ("right",), ("calcn_r",), force[None, None], point[None, None], torque[None, None]
+    )
     names = independent_coordinates(myolegs)
-    res = idyn.inverse_dynamics(myolegs, d.qpos[None].copy(), np.zeros(1), names, loads,
-                                qvel=d.qvel[None].copy(), qacc=qacc[None])
+    res = idyn.inverse_dynamics(
+        myolegs, d.qpos[None].copy(), np.zeros(1), names, loads, qvel=d.qvel[None].copy(), qacc=qacc[None]
+    )
     np.testing.assert_allclose(res.qfrc_joint[0], tau, atol=1e-6)
 
 
@@ -53,8 +55,10 @@ def test_read_external_loads(gait2354, tmp_path):
     assert [f.body for f in forces] == ["calcn_r", "calcn_l"]
     assert forces[1].force_identifier == "1_ground_force_v" and datafile == "subject01_walk1_grf.mot"
     bad = tmp_path / "bad.xml"
-    bad.write_text("<OpenSimDocument><ExternalLoads><objects><ExternalForce name='x'>"
-                   "</ExternalForce></objects></ExternalLoads></OpenSimDocument>")
+    bad.write_text(
+        "<OpenSimDocument><ExternalLoads><objects><ExternalForce name='x'>"
+        "</ExternalForce></objects></ExternalLoads></OpenSimDocument>"
+    )
     with pytest.raises(InputError, match="applied_to_body"):
         idyn.read_external_loads(bad)
     bad.write_text("<OpenSimDocument><ExternalLoads>")
@@ -130,10 +134,22 @@ def test_reference_cli_end_to_end(gait2354, tmp_path):
     from musclerl.motion.storage import read_storage
 
     out = tmp_path / "ref.npz"
-    rc = main(["reference", str(gait2354 / "subject01_walk1_ik.mot"), "--model", "myolegs",
-               "--grf", str(gait2354 / "subject01_walk1_grf.mot"),
-               "--loads", str(gait2354 / "subject01_walk1_grf.xml"),
-               "--mass", "72.6", "--out", str(out)])
+    rc = main(
+        [
+            "reference",
+            str(gait2354 / "subject01_walk1_ik.mot"),
+            "--model",
+            "myolegs",
+            "--grf",
+            str(gait2354 / "subject01_walk1_grf.mot"),
+            "--loads",
+            str(gait2354 / "subject01_walk1_grf.xml"),
+            "--mass",
+            "72.6",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     ref = read_reference(out)
     assert ref.subject_weight_kg == pytest.approx(72.6)
@@ -149,16 +165,27 @@ def test_reference_cli_end_to_end(gait2354, tmp_path):
     assert any("reserve" in note for note in ref.qc_notes)
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--grf", "GRF"], "give both"),
-    (["--sign", "knee_angle_r=2"], "--sign"),
-    (["--mass", "-3"], "--mass"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--grf", "GRF"], "give both"),
+        (["--sign", "knee_angle_r=2"], "--sign"),
+        (["--mass", "-3"], "--mass"),
+    ],
+)
 def test_reference_cli_bad_input(gait2354, tmp_path, capsys, extra, message):
     out = tmp_path / "ref.npz"
     extra = [str(gait2354 / "subject01_walk1_grf.mot") if e == "GRF" else e for e in extra]
-    rc = main(["reference", str(gait2354 / "subject01_walk1_ik.mot"), "--no-static-optimisation", *extra,
-               "--out", str(out)])
+    rc = main(
+        [
+            "reference",
+            str(gait2354 / "subject01_walk1_ik.mot"),
+            "--no-static-optimisation",
+            *extra,
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1

@@ -43,8 +43,9 @@ def resample(time_src_s: np.ndarray, values: np.ndarray, time_dst_s: np.ndarray)
     return out[:, 0] if squeeze else out
 
 
-def heel_strikes(time_s: np.ndarray, vertical_force_n: np.ndarray, threshold_n: float = 20.0,
-                 min_swing_s: float = 0.1) -> np.ndarray:
+def heel_strikes(
+    time_s: np.ndarray, vertical_force_n: np.ndarray, threshold_n: float = 20.0, min_swing_s: float = 0.1
+) -> np.ndarray:
     """Times (H,) where the vertical force rises through ``threshold_n``; linear interpolation
     between samples. A rise less than ``min_swing_s`` after the previous lift-off is contact
     chatter, not a heel strike. NaN force counts as no contact.
@@ -65,8 +66,9 @@ def heel_strikes(time_s: np.ndarray, vertical_force_n: np.ndarray, threshold_n: 
     return np.asarray(strikes)
 
 
-def heel_strikes_from_contact(time_s: np.ndarray, contact: np.ndarray,
-                              min_swing_s: float = 0.1) -> np.ndarray:
+def heel_strikes_from_contact(
+    time_s: np.ndarray, contact: np.ndarray, min_swing_s: float = 0.1
+) -> np.ndarray:
     """Heel strikes (H,) from boolean contact flags (T,): rising edges after ``min_swing_s`` off."""
     return heel_strikes(time_s, np.asarray(contact, dtype=float), 0.5, min_swing_s)
 
@@ -117,8 +119,9 @@ def cycle_bounds(strikes_s: np.ndarray, tolerance: float = 0.25) -> tuple[np.nda
     return bounds[keep], bounds[~keep]
 
 
-def normalise_cycles(time_s: np.ndarray, values: np.ndarray, strikes_s: np.ndarray,
-                     tolerance: float = 0.25) -> Cycles:
+def normalise_cycles(
+    time_s: np.ndarray, values: np.ndarray, strikes_s: np.ndarray, tolerance: float = 0.25
+) -> Cycles:
     """Cut (T, C) ``values`` into heel-strike-to-heel-strike cycles of 101 samples each."""
     v = np.asarray(values, dtype=float)
     v = v[:, None] if v.ndim == 1 else v

@@ -1,8 +1,18 @@
-"""``musclerl evaluate``: roll a policy out and compare with ID/SO/EMG references."""
+"""``musclerl evaluate``: roll a policy out and compare with ID/SO/EMG references.
+
+Writes into ``--out`` (atomically, the whole folder): ``metrics.json``, ``metrics.csv``,
+``report.md``, ``recording.npz`` (every recorded array, see :mod:`musclerl.evaluate.rollout`)
+and ``plots/*.png``.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+import numpy as np
+
+from musclerl.errors import InputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -12,8 +22,195 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--activations", help="static-optimisation activations .sto")
     parser.add_argument("--emg", help="EMG .csv or .sto")
     parser.add_argument("--emg-map", help="YAML channel -> muscle map")
+    parser.add_argument(
+        "--emg-processed",
+        action="store_true",
+        help="the EMG is already an envelope: skip band-pass/rectify/low-pass",
+    )
+    parser.add_argument("--clip", type=int, default=0, help="clip of the motion to evaluate")
+    parser.add_argument("--max-steps", type=int, help="stop after this many control steps")
+    parser.add_argument(
+        "--time-offset-s", type=float, default=0.0, help="reference time = simulation clip time + this offset"
+    )
+    parser.add_argument("--max-lag-s", type=float, default=0.1, help="window for the best-lag search")
+    parser.add_argument(
+        "--heel-strikes",
+        help="reference heel-strike times (s), comma separated "
+        "(default: from the reference's right-foot GRF)",
+    )
+    parser.add_argument(
+        "--ref-sign",
+        action="append",
+        default=[],
+        metavar="COLUMN=SIGN",
+        help="multiply a reference column by -1 to match the model's convention",
+    )
     parser.add_argument("--out", required=True, help="output folder")
 
 
+def _signs(items: list[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if value not in ("1", "+1", "-1") or not name:
+            raise InputError("--ref-sign", f"expected COLUMN=+1 or COLUMN=-1, got {item!r}")
+        out[name] = float(value)
+    return out
+
+
+def _strikes(text: str | None) -> np.ndarray | None:
+    if not text:
+        return None
+    try:
+        return np.sort(np.array([float(v) for v in text.split(",") if v.strip()]))
+    except ValueError as err:
+        raise InputError("--heel-strikes", f"expected comma-separated seconds, got {text!r}") from err
+
+
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("evaluate: in progress")
+    from musclerl.envs.tracking import TrackingEnv
+    from musclerl.evaluate import compare, metrics, plots, report
+    from musclerl.evaluate.rollout import rollout
+    from musclerl.fileio import atomic_path
+    from musclerl.motion.trajectory import Trajectory
+    from musclerl.rl.export import load_policy
+
+    if bool(args.emg) != bool(args.emg_map):
+        raise InputError("--emg/--emg-map", "give the EMG file and its channel map together")
+    signs = _signs(args.ref_sign)
+    given_strikes = _strikes(args.heel_strikes)
+    # read every input before the (slow) rollout so bad files fail fast
+    ref = act_table = emg = emg_map = None
+    if args.reference:
+        from musclerl.motion.reference import read_reference
+
+        ref = read_reference(args.reference)
+    if args.activations:
+        from musclerl.motion.storage import read_storage
+
+        act_table = read_storage(args.activations)
+    if args.emg:
+        from musclerl.evaluate.emg import read_emg, read_emg_map
+
+        emg = read_emg(args.emg)
+        emg_map = read_emg_map(args.emg_map, emg.channels)
+    policy = load_policy(args.policy)
+    train_cfg = policy.config.get("train_config", {})
+    traj = Trajectory.load(args.motion)
+    if not 0 <= args.clip < traj.num_clips:
+        raise InputError("--clip", f"motion has {traj.num_clips} clips, got {args.clip}")
+    env = TrackingEnv(
+        train_cfg.get("model", traj.model_name), traj, train_cfg.get("env", {}), backend="cpu", num_envs=1
+    )
+    if env.observation_size != policy.obs_size or env.action_size != policy.action_size:
+        raise InputError(
+            args.policy,
+            f"policy expects obs {policy.obs_size}/actions {policy.action_size} but "
+            f"the environment has {env.observation_size}/{env.action_size} (other model/config?)",
+        )
+    rec = rollout(
+        env,
+        lambda obs: policy.act(obs, deterministic=True),
+        clip=args.clip,
+        max_steps=args.max_steps,
+        progress=True,
+    )
+    notes: list[str] = []
+    tracking = {
+        "frames": rec.num_frames,
+        "duration_s": float(rec.time_s[-1] - rec.time_s[0]),
+        "early_termination": rec.early_termination,
+        "success_rate": metrics.success_rate(np.array([rec.early_termination])),
+        "mean_site_error_m": float(np.nanmean(rec.site_err_m)) if rec.site_err_m.size else float("nan"),
+        "mpjpe_global_m": float(np.nanmean(rec.mpjpe_m)),
+        "mpjpe_root_relative_m": float(np.nanmean(rec.mpjpe_local_m)),
+        "model_mass_kg": rec.model_mass_kg,
+    }
+    groups: dict[str, list[compare.Series]] = {}
+    if ref is not None:
+        groups["torque"] = compare.torque_series(rec, ref, args.time_offset_s, signs)
+        groups["angle"] = compare.angle_series(rec, ref, args.time_offset_s, signs)
+        if not groups["torque"]:
+            notes.append("no reference torque column matches a model coordinate")
+    if act_table is not None:
+        groups["activation"] = compare.activation_series(rec, act_table, args.time_offset_s)
+    if emg is not None:
+        from musclerl.evaluate.metrics import emg_envelope, normalise_envelope
+
+        env_raw = emg.data if args.emg_processed else emg_envelope(emg.data, emg.rate_hz)
+        scale = np.array([emg_map.reference.get(c, np.nan) for c in emg.channels])
+        peak = np.nanmax(env_raw, axis=0)
+        envelope = normalise_envelope(env_raw, np.where(np.isfinite(scale), scale, peak))
+        groups["emg"] = compare.emg_series(
+            rec, emg.time_s, envelope, list(emg.channels), emg_map.muscles, args.time_offset_s
+        )
+    # gait cycles: reference strikes (given or from its GRF) and simulation strikes (its contacts)
+    ref_strikes = given_strikes
+    if ref_strikes is None and ref is not None:
+        ref_strikes = compare.reference_heel_strikes(ref)
+    sim_strikes = compare.sim_heel_strikes(rec, offset_s=args.time_offset_s)
+    cycles: dict[str, list[compare.CycleComparison]] = {}
+    if ref_strikes is not None and len(ref_strikes) >= 2 and len(sim_strikes) >= 2:
+        cycles = {k: compare.cycle_comparisons(v, sim_strikes, ref_strikes) for k, v in groups.items()}
+    else:
+        notes.append(
+            f"gait cycles not used: {0 if ref_strikes is None else len(ref_strikes)} reference and "
+            f"{len(sim_strikes)} simulation right heel strikes (need >= 2 each); plots are against time"
+        )
+    column_metrics = []
+    cycle_metrics = {}
+    for kind, series in groups.items():
+        column_metrics += compare.series_metrics(series, args.max_lag_s)
+        for c in cycles.get(kind, []):
+            cycle_metrics[f"{kind}:{c.series.name}"] = c.metrics()
+    table = report.rows(column_metrics, cycle_metrics)
+    out = Path(args.out)
+    with atomic_path(out) as tmp:
+        (tmp / "plots").mkdir(parents=True)
+        made: dict[str, list[Path]] = {"tracking": [plots.plot_tracking(rec, tmp / "plots" / "tracking.png")]}
+        for kind, series in groups.items():
+            cyc = cycles.get(kind)
+            grid = plots.plot_grid(
+                series, tmp / "plots" / f"{kind}_overview.png", f"{kind}: simulation vs reference", cyc
+            )
+            made[f"{kind}_grid"] = [grid] if grid else []
+            made[kind] = []
+            by_name = {r["column"]: r for r in table if r["kind"] == kind}
+            for i, s in enumerate(series):
+                r = by_name.get(s.name, {})
+                sub = f"r={r.get('r', float('nan')):.2f}  RMSE={r.get('rmse', float('nan')):.3g} {s.unit}"
+                made[kind].append(
+                    plots.plot_series(
+                        s, tmp / "plots" / f"{kind}_{report._safe(s.name)}.png", cyc[i] if cyc else None, sub
+                    )
+                )
+        _save_recording(tmp / "recording.npz", rec)
+        inputs = {
+            "policy": args.policy,
+            "motion": args.motion,
+            "reference": args.reference,
+            "activations": args.activations,
+            "emg": args.emg,
+            "emg_map": args.emg_map,
+            "time_offset_s": args.time_offset_s,
+            "ref_heel_strikes_s": None if ref_strikes is None else [float(v) for v in ref_strikes],
+            "sim_heel_strikes_s": [float(v) for v in sim_strikes],
+        }
+        report.write_outputs(tmp, table, tracking, inputs, notes, made)
+    print(f"wrote {out}/report.md: {rec.num_frames} frames, early termination: {rec.early_termination}")
+    for kind, s in report.summarise(table).items():
+        print(
+            f"  {kind}: {s['columns_with_data']} columns, mean r {s['mean_r']:.3f}, "
+            f"mean RMSE {s['mean_rmse']:.3g}"
+        )
+    return 0
+
+
+def _save_recording(path: Path, rec) -> None:
+    import dataclasses
+
+    arrays = {}
+    for f in dataclasses.fields(rec):
+        value = getattr(rec, f.name)
+        arrays[f.name] = np.asarray(value) if not isinstance(value, tuple) else np.array(value, dtype=str)
+    np.savez_compressed(path, **arrays)

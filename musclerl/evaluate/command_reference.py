@@ -6,7 +6,8 @@ Outputs (all written only when everything succeeded):
   columns in OpenSim's ground frame, then the model's independent coordinates, degrees / metres),
   ``joint_torque`` = ID moments / mass (N·m/kg, model sign convention, columns
   ``<coordinate>_moment`` or ``<coordinate>_force`` for slides), ``computed_grf`` = the applied
-  external loads in MuJoCo's world frame / body weight (columns ``<load>_force_x|y|z``);
+  external loads in MuJoCo's world frame / body weight (columns ``<body>_force_x|y|z``, e.g.
+  ``calcn_r_force_z``, the body the ExternalLoads file names);
 - ``OUT_muscle_activation.sto`` and ``OUT_muscle_force.sto`` (N) from static optimisation.
 """
 
@@ -26,15 +27,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grf", help="ground reaction forces .mot")
     parser.add_argument("--loads", help="OpenSim ExternalLoads .xml naming the bodies the GRFs act on")
     parser.add_argument("--mass", type=float, help="subject mass in kg (default: model mass)")
-    parser.add_argument("--lowpass-hz", type=float, default=6.0,
-                        help="low-pass cutoff for .mot coordinates before differentiation (0: off)")
-    parser.add_argument("--sign", action="append", default=[], metavar="COLUMN=SIGN",
-                        help="per-column sign for .mot input, e.g. knee_angle_r=-1 (default: gait2354 "
-                             "knees with negative flexion are flipped automatically)")
-    parser.add_argument("--reserve-nm", type=float, default=1.0,
-                        help="strength of the weak reserve actuators in static optimisation (N·m)")
-    parser.add_argument("--no-static-optimisation", action="store_true",
-                        help="inverse dynamics only (no .sto outputs)")
+    parser.add_argument(
+        "--lowpass-hz",
+        type=float,
+        default=6.0,
+        help="low-pass cutoff for .mot coordinates before differentiation (0: off)",
+    )
+    parser.add_argument(
+        "--sign",
+        action="append",
+        default=[],
+        metavar="COLUMN=SIGN",
+        help="per-column sign for .mot input, e.g. knee_angle_r=-1 (default: gait2354 "
+        "knees with negative flexion are flipped automatically)",
+    )
+    parser.add_argument(
+        "--reserve-nm",
+        type=float,
+        default=1.0,
+        help="strength of the weak reserve actuators in static optimisation (N·m)",
+    )
+    parser.add_argument(
+        "--no-static-optimisation", action="store_true", help="inverse dynamics only (no .sto outputs)"
+    )
+    parser.add_argument(
+        "--save-trajectory",
+        metavar="TRAJ.npz",
+        help="also write the motion as a Trajectory to track: recentred over the origin and "
+        "lowered onto the model's ground (joint angles unchanged)",
+    )
+    parser.add_argument(
+        "--treadmill",
+        action="store_true",
+        help="with --save-trajectory: the trial is treadmill walking; add the belt's motion "
+        "(estimated from the stance foot) so the Trajectory walks overground",
+    )
     parser.add_argument("--out", required=True, help="reference NPZ")
 
 
@@ -73,8 +100,9 @@ def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarra
         raise InputError(path, "coordinates contain NaN or inf")
     if args.lowpass_hz > 0:
         values = lowpass(values, table.rate_hz, args.lowpass_hz)
-        notes.append(f"coordinates low-pass filtered at {args.lowpass_hz:g} Hz "
-                     "(4th-order zero-phase Butterworth)")
+        notes.append(
+            f"coordinates low-pass filtered at {args.lowpass_hz:g} Hz (4th-order zero-phase Butterworth)"
+        )
     conv = coordinates_to_qpos(model, list(table.columns), values, table.in_degrees, _parse_signs(args.sign))
     if len(conv.used) == 0:
         raise InputError(path, "no column matches a model coordinate")
@@ -86,6 +114,32 @@ def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarra
         if s < 0:
             notes.append(f"column {name} sign flipped to the model's convention")
     return conv.qpos, np.asarray(table.time_s, dtype=float), notes, conv.signs
+
+
+def _save_trajectory(
+    args: argparse.Namespace, model, qpos: np.ndarray, time_s: np.ndarray, notes: list[str]
+) -> None:
+    from musclerl.evaluate.coordinates import place_on_ground, treadmill_to_overground
+    from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
+
+    if args.treadmill:
+        qpos, belt = treadmill_to_overground(model, qpos, time_s)
+        notes.append(f"trajectory: treadmill belt velocity ({belt[0]:.3f}, {belt[1]:.3f}) m/s removed")
+    qpos = place_on_ground(model, qpos)
+    rate_hz = float((len(time_s) - 1) / (time_s[-1] - time_s[0]))
+    traj = Trajectory(
+        qpos=qpos,
+        qvel=finite_difference_qvel(model, qpos, rate_hz),
+        rate_hz=rate_hz,
+        joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
+        model_name=args.model,
+        clip_names=(Path(args.motion).stem,),
+    )
+    Path(args.save_trajectory).parent.mkdir(parents=True, exist_ok=True)
+    traj.save(args.save_trajectory)
+    notes.append(
+        f"trajectory written to {args.save_trajectory} ({traj.num_frames} frames at {rate_hz:.4g} Hz)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,8 +176,10 @@ def run(args: argparse.Namespace) -> int:
         forces, _ = idyn.read_external_loads(args.loads)
         for f in forces:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.body) < 0:
-                raise InputError(args.loads, f"ExternalForce '{f.name}' acts on body '{f.body}', "
-                                 f"which model '{args.model}' lacks")
+                raise InputError(
+                    args.loads,
+                    f"ExternalForce '{f.name}' acts on body '{f.body}', which model '{args.model}' lacks",
+                )
         grf = read_storage(args.grf)
         loads = idyn.loads_from_table(forces, list(grf.columns), grf.data, grf.time_s, time_s, args.grf)
         grf_valid = (time_s >= grf.time_s[0] - 1e-9) & (time_s <= grf.time_s[-1] + 1e-9)
@@ -132,13 +188,16 @@ def run(args: argparse.Namespace) -> int:
         if not grf_valid.all():
             notes.append(f"{int((~grf_valid).sum())} frames outside the GRF time range marked invalid")
     result = idyn.inverse_dynamics(model, qpos, time_s, coords, loads)
-    rms_res = np.sqrt(np.mean(result.residual ** 2, axis=0))
-    notes.append("root residuals RMS (force N world x,y,z; moment N·m body x,y,z): "
-                 + ", ".join(f"{v:.1f}" for v in rms_res))
+    rms_res = np.sqrt(np.mean(result.residual**2, axis=0))
+    notes.append(
+        "root residuals RMS (force N world x,y,z; moment N·m body x,y,z): "
+        + ", ".join(f"{v:.1f}" for v in rms_res)
+    )
 
     slide = int(mujoco.mjtJoint.mjJNT_SLIDE)
-    torque_cols = tuple(f"{c}_force" if int(model.jnt_type[model.joint(c).id]) == slide else f"{c}_moment"
-                        for c in coords)
+    torque_cols = tuple(
+        f"{c}_force" if int(model.jnt_type[model.joint(c).id]) == slide else f"{c}_moment" for c in coords
+    )
     valid = np.isfinite(result.moments) & grf_valid[:, None]
     torque = np.where(valid, result.moments / mass_kg, np.nan)
     _, angles = qpos_to_coordinates(model, qpos, coords)
@@ -146,32 +205,50 @@ def run(args: argparse.Namespace) -> int:
 
     weight_n = mass_kg * STANDARD_GRAVITY
     if loads is not None:
-        grf_cols = tuple(f"{n}_force_{a}" for n in loads.names for a in "xyz")
+        unique = len(set(loads.body)) == len(loads.body)
+        grf_cols = tuple(
+            f"{b if unique else n + '_' + b}_force_{a}"
+            for n, b in zip(loads.names, loads.body, strict=True)
+            for a in "xyz"
+        )
         grf_arr = loads.force_n.reshape(len(time_s), -1) / weight_n
     else:
         grf_cols, grf_arr = (), np.zeros((len(time_s), 0))
     grf_mask = np.repeat(grf_valid[:, None], grf_arr.shape[1], axis=1)
     so = None
     if not args.no_static_optimisation:
-        so = static_optimisation(model, qpos, result.qvel, result.moments, coords, args.reserve_nm,
-                                 progress=True)
+        so = static_optimisation(
+            model, qpos, result.qvel, result.moments, coords, args.reserve_nm, progress=True
+        )
         worst = max(so.reserve_summary().items(), key=lambda kv: kv[1]["max_abs_nm"])
-        notes.append(f"static optimisation: {int(so.success.sum())}/{len(so.success)} frames converged; "
-                     f"reserve strength {args.reserve_nm:g} N·m; "
-                     f"largest reserve {worst[1]['max_abs_nm']:.2f} N·m "
-                     f"at {worst[0]}")
+        notes.append(
+            f"static optimisation: {int(so.success.sum())}/{len(so.success)} frames converged; "
+            f"reserve strength {args.reserve_nm:g} N·m; "
+            f"largest reserve {worst[1]['max_abs_nm']:.2f} N·m "
+            f"at {worst[0]}"
+        )
     ref = ReferenceData(
-        subject=Path(args.motion).stem, trial=Path(args.motion).stem, step_label="whole trial",
-        timestep=float(np.median(np.diff(time_s))), time_sec=time_s - time_s[0],
-        joint_angle=joint_angle, joint_angle_columns=(*PELVIS_COLUMNS, *coords),
-        joint_torque=torque, joint_torque_columns=torque_cols, joint_torque_valid=valid,
+        subject=Path(args.motion).stem,
+        trial=Path(args.motion).stem,
+        step_label="whole trial",
+        timestep=float(np.median(np.diff(time_s))),
+        time_sec=time_s - time_s[0],
+        joint_angle=joint_angle,
+        joint_angle_columns=(*PELVIS_COLUMNS, *coords),
+        joint_torque=torque,
+        joint_torque_columns=torque_cols,
+        joint_torque_valid=valid,
         joint_torque_column_valid=valid.any(axis=0),
         joint_torque_sign_convention=f"model {args.model}: positive moment along the coordinate's axis "
-                                     "(increases the coordinate)",
-        joint_torque_normalization="divided by subject_weight_kg", joint_torque_units="N*m/kg",
-        subject_weight_kg=mass_kg, subject_body_weight_n=weight_n,
-        computed_grf=np.where(grf_mask, grf_arr, np.nan), computed_grf_columns=grf_cols,
-        computed_grf_valid=grf_mask, computed_grf_normalization="divided by subject_body_weight_n",
+        "(increases the coordinate)",
+        joint_torque_normalization="divided by subject_weight_kg",
+        joint_torque_units="N*m/kg",
+        subject_weight_kg=mass_kg,
+        subject_body_weight_n=weight_n,
+        computed_grf=np.where(grf_mask, grf_arr, np.nan),
+        computed_grf_columns=grf_cols,
+        computed_grf_valid=grf_mask,
+        computed_grf_normalization="divided by subject_body_weight_n",
         computed_grf_units="BW (MuJoCo world frame, z up)",
         qc_notes=tuple(notes),
         source_files=tuple(str(p) for p in (args.motion, args.grf, args.loads) if p),
@@ -181,11 +258,17 @@ def run(args: argparse.Namespace) -> int:
     if so is not None:  # companions first, the NPZ last: a failure leaves no NPZ claiming them
         stem = out.with_suffix("")
         t0 = time_s - time_s[0]
-        write_storage(f"{stem}_muscle_activation.sto",
-                      Table(so.muscles, so.activation, t0, False, "static optimisation activations"))
-        write_storage(f"{stem}_muscle_force.sto",
-                      Table(so.muscles, so.force_n, t0, False, "static optimisation muscle forces (N)"))
+        write_storage(
+            f"{stem}_muscle_activation.sto",
+            Table(so.muscles, so.activation, t0, False, "static optimisation activations"),
+        )
+        write_storage(
+            f"{stem}_muscle_force.sto",
+            Table(so.muscles, so.force_n, t0, False, "static optimisation muscle forces (N)"),
+        )
     write_reference(out, ref)
+    if args.save_trajectory:
+        _save_trajectory(args, model, qpos, time_s, notes)
     print(f"wrote {out} ({len(time_s)} frames, {len(coords)} coordinates, mass {mass_kg:.2f} kg)")
     for note in notes:
         print(f"  note: {note}")

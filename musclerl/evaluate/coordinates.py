@@ -89,12 +89,19 @@ def couplings(model: mujoco.MjModel) -> list[Coupling]:
             continue
         j1, j2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
         q1, q2 = int(model.jnt_qposadr[j1]), int(model.jnt_qposadr[j2])
-        out.append(Coupling(
-            dependent=model.joint(j1).name, independent=model.joint(j2).name,
-            y_qpos=q1, y_dof=int(model.jnt_dofadr[j1]), x_qpos=q2, x_dof=int(model.jnt_dofadr[j2]),
-            coef=np.array(model.eq_data[e, :5], dtype=float),
-            x0=float(model.qpos0[q2]), y0=float(model.qpos0[q1]),
-        ))
+        out.append(
+            Coupling(
+                dependent=model.joint(j1).name,
+                independent=model.joint(j2).name,
+                y_qpos=q1,
+                y_dof=int(model.jnt_dofadr[j1]),
+                x_qpos=q2,
+                x_dof=int(model.jnt_dofadr[j2]),
+                coef=np.array(model.eq_data[e, :5], dtype=float),
+                x0=float(model.qpos0[q2]),
+                y0=float(model.qpos0[q1]),
+            )
+        )
     return out
 
 
@@ -102,8 +109,11 @@ def independent_coordinates(model: mujoco.MjModel) -> list[str]:
     """Names of scalar (hinge/slide) joints that no joint equality drives, in model order."""
     dependent = {c.dependent for c in couplings(model)}
     scalar = SCALAR_JOINTS
-    return [model.joint(j).name for j in range(model.njnt)
-            if int(model.jnt_type[j]) in scalar and model.joint(j).name not in dependent]
+    return [
+        model.joint(j).name
+        for j in range(model.njnt)
+        if int(model.jnt_type[j]) in scalar and model.joint(j).name not in dependent
+    ]
 
 
 def apply_couplings(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
@@ -144,8 +154,9 @@ def _axis_rotation(axis: int, angle_rad: np.ndarray) -> np.ndarray:
     return R
 
 
-def opensim_pelvis_rotation(tilt_rad: np.ndarray, list_rad: np.ndarray,
-                            rotation_rad: np.ndarray) -> np.ndarray:
+def opensim_pelvis_rotation(
+    tilt_rad: np.ndarray, list_rad: np.ndarray, rotation_rad: np.ndarray
+) -> np.ndarray:
     """OpenSim ground_pelvis orientation (T, 3, 3): Rz(tilt) @ Rx(list) @ Ry(rotation)."""
     return _axis_rotation(2, tilt_rad) @ _axis_rotation(0, list_rad) @ _axis_rotation(1, rotation_rad)
 
@@ -190,9 +201,14 @@ class CoordinateConversion:
     signs: dict[str, float]
 
 
-def coordinates_to_qpos(model: mujoco.MjModel, columns: list[str], values: np.ndarray,
-                        in_degrees: bool = True, signs: dict[str, float] | None = None,
-                        pelvis_body: str = "pelvis") -> CoordinateConversion:
+def coordinates_to_qpos(
+    model: mujoco.MjModel,
+    columns: list[str],
+    values: np.ndarray,
+    in_degrees: bool = True,
+    signs: dict[str, float] | None = None,
+    pelvis_body: str = "pelvis",
+) -> CoordinateConversion:
     """OpenSim coordinate table (T, C) -> model qpos (T, nq).
 
     Rotational columns are in degrees when ``in_degrees`` (pelvis translations always metres).
@@ -243,8 +259,9 @@ def coordinates_to_qpos(model: mujoco.MjModel, columns: list[str], values: np.nd
     return CoordinateConversion(qpos, tuple(used), tuple(ignored), missing, signs)
 
 
-def qpos_to_coordinates(model: mujoco.MjModel, qpos: np.ndarray,
-                        names: list[str] | None = None) -> tuple[list[str], np.ndarray]:
+def qpos_to_coordinates(
+    model: mujoco.MjModel, qpos: np.ndarray, names: list[str] | None = None
+) -> tuple[list[str], np.ndarray]:
     """Model coordinates from qpos (T, nq): (names, values (T, K)); hinge in degrees, slide in m.
 
     Default ``names``: the independent scalar coordinates (:func:`independent_coordinates`).
@@ -276,3 +293,80 @@ def qpos_to_pelvis(model: mujoco.MjModel, qpos: np.ndarray, pelvis_body: str = "
         out[t, :3] = np.degrees([a, b, c])
         out[t, 3:] = OPENSIM_TO_MUJOCO.T @ (qpos[t, adr : adr + 3] + Rr @ p_pr)
     return out
+
+
+def floor_clearance_m(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
+    """Per frame (T,), the smallest signed distance between a moving colliding geom and the ground.
+
+    "Ground" is every colliding geom of the world body (myolegs: its floor plane at z = -0.4 m and
+    a platform cylinder whose top is at z = 0.015 m).
+    """
+    colliding = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
+    ground = [g for g in colliding if model.geom_bodyid[g] == 0]
+    moving = [g for g in colliding if model.geom_bodyid[g] != 0]
+    if not ground or not moving:
+        raise ValueError("model has no colliding ground or body geoms")
+    d = mujoco.MjData(model)
+    out = np.zeros(len(np.atleast_2d(qpos)))
+    for t, q in enumerate(np.atleast_2d(qpos)):
+        d.qpos[:] = q
+        mujoco.mj_kinematics(model, d)
+        out[t] = min(mujoco.mj_geomDistance(model, d, a, b, 10.0, None) for a in ground for b in moving)
+    return out
+
+
+def place_on_ground(model: mujoco.MjModel, qpos: np.ndarray, percentile: float = 5.0) -> np.ndarray:
+    """Copy of qpos (T, nq) recentred (mean root x, y at 0) and lowered so that the lowest geom
+    touches the ground (the ``percentile`` of :func:`floor_clearance_m` over frames becomes 0).
+
+    For making a trackable Trajectory from lab coordinates whose model does not match the
+    subject's size; the joint angles are unchanged.
+    """
+    adr = int(model.jnt_qposadr[_root_joint(model)])
+    q = np.array(qpos, dtype=float, copy=True)
+    q[:, adr : adr + 2] -= q[:, adr : adr + 2].mean(axis=0)
+    q[:, adr + 2] -= float(np.percentile(floor_clearance_m(model, q), percentile))
+    return q
+
+
+def belt_velocity_mps(
+    model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray, contact_m: float = 0.015
+) -> np.ndarray:
+    """Treadmill belt velocity (2,) world x, y: median velocity of the lowest geom while in contact.
+
+    On a treadmill the stance foot moves with the belt; overground it rests. Zero when no frame
+    has a geom within ``contact_m`` of the ground.
+    """
+    colliding = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
+    ground = [g for g in colliding if model.geom_bodyid[g] == 0]
+    moving = [g for g in colliding if model.geom_bodyid[g] != 0]
+    d = mujoco.MjData(model)
+    T = len(qpos)
+    pos = np.zeros((T, len(moving), 2))
+    gap = np.zeros((T, len(moving)))
+    for t in range(T):
+        d.qpos[:] = qpos[t]
+        mujoco.mj_kinematics(model, d)
+        pos[t] = d.geom_xpos[moving, :2]
+        gap[t] = [min(mujoco.mj_geomDistance(model, d, a, b, 10.0, None) for a in ground) for b in moving]
+    vel = np.gradient(pos, np.asarray(time_s, float), axis=0)
+    lowest = np.argmin(gap, axis=1)
+    touching = gap[np.arange(T), lowest] - gap.min() < contact_m
+    if not touching.any():
+        return np.zeros(2)
+    return np.median(vel[np.arange(T), lowest][touching], axis=0)
+
+
+def treadmill_to_overground(
+    model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(qpos (T, nq) with the root moving against the belt, belt velocity (2,)).
+
+    A constant belt speed is a Galilean change of frame: accelerations, joint moments and
+    ground forces are unchanged; only the root's horizontal velocity gains ``-belt``.
+    """
+    belt = belt_velocity_mps(model, qpos, time_s)
+    adr = int(model.jnt_qposadr[_root_joint(model)])
+    q = np.array(qpos, dtype=float, copy=True)
+    q[:, adr : adr + 2] -= np.outer(np.asarray(time_s, float) - time_s[0], belt)
+    return q, belt

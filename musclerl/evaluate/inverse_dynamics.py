@@ -70,21 +70,24 @@ def read_external_loads(path: str | os.PathLike) -> tuple[list[ExternalForce], s
     for node in loads.iter("ExternalForce"):
         if field(node, "isDisabled", "false").lower() == "true":
             continue
-        forces.append(ExternalForce(
-            name=node.get("name", f"force{len(forces)}"),
-            body=field(node, "applied_to_body"),
-            force_identifier=field(node, "force_identifier"),
-            point_identifier=field(node, "point_identifier", ""),
-            torque_identifier=field(node, "torque_identifier", ""),
-            force_expressed_in=field(node, "force_expressed_in_body", "ground"),
-            point_expressed_in=field(node, "point_expressed_in_body", "ground"),
-        ))
+        forces.append(
+            ExternalForce(
+                name=node.get("name", f"force{len(forces)}"),
+                body=field(node, "applied_to_body"),
+                force_identifier=field(node, "force_identifier"),
+                point_identifier=field(node, "point_identifier", ""),
+                torque_identifier=field(node, "torque_identifier", ""),
+                force_expressed_in=field(node, "force_expressed_in_body", "ground"),
+                point_expressed_in=field(node, "point_expressed_in_body", "ground"),
+            )
+        )
     if not forces:
         raise InputError(path, "no enabled <ExternalForce> entries")
     for f in forces:
         if f.force_expressed_in != "ground" or (f.point_identifier and f.point_expressed_in != "ground"):
-            raise InputError(path, f"ExternalForce '{f.name}': only forces and points expressed in ground "
-                             "are supported")
+            raise InputError(
+                path, f"ExternalForce '{f.name}': only forces and points expressed in ground are supported"
+            )
     datafile = loads.find("datafile")
     return forces, (datafile.text or "").strip() if datafile is not None else ""
 
@@ -104,9 +107,14 @@ class AppliedLoads:
     torque_nm: np.ndarray
 
 
-def loads_from_table(forces: list[ExternalForce], columns: list[str], data: np.ndarray,
-                     time_s: np.ndarray, target_time_s: np.ndarray,
-                     source: str | os.PathLike = "GRF file") -> AppliedLoads:
+def loads_from_table(
+    forces: list[ExternalForce],
+    columns: list[str],
+    data: np.ndarray,
+    time_s: np.ndarray,
+    target_time_s: np.ndarray,
+    source: str | os.PathLike = "GRF file",
+) -> AppliedLoads:
     """Build :class:`AppliedLoads` from a GRF table (OpenSim ground frame, Y up).
 
     ``data`` (N, C) holds the columns ``<id>x, <id>y, <id>z`` for each identifier; values are
@@ -120,8 +128,10 @@ def loads_from_table(forces: list[ExternalForce], columns: list[str], data: np.n
         if missing:
             raise InputError(source, f"missing GRF columns {missing}")
         xyz = data[:, [col[n] for n in names]]
-        out = np.stack([np.interp(target_time_s, time_s, xyz[:, i], left=np.nan, right=np.nan)
-                        for i in range(3)], axis=-1)
+        out = np.stack(
+            [np.interp(target_time_s, time_s, xyz[:, i], left=np.nan, right=np.nan) for i in range(3)],
+            axis=-1,
+        )
         return out @ OPENSIM_TO_MUJOCO.T
 
     T = len(target_time_s)
@@ -202,14 +212,21 @@ def external_qfrc(model: mujoco.MjModel, data: mujoco.MjData, loads: AppliedLoad
     qfrc = np.zeros(model.nv)
     for i, body in enumerate(loads.body):
         b = model.body(body).id
-        mujoco.mj_applyFT(model, data, loads.force_n[t, i], loads.torque_nm[t, i], loads.point_m[t, i], b,
-                          qfrc)
+        mujoco.mj_applyFT(
+            model, data, loads.force_n[t, i], loads.torque_nm[t, i], loads.point_m[t, i], b, qfrc
+        )
     return qfrc
 
 
-def inverse_dynamics(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray,
-                     coordinates: list[str], loads: AppliedLoads | None = None,
-                     qvel: np.ndarray | None = None, qacc: np.ndarray | None = None) -> InverseDynamicsResult:
+def inverse_dynamics(
+    model: mujoco.MjModel,
+    qpos: np.ndarray,
+    time_s: np.ndarray,
+    coordinates: list[str],
+    loads: AppliedLoads | None = None,
+    qvel: np.ndarray | None = None,
+    qacc: np.ndarray | None = None,
+) -> InverseDynamicsResult:
     """Joint moments (T, K) for ``coordinates`` along the motion ``qpos`` (T, nq).
 
     ``qvel``/``qacc`` default to central differences of ``qpos``. Bodies named by ``loads`` must
@@ -226,8 +243,11 @@ def inverse_dynamics(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray
     T = qpos.shape[0]
     qfrc = np.zeros((T, model.nv))
     moments = np.zeros((T, len(coordinates)))
-    root_dofs = [int(model.jnt_dofadr[j]) for j in range(model.njnt)
-                 if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
+    root_dofs = [
+        int(model.jnt_dofadr[j])
+        for j in range(model.njnt)
+        if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)
+    ]
     for t in range(T):
         d.qpos[:], d.qvel[:], d.qacc[:] = qpos[t], qvel[t], qacc[t]
         mujoco.mj_inverse(m, d)
@@ -237,5 +257,6 @@ def inverse_dynamics(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray
         qfrc[t] = tau
         moments[t] = coupling_matrix(model, qpos[t], coordinates) @ tau
     residual = qfrc[:, root_dofs[0] : root_dofs[0] + 6] if root_dofs else np.zeros((T, 0))
-    return InverseDynamicsResult(np.asarray(time_s, float), tuple(coordinates), moments, qpos, qvel, qacc,
-                                 qfrc, residual)
+    return InverseDynamicsResult(
+        np.asarray(time_s, float), tuple(coordinates), moments, qpos, qvel, qacc, qfrc, residual
+    )

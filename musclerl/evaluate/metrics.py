@@ -82,8 +82,9 @@ def shift(signal: np.ndarray, lag: int) -> np.ndarray:
     return out
 
 
-def best_lag(sim: np.ndarray, ref: np.ndarray, max_lag: int,
-             valid: np.ndarray | None = None) -> tuple[int, float]:
+def best_lag(
+    sim: np.ndarray, ref: np.ndarray, max_lag: int, valid: np.ndarray | None = None
+) -> tuple[int, float]:
     """Lag ``k`` in frames (|k| <= max_lag) maximising r(sim[t+k], ref[t]), and that r.
 
     The reference's mask ``valid`` stays attached to the reference samples. Returns (0, nan) when
@@ -116,9 +117,15 @@ class ColumnMetrics:
         return dataclasses.asdict(self)
 
 
-def column_metrics(column: str, sim: np.ndarray, ref: np.ndarray, rate_hz: float,
-                   valid: np.ndarray | None = None, max_lag_s: float = 0.1,
-                   unit: str = "") -> ColumnMetrics:
+def column_metrics(
+    column: str,
+    sim: np.ndarray,
+    ref: np.ndarray,
+    rate_hz: float,
+    valid: np.ndarray | None = None,
+    max_lag_s: float = 0.1,
+    unit: str = "",
+) -> ColumnMetrics:
     """All metrics for one column sampled at ``rate_hz`` on a shared timeline."""
     m = usable(sim, ref, valid)
     lag, r_lag = best_lag(sim, ref, int(round(max_lag_s * rate_hz)), valid)
@@ -138,8 +145,13 @@ def column_metrics(column: str, sim: np.ndarray, ref: np.ndarray, rate_hz: float
 # --------------------------------------------------------------------------- EMG
 
 
-def emg_envelope(raw: np.ndarray, rate_hz: float, band_hz: tuple[float, float] = (20.0, 450.0),
-                 lowpass_hz: float = 6.0, order: int = 4) -> np.ndarray:
+def emg_envelope(
+    raw: np.ndarray,
+    rate_hz: float,
+    band_hz: tuple[float, float] = (20.0, 450.0),
+    lowpass_hz: float = 6.0,
+    order: int = 4,
+) -> np.ndarray:
     """Linear envelope of raw EMG (T,) or (T, C): band-pass, full-wave rectify, low-pass.
 
     Zero-phase Butterworth filters (``filtfilt``). A band edge at or above Nyquist is dropped

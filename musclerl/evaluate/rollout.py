@@ -106,8 +106,15 @@ def foot_forces(model: mujoco.MjModel, data: mujoco.MjData, owner: np.ndarray, n
     return out
 
 
-def rollout(env, act: Callable[[np.ndarray], np.ndarray], clip: int = 0, start_time_s: float = 0.0,
-            max_steps: int | None = None, seed: int = 0, progress: bool = False) -> Recording:
+def rollout(
+    env,
+    act: Callable[[np.ndarray], np.ndarray],
+    clip: int = 0,
+    start_time_s: float = 0.0,
+    max_steps: int | None = None,
+    seed: int = 0,
+    progress: bool = False,
+) -> Recording:
     """Roll ``act`` out in ``env`` (a cpu ``TrackingEnv`` with ``num_envs == 1``) and record it.
 
     ``act`` maps observations (1, D) to excitations (1, nu) (e.g. ``policy.act`` with
@@ -123,8 +130,9 @@ def rollout(env, act: Callable[[np.ndarray], np.ndarray], clip: int = 0, start_t
     owner = foot_owner(model, np.asarray(world.foot_body_ids, dtype=int))
     ref_arrays = env.reference.as_arrays(np)
     adr = int(world.root_qpos_adr)
-    rows: dict[str, list] = {k: [] for k in ("time", "qpos", "torque", "exc", "act", "force", "grf", "err",
-                                             "mpjpe", "local")}
+    rows: dict[str, list] = {
+        k: [] for k in ("time", "qpos", "torque", "exc", "act", "force", "grf", "err", "mpjpe", "local")
+    }
 
     def record(data: mujoco.MjData, time_s: float, excitation: np.ndarray) -> None:
         data.ctrl[:] = excitation
@@ -133,8 +141,9 @@ def rollout(env, act: Callable[[np.ndarray], np.ndarray], clip: int = 0, start_t
         sim_sites = data.site_xpos[world.site_ids]
         ref_sites = target["site_pos_m"][0]
         err = np.linalg.norm(sim_sites - ref_sites, axis=-1)
-        local = np.linalg.norm((sim_sites - data.qpos[adr : adr + 3])
-                               - (ref_sites - target["qpos"][0, adr : adr + 3]), axis=-1)
+        local = np.linalg.norm(
+            (sim_sites - data.qpos[adr : adr + 3]) - (ref_sites - target["qpos"][0, adr : adr + 3]), axis=-1
+        )
         rows["time"].append(time_s)
         rows["qpos"].append(data.qpos.copy())
         rows["torque"].append(coupling_matrix(model, data.qpos, coords) @ data.qfrc_actuator)
@@ -168,15 +177,22 @@ def rollout(env, act: Callable[[np.ndarray], np.ndarray], clip: int = 0, start_t
     _, angle = qpos_to_coordinates(model, qpos, coords)
     has_pelvis = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0
     return Recording(
-        time_s=np.asarray(rows["time"]), coordinates=tuple(coords), angle=angle,
+        time_s=np.asarray(rows["time"]),
+        coordinates=tuple(coords),
+        angle=angle,
         pelvis=qpos_to_pelvis(model, qpos) if has_pelvis else np.zeros((len(qpos), 0)),
         torque_nm=np.asarray(rows["torque"]),
         muscles=tuple(model.actuator(int(a)).name for a in muscle_ids),
-        excitation=np.asarray(rows["exc"]), activation=np.asarray(rows["act"]),
+        excitation=np.asarray(rows["exc"]),
+        activation=np.asarray(rows["act"]),
         force_n=np.asarray(rows["force"]),
-        feet=feet, grf_n=np.asarray(rows["grf"]), site_names=tuple(world.site_names),
-        site_err_m=np.asarray(rows["err"]), mpjpe_m=np.asarray(rows["mpjpe"]),
-        mpjpe_local_m=np.asarray(rows["local"]), early_termination=early,
-        model_mass_kg=total_mass_kg(model), control_dt_s=float(env.control_dt_s),
+        feet=feet,
+        grf_n=np.asarray(rows["grf"]),
+        site_names=tuple(world.site_names),
+        site_err_m=np.asarray(rows["err"]),
+        mpjpe_m=np.asarray(rows["mpjpe"]),
+        mpjpe_local_m=np.asarray(rows["local"]),
+        early_termination=early,
+        model_mass_kg=total_mass_kg(model),
+        control_dt_s=float(env.control_dt_s),
     )
-

@@ -38,8 +38,9 @@ def muscle_gain_bias(model: mujoco.MjModel, data: mujoco.MjData) -> tuple[np.nda
         lr = model.actuator_lengthrange[a]
         acc0 = float(model.actuator_acc0[a])
         length = float(data.actuator_length[a])
-        gain[k] = mujoco.mju_muscleGain(length, float(data.actuator_velocity[a]), lr, acc0,
-                                        model.actuator_gainprm[a, :9])
+        gain[k] = mujoco.mju_muscleGain(
+            length, float(data.actuator_velocity[a]), lr, acc0, model.actuator_gainprm[a, :9]
+        )
         bias[k] = mujoco.mju_muscleBias(length, lr, acc0, model.actuator_biasprm[a, :9])
     return gain, bias
 
@@ -47,8 +48,9 @@ def muscle_gain_bias(model: mujoco.MjModel, data: mujoco.MjData) -> tuple[np.nda
 def moment_arms(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
     """Dense actuator moment matrix (nu, nv): generalised force per unit actuator force."""
     dense = np.zeros((model.nu, model.nv))
-    mujoco.mju_sparse2dense(dense, data.actuator_moment, data.moment_rownnz, data.moment_rowadr,
-                            data.moment_colind)
+    mujoco.mju_sparse2dense(
+        dense, data.actuator_moment, data.moment_rownnz, data.moment_rowadr, data.moment_colind
+    )
     return dense
 
 
@@ -71,13 +73,18 @@ class StaticOptimisationResult:
 
     def reserve_summary(self) -> dict[str, dict[str, float]]:
         """Per coordinate: RMS and peak |reserve| in N·m."""
-        return {c: {"rms_nm": float(np.sqrt(np.mean(self.reserve_nm[:, k] ** 2))),
-                    "max_abs_nm": float(np.max(np.abs(self.reserve_nm[:, k])))}
-                for k, c in enumerate(self.coordinates)}
+        return {
+            c: {
+                "rms_nm": float(np.sqrt(np.mean(self.reserve_nm[:, k] ** 2))),
+                "max_abs_nm": float(np.max(np.abs(self.reserve_nm[:, k]))),
+            }
+            for k, c in enumerate(self.coordinates)
+        }
 
 
-def solve_frame(A: np.ndarray, gain: np.ndarray, target: np.ndarray, reserve_strength: np.ndarray,
-                x0: np.ndarray) -> tuple[np.ndarray, bool]:
+def solve_frame(
+    A: np.ndarray, gain: np.ndarray, target: np.ndarray, reserve_strength: np.ndarray, x0: np.ndarray
+) -> tuple[np.ndarray, bool]:
     """One frame's QP. ``A`` (K, N) moment arms, ``target`` (K,) after passive/bias terms.
 
     Returns (x = [a (N,), u (K,)], success).
@@ -89,9 +96,14 @@ def solve_frame(A: np.ndarray, gain: np.ndarray, target: np.ndarray, reserve_str
     scale = 1.0 / np.maximum(np.abs(target), 1.0)  # equalities of similar magnitude for SLSQP
     bounds = [(0.0, 1.0)] * N + [(None, None)] * len(target)
     result = minimize(
-        lambda x: float(x @ x), x0, jac=lambda x: 2.0 * x, method="SLSQP", bounds=bounds,
-        constraints=[{"type": "eq", "fun": lambda x: (B @ x - target) * scale,
-                      "jac": lambda x: B * scale[:, None]}],
+        lambda x: float(x @ x),
+        x0,
+        jac=lambda x: 2.0 * x,
+        method="SLSQP",
+        bounds=bounds,
+        constraints=[
+            {"type": "eq", "fun": lambda x: (B @ x - target) * scale, "jac": lambda x: B * scale[:, None]}
+        ],
         options={"maxiter": 300, "ftol": 1e-10},
     )
     x = result.x
@@ -99,9 +111,15 @@ def solve_frame(A: np.ndarray, gain: np.ndarray, target: np.ndarray, reserve_str
     return x, bool(result.success)
 
 
-def static_optimisation(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, moments: np.ndarray,
-                        coordinates: list[str], reserve_nm: float | dict[str, float] = 1.0,
-                        progress: bool = False) -> StaticOptimisationResult:
+def static_optimisation(
+    model: mujoco.MjModel,
+    qpos: np.ndarray,
+    qvel: np.ndarray,
+    moments: np.ndarray,
+    coordinates: list[str],
+    reserve_nm: float | dict[str, float] = 1.0,
+    progress: bool = False,
+) -> StaticOptimisationResult:
     """Activations (T, N) reproducing ``moments`` (T, K) at ``coordinates`` along ``qpos``/``qvel``."""
     ids = muscle_ids(model)
     names = tuple(model.actuator(a).name for a in ids)
@@ -133,7 +151,7 @@ def static_optimisation(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarra
         target = moments[t] - A @ bias - P @ d.qfrc_passive
         x, success[t] = solve_frame(A, gain, target, strength, x)
         act[t] = x[: len(ids)]
-        reserve[t] = strength * x[len(ids):]
+        reserve[t] = strength * x[len(ids) :]
         force[t] = -(gain * act[t] + bias)
         residual[t] = A @ (gain * act[t] + bias) + P @ d.qfrc_passive + reserve[t] - moments[t]
     return StaticOptimisationResult(names, tuple(coordinates), act, force, reserve, residual, success)

@@ -1,0 +1,204 @@
+"""Pair a rollout's recording with references, column by column, ready for metrics and plots.
+
+A :class:`Series` is one column on the *reference's* timeline: the simulation is resampled onto
+the reference sample times (``time_s``), and ``valid`` is the reference's own validity mask
+(``joint_torque_valid`` & ``joint_torque_column_valid`` for torques). Times: simulation clip time
+plus ``offset_s`` equals reference ``time_sec``.
+
+Name matching: reference torque columns ``<coordinate>_moment`` / ``<coordinate>_force`` (and a
+bare ``<coordinate>``) match the model coordinate ``<coordinate>``; activation and EMG columns
+match muscle names. A per-column sign map multiplies reference columns whose convention differs
+(e.g. ``{"knee_angle_r_moment": -1}`` for gait2354 exports).
+
+Torques are compared in N·m/kg: simulation moments divided by the model's mass, the reference's
+as stored (divided by the subject's mass).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from musclerl.evaluate import metrics
+from musclerl.evaluate.alignment import Cycles, heel_strikes, normalise_cycles, resample
+from musclerl.evaluate.rollout import Recording
+
+TORQUE_SUFFIXES = ("_moment", "_force")
+PELVIS_ANGLES = ("pelvis_tilt", "pelvis_list", "pelvis_rotation")
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """One compared column: ``sim``, ``ref``, ``valid`` all (T,) on ``time_s`` (T,)."""
+
+    kind: str  # "torque" | "angle" | "activation" | "emg"
+    name: str
+    unit: str
+    time_s: np.ndarray
+    sim: np.ndarray
+    ref: np.ndarray
+    valid: np.ndarray
+
+
+def coordinate_of(column: str) -> str:
+    for suffix in TORQUE_SUFFIXES:
+        if column.endswith(suffix):
+            return column[: -len(suffix)]
+    return column
+
+
+def torque_series(
+    rec: Recording, ref, offset_s: float = 0.0, signs: dict[str, float] | None = None
+) -> list[Series]:
+    """Torque columns (N·m/kg) shared by the recording and a :class:`ReferenceData`."""
+    signs = signs or {}
+    out = []
+    sim_t = rec.time_s + offset_s
+    for j, column in enumerate(ref.joint_torque_columns):
+        coord = coordinate_of(column)
+        if coord not in rec.coordinates:
+            continue
+        k = rec.coordinates.index(coord)
+        sim = resample(sim_t, rec.torque_nm_per_kg[:, k], ref.time_sec)
+        valid = ref.joint_torque_valid[:, j] & bool(ref.joint_torque_column_valid[j])
+        out.append(
+            Series(
+                "torque",
+                coord,
+                "N*m/kg",
+                ref.time_sec,
+                sim,
+                ref.joint_torque[:, j] * signs.get(column, 1.0),
+                valid,
+            )
+        )
+    return out
+
+
+def angle_series(
+    rec: Recording, ref, offset_s: float = 0.0, signs: dict[str, float] | None = None
+) -> list[Series]:
+    """Joint-angle columns (degrees) shared by the recording and the reference."""
+    signs = signs or {}
+    out = []
+    sim_t = rec.time_s + offset_s
+    for j, column in enumerate(ref.joint_angle_columns):
+        if column in rec.coordinates:
+            sim_col = rec.angle[:, rec.coordinates.index(column)]
+        elif column in PELVIS_ANGLES and rec.pelvis.shape[1] == 6:
+            sim_col = rec.pelvis[:, PELVIS_ANGLES.index(column)]
+        else:
+            continue
+        sim = resample(sim_t, sim_col, ref.time_sec)
+        refcol = ref.joint_angle[:, j] * signs.get(column, 1.0)
+        out.append(Series("angle", column, "deg", ref.time_sec, sim, refcol, np.isfinite(refcol)))
+    return out
+
+
+def activation_series(rec: Recording, table, offset_s: float = 0.0) -> list[Series]:
+    """Muscle activations against a static-optimisation table (``Table``: time + muscle columns)."""
+    out = []
+    sim_t = rec.time_s + offset_s
+    for j, column in enumerate(table.columns):
+        if column not in rec.muscles:
+            continue
+        sim = resample(sim_t, rec.activation[:, rec.muscles.index(column)], table.time_s)
+        refcol = np.asarray(table.data[:, j], dtype=float)
+        out.append(
+            Series(
+                "activation", column, "1", np.asarray(table.time_s, float), sim, refcol, np.isfinite(refcol)
+            )
+        )
+    return out
+
+
+def emg_series(
+    rec: Recording,
+    time_s: np.ndarray,
+    envelopes: np.ndarray,
+    channels: list[str],
+    mapping: dict[str, list[str]],
+    offset_s: float = 0.0,
+) -> list[Series]:
+    """Normalised EMG envelopes (T_emg, C) against the mean activation of each channel's muscles.
+
+    The envelope is resampled onto the simulation's frames (it is smooth; the raw EMG rate would
+    only cost time); ``valid`` is where the EMG covers the frame.
+    """
+    out = []
+    sim_t = rec.time_s + offset_s
+    for c, channel in enumerate(channels):
+        muscles = [m for m in mapping.get(channel, []) if m in rec.muscles]
+        if not muscles:
+            continue
+        sim = rec.activation[:, [rec.muscles.index(m) for m in muscles]].mean(axis=1)
+        ref = resample(time_s, envelopes[:, c], sim_t)
+        label = f"{channel} ({'+'.join(muscles)})"
+        out.append(Series("emg", label, "1", sim_t, sim, ref, np.isfinite(ref)))
+    return out
+
+
+def series_metrics(series: list[Series], max_lag_s: float = 0.1) -> list[metrics.ColumnMetrics]:
+    """:func:`metrics.column_metrics` of every series (rate from its median sample interval)."""
+    out = []
+    for s in series:
+        rate = 1.0 / float(np.median(np.diff(s.time_s))) if len(s.time_s) > 1 else 1.0
+        out.append(
+            metrics.column_metrics(f"{s.kind}:{s.name}", s.sim, s.ref, rate, s.valid, max_lag_s, s.unit)
+        )
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class CycleComparison:
+    """Gait-cycle view of one series: simulation and reference cycles (K, 101)."""
+
+    series: Series
+    sim: Cycles
+    ref: Cycles
+
+    def metrics(self) -> dict[str, float]:
+        a, b = self.sim.mean()[:, 0], self.ref.mean()[:, 0]
+        return {
+            "cycle_r": metrics.pearson_r(a, b),
+            "cycle_rmse": metrics.rmse(a, b),
+            "sim_cycles": self.sim.count,
+            "ref_cycles": self.ref.count,
+        }
+
+
+def sim_heel_strikes(
+    rec: Recording, side: str = "r", offset_s: float = 0.0, threshold_bw: float = 0.05
+) -> np.ndarray:
+    """Heel strikes (reference time) of the feet whose names end in ``_<side>`` from contact force."""
+    feet = [k for k, f in enumerate(rec.feet) if f.endswith(f"_{side}")]
+    if not feet:
+        return np.zeros(0)
+    fz = rec.grf_n[:, feet, 2].sum(axis=1)
+    return heel_strikes(rec.time_s + offset_s, fz, threshold_bw * rec.model_mass_kg * 9.81)
+
+
+def reference_heel_strikes(ref, side: str = "r", threshold_bw: float = 0.05) -> np.ndarray:
+    """Heel strikes from the reference's ``computed_grf``: the ``*_<side>_force_z`` column (BW)."""
+    cols = [j for j, c in enumerate(ref.computed_grf_columns) if c.endswith(f"_{side}_force_z")]
+    if not cols:
+        return np.zeros(0)
+    fz = np.where(ref.computed_grf_valid[:, cols], ref.computed_grf[:, cols], 0.0).sum(axis=1)
+    return heel_strikes(ref.time_sec, fz, threshold_bw)
+
+
+def cycle_comparisons(
+    series: list[Series], sim_strikes_s: np.ndarray, ref_strikes_s: np.ndarray, tolerance: float = 0.25
+) -> list[CycleComparison]:
+    """Cycle-normalise each series: the simulation on its own strikes, the reference on its own.
+
+    Reference samples outside ``valid`` are NaN before cutting, so they leave gaps, not values.
+    """
+    out = []
+    for s in series:
+        ref_vals = np.where(s.valid, s.ref, np.nan)
+        ref_cycles = normalise_cycles(s.time_s, ref_vals, ref_strikes_s, tolerance)
+        sim_cycles = normalise_cycles(s.time_s, s.sim, sim_strikes_s, tolerance)
+        out.append(CycleComparison(s, sim_cycles, ref_cycles))
+    return out
