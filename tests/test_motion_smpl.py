@@ -15,6 +15,8 @@ from musclerl.motion.smpl import (
     SMPL_JOINT_NAMES,
     SMPL_NEUTRAL_OFFSETS_M,
     SMPL_PARENTS,
+    SMPLX_NEUTRAL_OFFSETS_M,
+    SMPLX_NEUTRAL_REST_JOINTS_M,
     read_amass,
     smpl_forward_kinematics,
     smpl_rest_offsets_from_model,
@@ -42,6 +44,23 @@ def test_skeleton_facts():
     assert 0.85 < rest[J["pelvis"], 1] - rest[J["left_ankle"], 1] < 0.9  # leg length, m
     left, right = [1, 4, 7, 16, 18, 20], [2, 5, 8, 17, 19, 21]
     np.testing.assert_allclose(rest[left, 0], -rest[right, 0], atol=0.02)
+
+
+def test_smplx_skeleton_facts():
+    rest = SMPLX_NEUTRAL_REST_JOINTS_M
+    smpl = _rest_joints()
+    assert rest[0, 1] - smpl[0, 1] == pytest.approx(-0.128, abs=1e-3)  # SMPL-X pelvis sits lower
+    leg = rest[J["pelvis"], 1] - rest[J["left_ankle"], 1]
+    assert 0.85 < leg < 0.9
+    np.testing.assert_allclose(np.linalg.norm(SMPLX_NEUTRAL_OFFSETS_M[1:], axis=1),
+                               np.linalg.norm(rest[1:] - rest[list(SMPL_PARENTS[1:])], axis=1))
+    # limb bones within 2.5 cm of SMPL's (the same average body, two fits); SMPL-X moved the neck
+    # joint down and the head joint up by ~5 cm, so those are not compared
+    limbs = [J[f"{side}_{part}"] for side in ("left", "right")
+             for part in ("hip", "knee", "ankle", "foot", "elbow", "wrist")]
+    smplx_len = np.linalg.norm(SMPLX_NEUTRAL_OFFSETS_M[limbs], axis=1)
+    smpl_len = np.linalg.norm(SMPL_NEUTRAL_OFFSETS_M[limbs], axis=1)
+    assert np.abs(smplx_len - smpl_len).max() < 0.025
 
 
 def test_rest_pose_fk_and_pelvis_convention():
@@ -83,8 +102,11 @@ def test_layouts_round_trip(tmp_path, layout):
     assert motion.model_type == layout and motion.rate_hz == clip["rate_hz"] and motion.num_frames == 60
     np.testing.assert_allclose(motion.trans_m, clip["trans_m"])
     np.testing.assert_allclose(motion.body_pose[:, :21], clip["body_pose"])
-    expected = smpl_forward_kinematics(clip["root_orient"], clip["body_pose"], clip["trans_m"])
+    offsets = SMPLX_NEUTRAL_OFFSETS_M if layout == "smplx" else SMPL_NEUTRAL_OFFSETS_M
+    assert motion.skeleton == ("smplx-neutral" if layout == "smplx" else "smpl-neutral")
+    expected = smpl_forward_kinematics(clip["root_orient"], clip["body_pose"], clip["trans_m"], offsets)
     np.testing.assert_allclose(motion.joints_m, expected, atol=1e-12)
+    np.testing.assert_allclose(motion.joints_m[:, 0], clip["trans_m"] + offsets[0])  # SMPL's pelvis rule
     keypoints = motion.keypoints()
     assert keypoints.names == SMPL_JOINT_NAMES and keypoints.parents == SMPL_PARENTS
     assert keypoints.positions_m.shape == (60, 24, 3)

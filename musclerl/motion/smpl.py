@@ -26,10 +26,11 @@ come. SMPL files from other sources that live in SMPL's Y-up frame can be read w
 joints, ``root_orient`` and ``trans`` are then rotated by
 :data:`~musclerl.motion.keypoints.Y_UP_TO_Z_UP`.
 
-Limits of the built-in skeleton: it is SMPL's neutral body with zero shape (betas ignored), so
-bone lengths are those of an average adult (pelvis-to-ankle 0.87 m). SMPL-X places its pelvis
-slightly differently from SMPL, so absolute heights of SMPL-X clips can be off by a few
-centimetres; retargeting should align feet to the ground. With the user's own model file
+Built-in skeletons: SMPL and SMPL-H clips use SMPL's neutral body (:data:`SMPL_NEUTRAL_OFFSETS_M`,
+pelvis-to-ankle 0.87 m), SMPL-X clips SMPL-X's neutral body (:data:`SMPLX_NEUTRAL_OFFSETS_M`),
+because ``trans`` is relative to the model's own pelvis rest position (0.128 m apart between the
+two). Both have zero shape: the clip's betas are ignored, so bone lengths are those of an average
+adult, and SMPL-H's gendered bodies differ by ~2 cm in pelvis position. With the user's own model file
 (``model_path``: a model ``.npz`` read with NumPy, or a folder for the optional ``smplx``
 package) the rest skeleton comes from the clip's betas instead.
 """
@@ -89,6 +90,51 @@ SMPL_NEUTRAL_OFFSETS_M = np.array([
     [-0.08462193, -0.00611726, -0.01031508],
 ])
 
+#: Neutral SMPL-X rest joints (zero shape), metres, SMPL body frame as above, used for SMPL-X clips
+#: (SMPL-X's pelvis sits 0.128 m lower in the body frame than SMPL's, and its legs are longer).
+#: Rows 0-21 are SMPL-X joints 0-21; rows 22/23 (SMPL's hand joints) are SMPL-X's left/right
+#: middle-finger first knuckles (joints 28/43). Source: the SMPL-X rest-pose table ``_SKELETON_J``
+#: vendored in a public Apache-2.0 standalone SMPL forward-kinematics port (HuggingFace,
+#: "gear_sonic" SMPL path); its pelvis row matches the "# smplx" root offset
+#: (0.00312326, -0.35140747, 0.01203655) used by an independent AMASS SMPL-X processing script.
+SMPLX_NEUTRAL_REST_JOINTS_M = np.array([
+    [0.00312326, -0.35140747, 0.01203655],
+    [0.06131265, -0.44417095, -0.01396464],
+    [-0.06014422, -0.45531547, -0.00921382],
+    [0.00036056, -0.24151686, -0.01558108],
+    [0.11600811, -0.82292438, -0.02336070],
+    [-0.10435417, -0.81769556, -0.02603770],
+    [0.00980826, -0.10966361, -0.02152107],
+    [0.07255466, -1.22598386, -0.05523665],
+    [-0.08893736, -1.22842336, -0.04622997],
+    [-0.00152215, -0.05742845, 0.00692583],
+    [0.11981197, -1.28398120, 0.06297968],
+    [-0.12774977, -1.28675175, 0.07281902],
+    [-0.01368661, 0.10773861, -0.02468951],
+    [0.04484200, 0.02751527, -0.00029465],
+    [-0.04921708, 0.02691022, -0.00647407],
+    [0.01109687, 0.26819041, -0.00395225],
+    [0.16408104, 0.08524330, -0.01575559],
+    [-0.15179482, 0.08043467, -0.01914260],
+    [0.41820389, 0.01309278, -0.05821444],
+    [-0.42294437, 0.04394219, -0.04560968],
+    [0.67019063, 0.03631401, -0.06068652],
+    [-0.67221183, 0.03940964, -0.06093487],
+    [0.77958816, 0.02998634, -0.06466734],
+    [-0.77958822, 0.02998770, -0.06466869],
+])
+
+
+def offsets_from_rest_joints(joints: np.ndarray) -> np.ndarray:
+    """Rest joints (24, 3) -> offsets (24, 3): row 0 the pelvis, row j joint minus its parent."""
+    joints = np.asarray(joints, dtype=float)
+    offsets = joints - joints[np.maximum(SMPL_PARENTS, 0)]
+    offsets[0] = joints[0]
+    return offsets
+
+
+SMPLX_NEUTRAL_OFFSETS_M = offsets_from_rest_joints(SMPLX_NEUTRAL_REST_JOINTS_M)
+
 # Pose-vector widths -> (model type, number of body joints after the root).
 _POSE_LAYOUTS = {72: ("smpl", 23), 156: ("smplh", 21), 165: ("smplx", 21), 66: ("smplh", 21)}
 # Index of the joint standing in for SMPL's hand joints (22, 23) in smplx's SMPL-H / SMPL-X output
@@ -114,6 +160,7 @@ class SmplMotion:
     gender: str
     source: str = ""
     model_type: str = "smplh"
+    skeleton: str = "smpl-neutral"  # 'smpl-neutral', 'smplx-neutral' or the user's model path
 
     @property
     def num_frames(self) -> int:
@@ -181,9 +228,7 @@ def smpl_rest_offsets_from_model(model_path: str | os.PathLike, model_type: str,
     if kind != "smpl":
         left, right = _HAND_PROXY[kind]
         joints = np.concatenate([joints[:22], joints[[left, right]]])
-    offsets = joints[:24] - joints[np.maximum(SMPL_PARENTS, 0)]
-    offsets[0] = joints[0]
-    return offsets
+    return offsets_from_rest_joints(joints[:24])
 
 
 def _rest_joints_npz(path: Path, betas: np.ndarray) -> np.ndarray:
@@ -286,17 +331,20 @@ def read_amass(path: str | os.PathLike, *, y_up: bool = False,
     gender = _scalar_str(data.get("gender", "neutral")) or "neutral"
     body_pose = body.reshape(n, -1, 3)
 
-    if y_up:
-        rot = Y_UP_TO_Z_UP
-        root_mat = rot @ axis_angle_to_matrix(root_orient)
-        pelvis_rest = SMPL_NEUTRAL_OFFSETS_M[0]
-        trans = (trans + pelvis_rest) @ rot.T - pelvis_rest
-        root_orient = matrix_to_axis_angle(root_mat)
-    offsets = (SMPL_NEUTRAL_OFFSETS_M if model_path is None
-               else smpl_rest_offsets_from_model(model_path, model_type, gender, betas))
+    if model_path is not None:
+        offsets = smpl_rest_offsets_from_model(model_path, model_type, gender, betas)
+        skeleton = str(model_path)
+    elif model_type == "smplx":
+        offsets, skeleton = SMPLX_NEUTRAL_OFFSETS_M, "smplx-neutral"
+    else:
+        offsets, skeleton = SMPL_NEUTRAL_OFFSETS_M, "smpl-neutral"
+    if y_up:  # rotate the whole body about the origin: pelvis' = R pelvis, root' = R root
+        root_orient = matrix_to_axis_angle(Y_UP_TO_Z_UP @ axis_angle_to_matrix(root_orient))
+        trans = (trans + offsets[0]) @ Y_UP_TO_Z_UP.T - offsets[0]
     joints = smpl_forward_kinematics(root_orient, body_pose, trans, offsets)
     return SmplMotion(joints_m=joints, rate_hz=rate_hz, root_orient=root_orient, body_pose=body_pose,
-                      trans_m=trans, betas=betas, gender=gender, source=str(path), model_type=model_type)
+                      trans_m=trans, betas=betas, gender=gender, source=str(path), model_type=model_type,
+                      skeleton=skeleton)
 
 
 def _load_npz(path: Path) -> dict[str, np.ndarray]:

@@ -103,7 +103,7 @@ def _npz(path: Path) -> dict:
         motion = read_amass(path)
         info = _base("amass", motion.num_frames, motion.rate_hz, SMPL_JOINT_NAMES, "m (Z up), axis-angle rad")
         info.update(model_type=motion.model_type, gender=motion.gender, joints=len(SMPL_JOINT_NAMES),
-                    num_betas=int(motion.betas.size))
+                    num_betas=int(motion.betas.size), skeleton=motion.skeleton)
         return info
     raise InputError(path, "unrecognised .npz: not a Trajectory (qpos), reference (joint_angle, "
                            "joint_torque) or AMASS/SMPL (poses / root_orient) file")
