@@ -227,7 +227,7 @@ def write_storage(path: str | os.PathLike, table: Table) -> None:
     lines.append("endheader")
     lines.append("\t".join(("time", *table.columns)))
     time_s = np.asarray(table.time_s, dtype=float)
-    for t in range(n_rows):
-        lines.append("\t".join(repr(float(v)) for v in (time_s[t], *data[t])))
+    rows = np.column_stack([time_s, data]).tolist()
+    lines.extend("\t".join(map(repr, row)) for row in rows)
     with atomic_path(path) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -98,6 +98,14 @@ def _cells(line: str, tabbed: bool) -> list[str]:
     return [c.strip() for c in line.split("\t")] if tabbed and "\t" in line else line.split()
 
 
+def _is_number(text: str) -> bool:
+    try:
+        parse_float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _float_or_none(text: str) -> float | None:
     try:
         value = float(text)
@@ -154,19 +162,14 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
                                        f"expected at most {width} (Frame#, Time, 3 x {n_markers} markers)")
             cells = cells[:width]
         cells = cells + [""] * (width - len(cells))
-        row = []
-        for col, cell in enumerate(cells):
-            if not cell:
-                if col == 0:
-                    raise InputError(path, f"line {lineno}: missing Frame# value")
-                row.append(np.nan)
-                continue
-            try:
-                row.append(parse_float(cell))
-            except ValueError:
-                raise InputError(path, f"line {lineno}, column {col + 1}: '{cell[:20]}' is not a number"
-                                 ) from None
-        rows.append(row)
+        if not cells[0]:
+            raise InputError(path, f"line {lineno}: missing Frame# value")
+        try:
+            rows.append([parse_float(cell) if cell else np.nan for cell in cells])
+        except ValueError:
+            col = next(i for i, cell in enumerate(cells) if cell and not _is_number(cell))
+            raise InputError(path, f"line {lineno}, column {col + 1}: '{cells[col][:20]}' is not a number"
+                             ) from None
     if not rows:
         raise InputError(path, "no data rows after the header")
     table = np.asarray(rows, dtype=float)
@@ -246,11 +249,11 @@ def write_trc(path: str | os.PathLike, data: MarkerData, *, units: str | None = 
         "\t\t" + "\t".join(f"X{i + 1}\tY{i + 1}\tZ{i + 1}" for i in range(n_markers)),
         "",
     ]
+    pos[np.any(np.isnan(pos), axis=-1)] = np.nan  # a gap is the whole triple
+    flat = pos.reshape(n_frames, -1).tolist()
+    times = np.asarray(data.time_s, dtype=float).tolist()
     for t in range(n_frames):
-        cells = [str(t + 1), repr(float(data.time_s[t]))]
-        for m in range(n_markers):
-            xyz = pos[t, m]
-            cells.extend([""] * 3 if np.any(np.isnan(xyz)) else [repr(float(v)) for v in xyz])
-        lines.append("\t".join(cells))
+        cells = "\t".join("" if v != v else repr(v) for v in flat[t])  # v != v: NaN -> blank cell
+        lines.append(f"{t + 1}\t{times[t]!r}\t{cells}")
     with atomic_path(path) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
