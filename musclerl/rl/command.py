@@ -1,16 +1,56 @@
-"""``musclerl train`` / ``python train.py``: PPO on a tracking environment."""
+"""``musclerl train`` / ``python train.py``: PPO on a tracking environment.
+
+python train.py                                     # configs/demo.yaml
+python train.py --config configs/myolegs_walk.yaml --out runs/walk ppo.num_envs=64
+python train.py --out runs/walk --resume            # continue from the last checkpoint
+"""
 
 from __future__ import annotations
 
 import argparse
+import time
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default="configs/demo.yaml", help="YAML config")
+    parser.add_argument(
+        "--config",
+        action="append",
+        help="YAML config (default configs/demo.yaml); repeat to overlay files left to right",
+    )
     parser.add_argument("--out", help="run folder (default runs/<config>-<time>)")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("overrides", nargs="*", help="key=value config overrides, e.g. ppo.num_envs=64")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("train: in progress")
+    from musclerl.errors import InputError
+    from musclerl.rl.config import CONFIG_DIR, load_config
+
+    configs = args.config or [str(CONFIG_DIR / "demo.yaml")]
+    cfg = load_config(configs, args.overrides)
+    if args.out:
+        out = Path(args.out)
+    elif args.resume:
+        raise InputError("--resume", "needs --out naming the run folder to continue")
+    else:
+        out = Path("runs") / f"{Path(configs[-1]).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if args.resume and not (out / "checkpoints").is_dir():
+        raise InputError(out, "no checkpoints folder to resume from")
+
+    from musclerl.rl.runner import train
+
+    summary = train(cfg, out, resume=args.resume, quiet=args.quiet)
+    paths = summary["paths"]
+    final = summary.get("final_metrics", {})
+    ret, length = final.get("episode/return"), final.get("episode/length")
+    print(
+        f"trained {summary['env_steps']:,} env steps in {summary['train_s']:.0f} s "
+        f"(+{summary['setup_s']:.0f} s setup, {summary['env_steps_per_s']:,.0f} steps/s); "
+        f"last episode return {ret if ret is None else round(ret, 3)}, "
+        f"length {length if length is None else round(length, 1)}"
+    )
+    for name in ("checkpoints", "policy", "tensorboard", "summary", "curves"):
+        print(f"  {name:12s} {paths[name]}")
+    return 0

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from musclerl.config import load_yaml
 from musclerl.errors import InputError
 
 REPO_DIR = Path(__file__).resolve().parents[2]
@@ -27,43 +28,43 @@ CONFIG_DIR = REPO_DIR / "configs"
 
 DEFAULTS: dict[str, Any] = {
     "seed": 0,
-    "model": "myolegs",            # registry name or MJCF path
+    "model": "myolegs",  # registry name or MJCF path
     "motion": "assets/motions/walk_myolegs.npz",  # Trajectory NPZ (relative to the repo or cwd)
-    "backend": "cpu",              # "cpu" (MuJoCo C threads) or "mjx" (whole update jitted)
-    "threads": 2,                  # MuJoCo C threads for the cpu backend
-    "env": {},                     # passed to musclerl.envs.EnvConfig.from_dict
+    "backend": "cpu",  # "cpu" (MuJoCo C threads) or "mjx" (whole update jitted)
+    "threads": 2,  # MuJoCo C threads for the cpu backend
+    "env": {},  # passed to musclerl.envs.EnvConfig.from_dict
     "ppo": {
-        "num_envs": 32,            # total over all devices
-        "rollout_steps": 64,       # env steps per env per update
+        "num_envs": 32,  # total over all devices
+        "rollout_steps": 64,  # env steps per env per update
         "total_env_steps": 200_000,
         "update_epochs": 4,
         "num_minibatches": 4,
         "gamma": 0.99,
         "gae_lambda": 0.95,
         "clip_eps": 0.2,
-        "clip_value": True,        # PPO2-style clipped value loss
+        "clip_value": True,  # PPO2-style clipped value loss
         "vf_coef": 0.5,
         "ent_coef": 0.0,
         "max_grad_norm": 1.0,
         "normalize_advantages": True,
-        "reward_scale": 1.0,       # rewards are multiplied by this before GAE
-        "normalize_obs": True,     # running mean/std of observations (kept in checkpoints)
-        "obs_clip": 5.0,           # normalised observations are clipped to +-obs_clip
+        "reward_scale": 1.0,  # rewards are multiplied by this before GAE
+        "normalize_obs": True,  # running mean/std of observations (kept in checkpoints)
+        "obs_clip": 5.0,  # normalised observations are clipped to +-obs_clip
     },
     "network": {
         "policy_hidden": [256, 256],
         "value_hidden": [256, 256],
-        "activation": "tanh",      # tanh | relu | elu | swish | gelu
+        "activation": "tanh",  # tanh | relu | elu | swish | gelu
         "layer_norm": False,
-        "init_log_std": -1.0,      # initial log standard deviation of the Gaussian (pre-squash)
-        "squash": "sigmoid",       # sigmoid | clip: how Gaussian samples become excitations in [0, 1]
+        "init_log_std": -1.0,  # initial log standard deviation of the Gaussian (pre-squash)
+        "squash": "sigmoid",  # sigmoid | clip: how Gaussian samples become excitations in [0, 1]
     },
     "optimizer": {
-        "name": "adam",            # adam | adamw | muon (optax.contrib.muon)
+        "name": "adam",  # adam | adamw | muon (optax.contrib.muon)
         "learning_rate": 3.0e-4,
-        "schedule": "constant",    # constant | linear | cosine (over all updates)
+        "schedule": "constant",  # constant | linear | cosine (over all updates)
         "warmup_updates": 0,
-        "final_fraction": 0.0,     # final lr = learning_rate * final_fraction for linear/cosine
+        "final_fraction": 0.0,  # final lr = learning_rate * final_fraction for linear/cosine
         "weight_decay": 0.0,
         "eps": 1.0e-5,
     },
@@ -73,34 +74,14 @@ DEFAULTS: dict[str, Any] = {
     },
     "log": {
         "every_updates": 1,
-        "progress": True,          # tqdm progress bar
+        "progress": True,  # tqdm progress bar
     },
 }
 
 
 def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a YAML mapping; a missing file, bad YAML or a non-mapping is an :class:`InputError`."""
-    try:  # engineer A's shared loader, when present, gives the project's uniform messages
-        from musclerl.config import load_yaml  # type: ignore[attr-defined]
-    except ImportError:
-        load_yaml = None
-    path = Path(path)
-    if load_yaml is not None:
-        data = load_yaml(path)
-    else:
-        if not path.is_file():
-            raise InputError(path, "config file not found")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            raise InputError(path, f"not valid YAML{where}") from err
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InputError(path, f"a config must be a YAML mapping, got {type(data).__name__}")
-    return data
+    """Read a YAML mapping with the project's loader (one-line :class:`InputError` on any problem)."""
+    return load_yaml(path)
 
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -196,8 +177,9 @@ def apply_overrides(cfg: Mapping[str, Any], overrides: Iterable[str]) -> dict[st
     return out
 
 
-def load_config(paths: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
-                overrides: Iterable[str] = ()) -> dict[str, Any]:
+def load_config(
+    paths: str | os.PathLike | Sequence[str | os.PathLike] | None = None, overrides: Iterable[str] = ()
+) -> dict[str, Any]:
     """DEFAULTS <- YAML file(s) (with their ``base`` chains, later files overlaid) <- overrides."""
     if paths is None:
         paths = []
@@ -226,8 +208,10 @@ def validate(cfg: Mapping[str, Any], source: str) -> None:
             raise InputError(source, problem)
 
     def positive_int(section: str, key: str, value: Any) -> None:
-        need(isinstance(value, int) and not isinstance(value, bool) and value > 0,
-             f"{section}.{key} must be a positive integer, got {value!r}")
+        need(
+            isinstance(value, int) and not isinstance(value, bool) and value > 0,
+            f"{section}.{key} must be a positive integer, got {value!r}",
+        )
 
     for key in ("num_envs", "rollout_steps", "total_env_steps", "update_epochs", "num_minibatches"):
         positive_int("ppo", key, ppo[key])
@@ -238,24 +222,37 @@ def validate(cfg: Mapping[str, Any], source: str) -> None:
     need(isinstance(cfg["seed"], int), f"seed must be an integer, got {cfg['seed']!r}")
     need(cfg["backend"] in ("cpu", "mjx"), f"backend must be 'cpu' or 'mjx', got {cfg['backend']!r}")
     batch = ppo["num_envs"] * ppo["rollout_steps"]
-    need(batch % ppo["num_minibatches"] == 0,
-         f"ppo.num_envs*ppo.rollout_steps ({batch}) must be divisible by ppo.num_minibatches")
+    need(
+        batch % ppo["num_minibatches"] == 0,
+        f"ppo.num_envs*ppo.rollout_steps ({batch}) must be divisible by ppo.num_minibatches",
+    )
     for key in ("gamma", "gae_lambda"):
         need(isinstance(ppo[key], (int, float)) and 0.0 <= ppo[key] <= 1.0, f"ppo.{key} must be in [0, 1]")
     for key in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "reward_scale", "obs_clip"):
         need(isinstance(ppo[key], (int, float)) and ppo[key] >= 0, f"ppo.{key} must be a number >= 0")
     for key in ("policy_hidden", "value_hidden"):
         sizes = net[key]
-        need(isinstance(sizes, list) and all(isinstance(s, int) and s > 0 for s in sizes),
-             f"network.{key} must be a list of positive integers, got {sizes!r}")
-    need(net["activation"] in ("tanh", "relu", "elu", "swish", "gelu"),
-         f"network.activation must be tanh|relu|elu|swish|gelu, got {net['activation']!r}")
+        need(
+            isinstance(sizes, list) and all(isinstance(s, int) and s > 0 for s in sizes),
+            f"network.{key} must be a list of positive integers, got {sizes!r}",
+        )
+    need(
+        net["activation"] in ("tanh", "relu", "elu", "swish", "gelu"),
+        f"network.activation must be tanh|relu|elu|swish|gelu, got {net['activation']!r}",
+    )
     need(net["squash"] in ("sigmoid", "clip"), f"network.squash must be sigmoid|clip, got {net['squash']!r}")
-    need(opt["name"] in ("adam", "adamw", "muon"), f"optimizer.name must be adam|adamw|muon, got {opt['name']!r}")
-    need(opt["schedule"] in ("constant", "linear", "cosine"),
-         f"optimizer.schedule must be constant|linear|cosine, got {opt['schedule']!r}")
-    need(isinstance(opt["learning_rate"], (int, float)) and opt["learning_rate"] > 0,
-         "optimizer.learning_rate must be > 0")
+    need(
+        opt["name"] in ("adam", "adamw", "muon"),
+        f"optimizer.name must be adam|adamw|muon, got {opt['name']!r}",
+    )
+    need(
+        opt["schedule"] in ("constant", "linear", "cosine"),
+        f"optimizer.schedule must be constant|linear|cosine, got {opt['schedule']!r}",
+    )
+    need(
+        isinstance(opt["learning_rate"], (int, float)) and opt["learning_rate"] > 0,
+        "optimizer.learning_rate must be > 0",
+    )
 
 
 def num_updates(cfg: Mapping[str, Any]) -> int:

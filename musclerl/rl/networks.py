@@ -48,8 +48,11 @@ class MLP(nn.Module):
             if self.layer_norm:
                 x = nn.LayerNorm()(x)
             x = act(x)
-        return nn.Dense(self.out_size, kernel_init=nn.initializers.orthogonal(self.out_scale),
-                        bias_init=nn.initializers.constant(self.out_bias))(x)
+        return nn.Dense(
+            self.out_size,
+            kernel_init=nn.initializers.orthogonal(self.out_scale),
+            bias_init=nn.initializers.constant(self.out_bias),
+        )(x)
 
 
 class ActorCritic(nn.Module):
@@ -65,8 +68,15 @@ class ActorCritic(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        mean = MLP(self.policy_hidden, self.action_size, self.activation, self.layer_norm,
-                   out_scale=0.01, out_bias=self.mean_bias, name="policy")(obs)
+        mean = MLP(
+            self.policy_hidden,
+            self.action_size,
+            self.activation,
+            self.layer_norm,
+            out_scale=0.01,
+            out_bias=self.mean_bias,
+            name="policy",
+        )(obs)
         log_std = self.param("log_std", nn.initializers.constant(self.init_log_std), (self.action_size,))
         value = MLP(self.value_hidden, 1, self.activation, self.layer_norm, out_scale=1.0, name="value")(obs)
         return mean, log_std, value[..., 0]

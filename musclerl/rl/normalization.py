@@ -21,8 +21,11 @@ class RunningStats:
 
     @classmethod
     def create(cls, obs_dim: int) -> RunningStats:
-        return cls(mean=jnp.zeros(obs_dim, jnp.float32), m2=jnp.zeros(obs_dim, jnp.float32),
-                   count=jnp.zeros((), jnp.float32))
+        return cls(
+            mean=jnp.zeros(obs_dim, jnp.float32),
+            m2=jnp.zeros(obs_dim, jnp.float32),
+            count=jnp.zeros((), jnp.float32),
+        )
 
     @property
     def var(self) -> jax.Array:

@@ -41,14 +41,14 @@ from musclerl.rl import normalization as norm
 class Transition(NamedTuple):
     """One rollout step for N envs (leading axes (T, N) once stacked by the scan)."""
 
-    obs: jax.Array           # (N, D) observation normalised with the statistics used to act
-    action: jax.Array        # (N, A) pre-squash Gaussian sample u
-    log_prob: jax.Array      # (N,) log pi_old(u | obs)
-    value: jax.Array         # (N,) V_old(obs)
-    reward: jax.Array        # (N,) reward * reward_scale
-    done: jax.Array          # (N,) episode ended here (terminated or truncated)
-    terminated: jax.Array    # (N,) true termination: no bootstrap
-    next_value: jax.Array    # (N,) V_old(next obs before any reset), used for bootstrapping
+    obs: jax.Array  # (N, D) observation normalised with the statistics used to act
+    action: jax.Array  # (N, A) pre-squash Gaussian sample u
+    log_prob: jax.Array  # (N,) log pi_old(u | obs)
+    value: jax.Array  # (N,) V_old(obs)
+    reward: jax.Array  # (N,) reward * reward_scale
+    done: jax.Array  # (N,) episode ended here (terminated or truncated)
+    terminated: jax.Array  # (N,) true termination: no bootstrap
+    next_value: jax.Array  # (N,) V_old(next obs before any reset), used for bootstrapping
 
 
 @flax.struct.dataclass
@@ -85,12 +85,12 @@ def gae(traj: Transition, gamma: float, lam: float) -> tuple[jax.Array, jax.Arra
 class Batch(NamedTuple):
     """Flattened training samples (B = T*N)."""
 
-    obs: jax.Array        # (B, D)
-    action: jax.Array     # (B, A)
-    log_prob: jax.Array   # (B,)
-    value: jax.Array      # (B,)
+    obs: jax.Array  # (B, D)
+    action: jax.Array  # (B, A)
+    log_prob: jax.Array  # (B,)
+    value: jax.Array  # (B,)
     advantage: jax.Array  # (B,)
-    target: jax.Array     # (B,) value target (returns)
+    target: jax.Array  # (B,) value target (returns)
 
 
 def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: dict[str, Any]):
@@ -192,9 +192,13 @@ class Learner:
     def init(self, rng: jax.Array) -> TrainState:
         rng, key = jax.random.split(rng)
         params = self.network.init(key, jnp.zeros((1, self.obs_size), jnp.float32))
-        return TrainState(params=params, opt_state=self.tx.init(params),
-                          obs_stats=norm.RunningStats.create(self.obs_size), rng=rng,
-                          update=jnp.zeros((), jnp.int32))
+        return TrainState(
+            params=params,
+            opt_state=self.tx.init(params),
+            obs_stats=norm.RunningStats.create(self.obs_size),
+            rng=rng,
+            update=jnp.zeros((), jnp.int32),
+        )
 
     def normalize(self, state: TrainState, obs: jax.Array) -> jax.Array:
         ppo = self.cfg["ppo"]
@@ -218,8 +222,14 @@ class Learner:
         ppo = self.cfg["ppo"]
         traj = traj._replace(reward=traj.reward * ppo["reward_scale"])
         adv, target = gae(traj, ppo["gamma"], ppo["gae_lambda"])
-        flat = Batch(obs=traj.obs, action=traj.action, log_prob=traj.log_prob, value=traj.value,
-                     advantage=adv, target=target)
+        flat = Batch(
+            obs=traj.obs,
+            action=traj.action,
+            log_prob=traj.log_prob,
+            value=traj.value,
+            advantage=adv,
+            target=target,
+        )
         flat = jax.tree_util.tree_map(lambda x: x.reshape((-1, *x.shape[2:])), flat)
         n_mb = ppo["num_minibatches"]
         size = flat.obs.shape[0] // n_mb
@@ -246,16 +256,25 @@ class Learner:
         metrics["optim/learning_rate"] = jnp.asarray(self.schedule(steps_done), jnp.float32)
         metrics["value/explained_variance"] = 1.0 - jnp.var(target - traj.value) / (jnp.var(target) + 1e-8)
         stats = norm.update(state.obs_stats, raw_obs) if ppo["normalize_obs"] else state.obs_stats
-        new = TrainState(params=params, opt_state=opt_state, obs_stats=stats, rng=rng, update=state.update + 1)
+        new = TrainState(
+            params=params, opt_state=opt_state, obs_stats=stats, rng=rng, update=state.update + 1
+        )
         return new, metrics
 
 
-def make_learner(cfg: dict[str, Any], obs_size: int, action_size: int, total_updates: int,
-                 mesh: Mesh | None = None) -> Learner:
+def make_learner(
+    cfg: dict[str, Any], obs_size: int, action_size: int, total_updates: int, mesh: Mesh | None = None
+) -> Learner:
     ppo = cfg["ppo"]
     tx, schedule = make_optimizer(cfg, total_updates * ppo["update_epochs"] * ppo["num_minibatches"])
-    return Learner(cfg=cfg, network=networks.make_network(cfg["network"], action_size), tx=tx,
-                   schedule=schedule, obs_size=obs_size, mesh=mesh)
+    return Learner(
+        cfg=cfg,
+        network=networks.make_network(cfg["network"], action_size),
+        tx=tx,
+        schedule=schedule,
+        obs_size=obs_size,
+        mesh=mesh,
+    )
 
 
 # ------------------------------------------------------------------------------------------ episodes
@@ -263,34 +282,46 @@ def make_learner(cfg: dict[str, Any], obs_size: int, action_size: int, total_upd
 class EpisodeTracker:
     """Per-env running return/length and sums over the episodes that ended since the last read."""
 
-    ret: jax.Array        # (N,) undiscounted return so far (unscaled reward)
-    length: jax.Array     # (N,) steps so far
-    sum_ret: jax.Array    # () sum of returns of finished episodes
-    sum_len: jax.Array    # ()
-    count: jax.Array      # () finished episodes
+    ret: jax.Array  # (N,) undiscounted return so far (unscaled reward)
+    length: jax.Array  # (N,) steps so far
+    sum_ret: jax.Array  # () sum of returns of finished episodes
+    sum_len: jax.Array  # ()
+    count: jax.Array  # () finished episodes
     terminated: jax.Array  # () how many of them terminated early
 
     @classmethod
     def create(cls, num_envs: int) -> EpisodeTracker:
         z = jnp.zeros((), jnp.float32)
-        return cls(ret=jnp.zeros(num_envs, jnp.float32), length=jnp.zeros(num_envs, jnp.float32),
-                   sum_ret=z, sum_len=z, count=z, terminated=z)
+        return cls(
+            ret=jnp.zeros(num_envs, jnp.float32),
+            length=jnp.zeros(num_envs, jnp.float32),
+            sum_ret=z,
+            sum_len=z,
+            count=z,
+            terminated=z,
+        )
 
     def step(self, reward, done, terminated) -> EpisodeTracker:
         ret, length = self.ret + reward, self.length + 1.0
         d = done.astype(jnp.float32)
-        return EpisodeTracker(ret=ret * (1 - d), length=length * (1 - d),
-                              sum_ret=self.sum_ret + jnp.sum(ret * d), sum_len=self.sum_len + jnp.sum(length * d),
-                              count=self.count + jnp.sum(d),
-                              terminated=self.terminated + jnp.sum(terminated.astype(jnp.float32) * d))
+        return EpisodeTracker(
+            ret=ret * (1 - d),
+            length=length * (1 - d),
+            sum_ret=self.sum_ret + jnp.sum(ret * d),
+            sum_len=self.sum_len + jnp.sum(length * d),
+            count=self.count + jnp.sum(d),
+            terminated=self.terminated + jnp.sum(terminated.astype(jnp.float32) * d),
+        )
 
     def read(self) -> tuple[dict[str, jax.Array], EpisodeTracker]:
         """Metrics of the finished episodes (NaN if none) and a tracker with the sums cleared."""
         c = self.count
-        out = {"episode/return": jnp.where(c > 0, self.sum_ret / jnp.maximum(c, 1), jnp.nan),
-               "episode/length": jnp.where(c > 0, self.sum_len / jnp.maximum(c, 1), jnp.nan),
-               "episode/count": c,
-               "episode/termination_rate": jnp.where(c > 0, self.terminated / jnp.maximum(c, 1), jnp.nan)}
+        out = {
+            "episode/return": jnp.where(c > 0, self.sum_ret / jnp.maximum(c, 1), jnp.nan),
+            "episode/length": jnp.where(c > 0, self.sum_len / jnp.maximum(c, 1), jnp.nan),
+            "episode/count": c,
+            "episode/termination_rate": jnp.where(c > 0, self.terminated / jnp.maximum(c, 1), jnp.nan),
+        }
         z = jnp.zeros((), jnp.float32)
         return out, self.replace(sum_ret=z, sum_len=z, count=z, terminated=z)
 
@@ -328,15 +359,24 @@ def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None =
         obs_n, u, log_prob, value, excitation = learner.act(train, env_state.obs, key)
         nxt = shard_envs(env.step(env_state, excitation), mesh)
         next_value = learner.value(train, nxt.info["terminal_obs"])
-        tr = Transition(obs=obs_n, action=u, log_prob=log_prob, value=value, reward=nxt.reward,
-                        done=nxt.done, terminated=nxt.terminated, next_value=next_value)
+        tr = Transition(
+            obs=obs_n,
+            action=u,
+            log_prob=log_prob,
+            value=value,
+            reward=nxt.reward,
+            done=nxt.done,
+            terminated=nxt.terminated,
+            next_value=next_value,
+        )
         episodes = episodes.step(nxt.reward, nxt.done, nxt.terminated)
         env_metrics = jax.tree_util.tree_map(jnp.mean, dict(nxt.metrics))
         return (train, nxt, episodes), (tr, env_state.obs, env_metrics)
 
     def update_step(carry: Carry) -> tuple[Carry, dict[str, jax.Array]]:
         (train, env_state, episodes), (traj, raw_obs, env_metrics) = jax.lax.scan(
-            env_step, tuple(carry), None, length=ppo["rollout_steps"])
+            env_step, tuple(carry), None, length=ppo["rollout_steps"]
+        )
         traj = shard_envs(traj, mesh, axis=1)
         train, metrics = learner.learn(train, traj, raw_obs)
         ep_metrics, episodes = episodes.read()

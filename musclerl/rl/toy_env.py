@@ -19,13 +19,13 @@ import jax.numpy as jnp
 
 @flax.struct.dataclass
 class ToyState:
-    x: jax.Array          # (N, A) position
-    t: jax.Array          # (N,) step within the episode
-    phase: jax.Array      # (N,) reference phase offset in steps
-    rng: jax.Array        # (N, 2) per-env keys for resets
-    obs: jax.Array        # (N, 2A + 2)
-    reward: jax.Array     # (N,)
-    done: jax.Array       # (N,) bool
+    x: jax.Array  # (N, A) position
+    t: jax.Array  # (N,) step within the episode
+    phase: jax.Array  # (N,) reference phase offset in steps
+    rng: jax.Array  # (N, 2) per-env keys for resets
+    obs: jax.Array  # (N, 2A + 2)
+    reward: jax.Array  # (N,)
+    done: jax.Array  # (N,) bool
     terminated: jax.Array  # (N,) bool
     truncated: jax.Array  # (N,) bool
     metrics: dict[str, jax.Array]
@@ -35,9 +35,18 @@ class ToyState:
 class ToyTrackingEnv:
     """Batched toy tracking; ``reset(rng)``/``step(state, action)`` are pure and jittable."""
 
-    def __init__(self, num_envs: int = 16, action_size: int = 3, horizon: int = 50, dt_s: float = 0.05,
-                 gain: float = 4.0, amp_m: float = 0.5, freq_hz: float = 1.0, fail_m: float = 0.6,
-                 reward_k: float = 10.0):
+    def __init__(
+        self,
+        num_envs: int = 16,
+        action_size: int = 3,
+        horizon: int = 50,
+        dt_s: float = 0.05,
+        gain: float = 4.0,
+        amp_m: float = 0.5,
+        freq_hz: float = 1.0,
+        fail_m: float = 0.6,
+        reward_k: float = 10.0,
+    ):
         self.num_envs, self.action_size, self.horizon = num_envs, action_size, horizon
         self.dt_s, self.gain, self.amp_m, self.freq_hz = dt_s, gain, amp_m, freq_hz
         self.fail_m, self.reward_k = fail_m, reward_k
@@ -52,8 +61,10 @@ class ToyTrackingEnv:
     def _obs(self, x, t, phase):
         ref_next = self.reference(t + 1, phase)
         angle = 2 * jnp.pi * self.freq_hz * (t + phase) * self.dt_s
-        return jnp.concatenate([x - self.reference(t, phase), ref_next - x,
-                                jnp.sin(angle)[:, None], jnp.cos(angle)[:, None]], axis=-1)
+        return jnp.concatenate(
+            [x - self.reference(t, phase), ref_next - x, jnp.sin(angle)[:, None], jnp.cos(angle)[:, None]],
+            axis=-1,
+        )
 
     def _init(self, keys):
         def one(key):
@@ -73,9 +84,19 @@ class ToyTrackingEnv:
         false = jnp.zeros(self.num_envs, bool)
         obs = self._obs(x, t, phase)
         zero = jnp.zeros(self.num_envs, jnp.float32)
-        return ToyState(x=x, t=t, phase=phase, rng=keys, obs=obs, reward=zero, done=false, terminated=false,
-                        truncated=false, metrics={"reward/pos": zero, "nan_reset": zero},
-                        info={"terminal_obs": obs})
+        return ToyState(
+            x=x,
+            t=t,
+            phase=phase,
+            rng=keys,
+            obs=obs,
+            reward=zero,
+            done=false,
+            terminated=false,
+            truncated=false,
+            metrics={"reward/pos": zero, "nan_reset": zero},
+            info={"terminal_obs": obs},
+        )
 
     def step(self, state: ToyState, action: jax.Array) -> ToyState:
         x = state.x + self.dt_s * self.gain * (jnp.clip(action, 0.0, 1.0) - 0.5)
@@ -90,7 +111,37 @@ class ToyTrackingEnv:
         x = jnp.where(done[:, None], x0, x)
         phase = jnp.where(done, phase0, state.phase)
         t = jnp.where(done, 0.0, t)
-        return ToyState(x=x, t=t, phase=phase, rng=keys, obs=self._obs(x, t, phase), reward=reward, done=done,
-                        terminated=terminated, truncated=truncated,
-                        metrics={"reward/pos": reward, "nan_reset": jnp.zeros_like(reward)},
-                        info={"terminal_obs": terminal_obs})
+        return ToyState(
+            x=x,
+            t=t,
+            phase=phase,
+            rng=keys,
+            obs=self._obs(x, t, phase),
+            reward=reward,
+            done=done,
+            terminated=terminated,
+            truncated=truncated,
+            metrics={"reward/pos": reward, "nan_reset": jnp.zeros_like(reward)},
+            info={"terminal_obs": terminal_obs},
+        )
+
+
+class HostToyEnv:
+    """The toy task behind the ``cpu`` backend's interface: numpy actions in, numpy state out.
+
+    Lets the host-loop trainer (:mod:`musclerl.rl.cpu_loop`) and its checkpoints be tested without
+    MuJoCo. The wrapped env's ``reset``/``step`` are jitted; the state's leaves come back as numpy.
+    """
+
+    def __init__(self, env: ToyTrackingEnv):
+        self.env = env
+        self.num_envs, self.action_size = env.num_envs, env.action_size
+        self.observation_size = env.observation_size
+        self._reset = jax.jit(env.reset)
+        self._step = jax.jit(env.step)
+
+    def reset(self, rng: jax.Array) -> ToyState:
+        return jax.device_get(self._reset(rng))
+
+    def step(self, state: ToyState, action) -> ToyState:
+        return jax.device_get(self._step(state, action))

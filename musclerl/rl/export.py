@@ -1,0 +1,164 @@
+"""Policy export: one folder with parameters, observation normaliser and config.
+
+Layout of ``DIR/policy/``::
+
+    params.msgpack      flax-serialised actor-critic parameters
+    obs_stats.npz       mean (D,), std (D,), count of the running observation statistics
+    config.json         the training config plus ``obs_size``, ``action_size`` and run facts
+
+``load_policy(path)`` (also ``musclerl.load_policy``) returns a :class:`Policy`:
+``policy.act(obs (..., D), deterministic=True) -> excitations (..., A) in [0, 1]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from musclerl.errors import InputError
+from musclerl.fileio import atomic_path
+
+FORMAT_VERSION = 1
+
+
+def export_policy(
+    path: str | os.PathLike,
+    cfg: dict[str, Any],
+    train_state,
+    obs_size: int,
+    action_size: int,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write the policy folder atomically (a temporary folder renamed into place)."""
+    import flax.serialization
+
+    path = Path(path)
+    stats = train_state.obs_stats
+    params = flax.serialization.to_bytes(_host(train_state.params))
+    config = {
+        "format_version": FORMAT_VERSION,
+        "obs_size": int(obs_size),
+        "action_size": int(action_size),
+        "train_config": cfg,
+        **(extra or {}),
+    }
+    with atomic_path(path) as tmp:
+        tmp.mkdir(parents=True)
+        (tmp / "params.msgpack").write_bytes(params)
+        np.savez(
+            tmp / "obs_stats.npz",
+            mean=np.asarray(stats.mean),
+            std=np.asarray(stats.std),
+            count=np.asarray(stats.count),
+        )
+        (tmp / "config.json").write_text(json.dumps(config, indent=2, default=_json_default))
+    return path
+
+
+def _host(tree):
+    import jax
+
+    return jax.tree_util.tree_map(np.asarray, tree)
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.integer, np.floating)):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+class Policy:
+    """An exported policy: ``act(obs, deterministic=True, seed=0)`` and the ``config`` dict."""
+
+    def __init__(
+        self, path: Path, config: dict[str, Any], params: Any, obs_mean: np.ndarray, obs_std: np.ndarray
+    ):
+        import jax
+
+        from musclerl.rl import networks
+
+        self.path, self.config = path, config
+        train_cfg = config["train_config"]
+        self.obs_size, self.action_size = int(config["obs_size"]), int(config["action_size"])
+        self.network = networks.make_network(train_cfg["network"], self.action_size)
+        self.params, self.obs_mean, self.obs_std = params, obs_mean, obs_std
+        self._normalize = bool(train_cfg["ppo"]["normalize_obs"])
+        self._clip = float(train_cfg["ppo"]["obs_clip"])
+        self._squash = train_cfg["network"]["squash"]
+        self._forward = jax.jit(self._forward_impl, static_argnums=(3,))
+
+    def _forward_impl(self, params, obs, key, deterministic: bool):
+        import jax
+        import jax.numpy as jnp
+
+        from musclerl.rl import networks
+
+        x = obs.astype(jnp.float32)
+        if self._normalize:
+            x = jnp.clip((x - self.obs_mean) / self.obs_std, -self._clip, self._clip)
+        mean, log_std, _ = self.network.apply(params, x)
+        u = mean if deterministic else mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+        return networks.squash(u, self._squash)
+
+    def act(self, obs: np.ndarray, deterministic: bool = True, seed: int = 0) -> np.ndarray:
+        """Excitations (..., A) in [0, 1] for observations (..., D) (numpy in, numpy out)."""
+        import jax
+
+        obs = np.asarray(obs, dtype=np.float32)
+        if obs.shape[-1] != self.obs_size:
+            raise InputError(
+                self.path, f"policy expects observations of size {self.obs_size}, got shape {obs.shape}"
+            )
+        return np.asarray(self._forward(self.params, obs, jax.random.PRNGKey(seed), bool(deterministic)))
+
+    __call__ = act
+
+
+def load_policy(path: str | os.PathLike) -> Policy:
+    """Read a policy folder written by :func:`export_policy` (or a run folder containing ``policy/``)."""
+    import flax.serialization
+    import jax
+    import jax.numpy as jnp
+
+    from musclerl.rl import networks
+
+    path = Path(path)
+    if (path / "policy" / "config.json").is_file():
+        path = path / "policy"
+    for name in ("config.json", "params.msgpack", "obs_stats.npz"):
+        if not (path / name).is_file():
+            raise InputError(path, f"not a policy folder: missing {name}")
+    try:
+        config = json.loads((path / "config.json").read_text())
+        obs_size, action_size = int(config["obs_size"]), int(config["action_size"])
+        net_cfg = config["train_config"]["network"]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise InputError(
+            path / "config.json", f"unreadable policy config ({type(err).__name__}: {err})"
+        ) from err
+    if int(config.get("format_version", 0)) != FORMAT_VERSION:
+        raise InputError(
+            path / "config.json",
+            f"policy format_version {config.get('format_version')} is not supported (want {FORMAT_VERSION})",
+        )
+    net = networks.make_network(net_cfg, action_size)
+    template = jax.tree_util.tree_map(np.asarray, net.init(jax.random.PRNGKey(0), jnp.zeros((1, obs_size))))
+    try:
+        params = flax.serialization.from_bytes(template, (path / "params.msgpack").read_bytes())
+    except Exception as err:
+        raise InputError(
+            path / "params.msgpack", f"parameters do not match the config ({type(err).__name__})"
+        ) from err
+    with np.load(path / "obs_stats.npz") as z:
+        mean, std = np.asarray(z["mean"], np.float32), np.asarray(z["std"], np.float32)
+    if mean.shape != (obs_size,) or std.shape != (obs_size,):
+        raise InputError(
+            path / "obs_stats.npz", f"normaliser shape {mean.shape} does not match obs_size {obs_size}"
+        )
+    return Policy(path, config, params, mean, std)

@@ -1,0 +1,156 @@
+"""Run logs: TensorBoard scalars, a tqdm progress bar with ETA, ``metrics.jsonl``, summary and PNG.
+
+Per logged update, every metric (episode return/length/termination rate, each ``env/reward/<term>``,
+``env/nan_reset``, losses, KL, entropy, learning rate, ``perf/env_steps_per_s``) goes to
+``DIR/tb/`` and as one JSON line to ``DIR/metrics.jsonl``. On resume the lines after the
+checkpoint are dropped and TensorBoard purges its later events, so the curves have no duplicates.
+:meth:`RunLogger.close` writes ``DIR/summary.json`` and ``DIR/curves.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from musclerl.fileio import atomic_path
+
+CURVES = [  # (metric, title) drawn in curves.png when present
+    ("episode/return", "episode return"),
+    ("episode/length", "episode length (steps)"),
+    ("episode/termination_rate", "early-termination rate"),
+    ("env/site_error_m", "mean site error (m)"),
+    ("loss/value", "value loss"),
+    ("loss/approx_kl", "approx. KL"),
+    ("policy/std", "policy std"),
+    ("perf/env_steps_per_s", "env steps / s"),
+]
+
+
+def _finite(x: Any) -> float | None:
+    value = float(x)
+    return value if math.isfinite(value) else None
+
+
+class RunLogger:
+    """Log scalars for a run folder; ``log(update, env_steps, metrics)`` then ``close(summary)``."""
+
+    def __init__(
+        self,
+        out_dir: str | os.PathLike,
+        total_updates: int,
+        env_steps_per_update: int,
+        start_update: int = 0,
+        progress: bool = True,
+    ):
+        from tensorboardX import SummaryWriter
+        from tqdm import tqdm
+
+        self.out_dir = Path(out_dir)
+        self.jsonl = self.out_dir / "metrics.jsonl"
+        self.history: list[dict[str, float | None]] = []
+        if self.jsonl.exists():
+            for line in self.jsonl.read_text().splitlines():
+                row = json.loads(line)
+                if row["update"] <= start_update:
+                    self.history.append(row)
+        self._rewrite_jsonl()
+        self.writer = SummaryWriter(
+            str(self.out_dir / "tb"), purge_step=start_update + 1 if start_update else None
+        )
+        self.steps_per_update = env_steps_per_update
+        self.bar = tqdm(
+            total=total_updates * env_steps_per_update,
+            initial=start_update * env_steps_per_update,
+            unit="step",
+            unit_scale=True,
+            dynamic_ncols=True,
+            disable=not progress,
+            desc="train",
+        )
+        self._last_time = time.perf_counter()
+        self._last_update = start_update
+        self.started = time.perf_counter()
+
+    def _rewrite_jsonl(self) -> None:
+        with atomic_path(self.jsonl) as tmp:
+            tmp.write_text("".join(json.dumps(row) + "\n" for row in self.history))
+
+    def log(self, update: int, metrics: dict[str, Any]) -> dict[str, float | None]:
+        """Record ``metrics`` (scalars) after ``update`` updates; returns the row written."""
+        now = time.perf_counter()
+        env_steps = update * self.steps_per_update
+        rate = (update - self._last_update) * self.steps_per_update / max(now - self._last_time, 1e-9)
+        self._last_time, self._last_update = now, update
+        row: dict[str, float | None] = {"update": update, "env_steps": env_steps}
+        for key, value in sorted(metrics.items()):
+            row[key] = _finite(np.asarray(value))
+        row["perf/env_steps_per_s"] = rate
+        for key, value in row.items():
+            if value is not None and key not in ("update", "env_steps"):
+                self.writer.add_scalar(key, value, env_steps)
+        self.history.append(row)
+        with self.jsonl.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        self.bar.n = env_steps
+        ret, length = row.get("episode/return"), row.get("episode/length")
+        self.bar.set_postfix_str(
+            f"return {ret:.2f} len {length:.0f}"
+            if ret is not None and length is not None
+            else "no finished episode yet",
+            refresh=False,
+        )
+        self.bar.refresh()
+        return row
+
+    def close(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """Write ``summary.json`` (``summary`` plus the last logged metrics) and ``curves.png``;
+        return the summary as written."""
+        self.bar.close()
+        self.writer.flush()
+        self.writer.close()
+        if self.history:
+            summary = {
+                **summary,
+                "final_metrics": self.history[-1],
+                "best_episode_return": max(
+                    (r["episode/return"] for r in self.history if r.get("episode/return") is not None),
+                    default=None,
+                ),
+            }
+        with atomic_path(self.out_dir / "summary.json") as tmp:
+            tmp.write_text(json.dumps(summary, indent=2))
+        plot_curves(self.history, self.out_dir / "curves.png")
+        return summary
+
+
+def plot_curves(history: list[dict[str, float | None]], path: Path) -> None:
+    """One panel per metric in ``CURVES`` found in ``history``, against env steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(k, t) for k, t in CURVES if any(r.get(k) is not None for r in history)] or CURVES[:1]
+    cols = 2 if len(panels) > 1 else 1
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 2.8 * rows), squeeze=False)
+    for ax, (key, title) in zip(axes.flat, panels, strict=False):
+        pts = [(r["env_steps"], r[key]) for r in history if r.get(key) is not None]
+        if pts:
+            x, y = zip(*pts, strict=True)
+            ax.plot(x, y, lw=1.2)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("env steps")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,264 @@
+"""A training run in one folder: build the env, train, checkpoint, log, export.
+
+Run folder layout::
+
+    DIR/config.yaml       the resolved config (defaults + files + overrides)
+    DIR/checkpoints/<n>/  orbax checkpoints of the whole carry (last ``checkpoint.keep``)
+    DIR/policy/           exported policy (``musclerl.load_policy(DIR/policy)``)
+    DIR/tb/               TensorBoard event files
+    DIR/metrics.jsonl     one JSON line of scalars per logged update
+    DIR/summary.json      final metrics, timings, paths
+    DIR/curves.png        training curves
+
+Multi-host (mjx backend): set ``MUSCLERL_COORDINATOR=host:port``, ``MUSCLERL_NUM_PROCESSES`` and
+``MUSCLERL_PROCESS_ID`` on every host (or ``MUSCLERL_DISTRIBUTED=1`` to let
+``jax.distributed.initialize()`` read SLURM / Open MPI / Cloud TPU variables itself). All hosts run
+the same command with the same ``--out`` on a shared file system; environments are split over
+every device of every host, process 0 writes logs and the export.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from musclerl.errors import InputError
+from musclerl.fileio import atomic_path
+from musclerl.rl.config import num_updates, resolve_path
+
+TOY_MODEL = "toy"  # ``model: toy`` selects the pure-JAX toy task (musclerl.rl.toy_env), for smoke tests
+
+
+def maybe_init_distributed() -> None:
+    """``jax.distributed.initialize`` from MUSCLERL_* environment variables (no-op when unset)."""
+    import jax
+
+    coordinator = os.environ.get("MUSCLERL_COORDINATOR")
+    if coordinator:
+        try:
+            num, pid = int(os.environ["MUSCLERL_NUM_PROCESSES"]), int(os.environ["MUSCLERL_PROCESS_ID"])
+        except (KeyError, ValueError) as err:
+            raise InputError(
+                "MUSCLERL_COORDINATOR", "also set MUSCLERL_NUM_PROCESSES and MUSCLERL_PROCESS_ID to integers"
+            ) from err
+        jax.distributed.initialize(coordinator_address=coordinator, num_processes=num, process_id=pid)
+    elif os.environ.get("MUSCLERL_DISTRIBUTED") == "1":
+        jax.distributed.initialize()
+
+
+def build_env(cfg: dict[str, Any]):
+    """The environment named by the config (``model``, ``motion``, ``env``, ``backend``)."""
+    num_envs = cfg["ppo"]["num_envs"]
+    if cfg["model"] == TOY_MODEL:
+        from musclerl.rl.toy_env import HostToyEnv, ToyTrackingEnv
+
+        toy = ToyTrackingEnv(num_envs=num_envs)
+        return toy if cfg["backend"] == "mjx" else HostToyEnv(toy)
+    from musclerl.envs import EnvConfig, TrackingEnv
+    from musclerl.motion.trajectory import Trajectory
+
+    motion = Trajectory.load(resolve_path(cfg["motion"]))
+    env_cfg = EnvConfig.from_dict(cfg["env"], source="config: env")
+    return TrackingEnv(
+        model=cfg["model"],
+        dataset=motion,
+        config=env_cfg,
+        backend=cfg["backend"],
+        num_envs=num_envs,
+        threads=cfg["threads"],
+    )
+
+
+def make_trainer(cfg: dict[str, Any], env, total_updates: int, mesh):
+    """``(learner, init(rng) -> carry, update_step(carry) -> (carry, metrics), after_checkpoint)``.
+
+    ``after_checkpoint(carry, update) -> carry`` runs after every checkpoint save (and on resume):
+    the identity on mjx, whose checkpoints hold the whole env state; a restart of the episodes on
+    cpu, whose physics lives in MuJoCo's thread pool (see :mod:`musclerl.rl.cpu_loop`).
+    """
+    import jax
+
+    if cfg["backend"] == "mjx":
+        from musclerl.rl.ppo import make_train
+
+        learner, init, update_step, _ = make_train(cfg, env, total_updates, mesh)
+        return learner, jax.jit(init), jax.jit(update_step), lambda carry, update: carry
+    from musclerl.rl.cpu_loop import CpuTrainer
+
+    trainer = CpuTrainer(cfg, env, total_updates, mesh)
+    return trainer.learner, trainer.init, trainer.update_step, trainer.restart_envs
+
+
+_COMPILED: dict[str, tuple] = {}
+
+
+def _compiled(cfg: dict[str, Any], total_updates: int) -> tuple:
+    """Env and jitted trainer functions, reused by later runs of the same config in this process
+    (a resumed run, tests) so XLA compiles once."""
+    import json
+
+    from musclerl.rl.ppo import data_mesh
+
+    key = json.dumps({k: v for k, v in cfg.items() if k not in ("log", "checkpoint")}, sort_keys=True)
+    key += f"|{total_updates}|{data_mesh().size}"
+    if key not in _COMPILED:
+        env = build_env(cfg)
+        _COMPILED.clear()  # keep one: envs hold MuJoCo batches and compiled programs
+        _COMPILED[key] = (env, *make_trainer(cfg, env, total_updates, data_mesh()))
+    return _COMPILED[key]
+
+
+def _to_device(carry, backend: str):
+    """Restored numpy carry -> jax arrays for the learner (and for the env state on mjx)."""
+    import jax
+    import jax.numpy as jnp
+
+    from musclerl.rl.ppo import Carry
+
+    env_state = None if backend == "cpu" else jax.tree_util.tree_map(jnp.asarray, carry.env_state)
+    return Carry(
+        jax.tree_util.tree_map(jnp.asarray, carry.train),
+        env_state,
+        jax.tree_util.tree_map(jnp.asarray, carry.episodes),
+    )
+
+
+def _checkpointed(carry, backend: str):
+    """What a checkpoint stores: the whole carry on mjx; without the env state on cpu."""
+    return carry._replace(env_state=None) if backend == "cpu" else carry
+
+
+def _comparable(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a config a resume must not change (everything but the run length and logging)."""
+    out = {k: v for k, v in cfg.items() if k not in ("log", "checkpoint")}
+    out["ppo"] = {k: v for k, v in cfg["ppo"].items() if k != "total_env_steps"}
+    return out
+
+
+def train(
+    cfg: dict[str, Any],
+    out_dir: str | os.PathLike,
+    resume: bool = False,
+    stop_after_updates: int | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Train per ``cfg`` into ``out_dir``; returns the summary dict (also in ``summary.json``).
+
+    ``stop_after_updates`` ends the loop early, like a kill (no extra checkpoint, no export): used
+    to interrupt runs deterministically in tests.
+    """
+    import jax
+
+    from musclerl.rl.checkpoint import Checkpointer
+    from musclerl.rl.export import export_policy
+    from musclerl.rl.logging import RunLogger
+    from musclerl.rl.ppo import data_mesh
+
+    maybe_init_distributed()
+    if cfg["backend"] == "cpu" and jax.process_count() > 1:
+        raise InputError("backend", "multi-host training needs the mjx backend (cpu physics is per host)")
+    out_dir = Path(out_dir)
+    is_main = jax.process_index() == 0
+    total_updates = num_updates(cfg)
+    ppo_cfg = cfg["ppo"]
+    steps_per_update = ppo_cfg["num_envs"] * ppo_cfg["rollout_steps"]
+    mesh = data_mesh()
+    if ppo_cfg["num_envs"] % mesh.size:
+        raise InputError(
+            "ppo.num_envs", f"{ppo_cfg['num_envs']} environments do not split over {mesh.size} devices"
+        )
+
+    ckpt_dir = out_dir / "checkpoints"
+    if not resume and ckpt_dir.is_dir() and any(p.name.isdigit() for p in ckpt_dir.iterdir()):
+        raise InputError(
+            out_dir, "already holds checkpoints; pass --resume to continue or choose another --out"
+        )
+    t0 = time.perf_counter()
+    env, learner, init, update_step, after_checkpoint = _compiled(cfg, total_updates)
+    carry = init(jax.random.PRNGKey(cfg["seed"]))
+    checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
+    start = 0
+    if resume:
+        restored, meta = checkpointer.restore(_checkpointed(carry, cfg["backend"]))
+        if _comparable(meta["config"]) != _comparable(cfg):
+            raise InputError(
+                ckpt_dir,
+                "the checkpoint was written with a different config (only ppo.total_env_steps, "
+                "log and checkpoint settings may change on --resume)",
+            )
+        start = int(meta["update"])
+        carry = after_checkpoint(_to_device(restored, cfg["backend"]), start)
+    if is_main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_path(out_dir / "config.yaml") as tmp:
+            tmp.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    logger = (
+        RunLogger(
+            out_dir,
+            total_updates,
+            steps_per_update,
+            start_update=start,
+            progress=cfg["log"]["progress"] and not quiet and is_main,
+        )
+        if is_main
+        else None
+    )
+    setup_s = time.perf_counter() - t0
+    last = min(total_updates, stop_after_updates) if stop_after_updates else total_updates
+    train_t0 = time.perf_counter()
+    metrics = None
+    for update in range(start + 1, last + 1):
+        carry, metrics = update_step(carry)
+        if logger is not None and (update % cfg["log"]["every_updates"] == 0 or update == last):
+            logger.log(update, jax.device_get(metrics))
+        if update % cfg["checkpoint"]["every_updates"] == 0 or update == total_updates:
+            checkpointer.save(
+                update,
+                _checkpointed(carry, cfg["backend"]),
+                {"config": cfg, "update": update, "env_steps": update * steps_per_update},
+            )
+            carry = after_checkpoint(carry, update)
+    train_s = time.perf_counter() - train_t0
+    checkpointer.close()
+    summary: dict[str, Any] = {
+        "updates": last,
+        "total_updates": total_updates,
+        "env_steps": last * steps_per_update,
+        "resumed_from_update": start,
+        "setup_s": setup_s,
+        "train_s": train_s,
+        "env_steps_per_s": (last - start) * steps_per_update / max(train_s, 1e-9),
+        "devices": jax.device_count(),
+        "backend": cfg["backend"],
+        "model": cfg["model"],
+        "paths": {
+            "run": str(out_dir),
+            "checkpoints": str(ckpt_dir),
+            "policy": str(out_dir / "policy"),
+            "tensorboard": str(out_dir / "tb"),
+            "summary": str(out_dir / "summary.json"),
+            "curves": str(out_dir / "curves.png"),
+        },
+    }
+    if stop_after_updates is not None and last < total_updates:
+        return summary
+    if is_main:
+        export_policy(
+            out_dir / "policy",
+            cfg,
+            carry.train,
+            env.observation_size,
+            env.action_size,
+            extra={
+                "model": cfg["model"],
+                "motion": cfg["motion"],
+                "updates": last,
+                "env_steps": last * steps_per_update,
+            },
+        )
+        summary = logger.close(summary)
+    return summary

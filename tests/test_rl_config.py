@@ -1,0 +1,69 @@
+"""Config defaults, YAML inheritance and overlays, key=value overrides, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from musclerl.errors import InputError
+from musclerl.rl.config import CONFIG_DIR, DEFAULTS, load_config, num_updates
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_inheritance_overlay_and_overrides(tmp_path):
+    _write(tmp_path / "base.yaml", "seed: 3\nppo: {num_envs: 8, gamma: 0.9}\nenv: {horizon: 100}\n")
+    child = _write(tmp_path / "child.yaml", "base: base.yaml\nppo: {gamma: 0.95}\nenv: {substeps: 4}\n")
+    overlay = _write(tmp_path / "overlay.yaml", "network: {layer_norm: true}\n")
+    cfg = load_config(
+        [child, overlay], ["ppo.num_envs=16", "env.obs.goal_frames=3", "network.policy_hidden=[64, 32]"]
+    )
+    assert cfg["seed"] == 3
+    assert cfg["ppo"]["num_envs"] == 16 and cfg["ppo"]["gamma"] == 0.95
+    assert cfg["ppo"]["rollout_steps"] == DEFAULTS["ppo"]["rollout_steps"]
+    assert cfg["env"] == {"horizon": 100, "substeps": 4, "obs": {"goal_frames": 3}}
+    assert cfg["network"]["layer_norm"] is True and cfg["network"]["policy_hidden"] == [64, 32]
+
+
+@pytest.mark.parametrize(
+    "text,override,match",
+    [
+        ("ppo: {num_env: 8}\n", None, "unknown config key 'ppo.num_env'"),
+        ("ppo: [1, 2]\n", None, "'ppo' must be a mapping"),
+        ("ppo: {num_envs: 0}\n", None, "positive integer"),
+        ("backend: gpu\n", None, "backend must be"),
+        ("network: {activation: sine}\n", None, "network.activation"),
+        ("optimizer: {name: sgd}\n", None, "optimizer.name"),
+        ("ppo: {num_envs: 3, rollout_steps: 3, num_minibatches: 4}\n", None, "divisible"),
+        ("seed: 1\n", "ppo.nope=3", "unknown config key 'ppo.nope'"),
+        ("seed: 1\n", "ppo.num_envs", "key=value"),
+        ("seed: 1\n", "ppo.num_envs=[1", "valid YAML"),
+        ("- a\n- b\n", None, "must be a mapping"),
+        ("ppo: {num_envs: 8\n", None, "malformed YAML"),
+        ("base: missing.yaml\n", None, "not found"),
+        ("base: self.yaml\n", None, "loops back"),
+    ],
+)
+def test_bad_configs_raise_one_line_input_error(tmp_path, text, override, match):
+    path = _write(tmp_path / "self.yaml", text)
+    with pytest.raises(InputError, match=match) as info:
+        load_config(path, [override] if override else [])
+    assert "\n" not in str(info.value)
+
+
+def test_missing_config_file():
+    with pytest.raises(InputError, match="config file not found"):
+        load_config("/nonexistent/cfg.yaml")
+
+
+@pytest.mark.parametrize("name", ["demo.yaml", "myolegs_walk.yaml", "fullbody_gpu.yaml", "tiny.yaml"])
+def test_shipped_configs_load(name):
+    cfg = load_config(CONFIG_DIR / name)
+    assert num_updates(cfg) >= 1
+    from musclerl.envs import EnvConfig
+
+    EnvConfig.from_dict(cfg["env"])

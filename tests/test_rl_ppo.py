@@ -1,0 +1,167 @@
+"""PPO math: GAE with truncation bootstrapping, clipped losses, running statistics, squashing."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from musclerl.rl import networks, ppo
+from musclerl.rl import normalization as norm
+from musclerl.rl.config import load_config
+
+
+def _gae_reference(reward, value, next_value, done, terminated, gamma, lam):
+    """Plain-python GAE over one env (T,) arrays, written from the definition."""
+    T = len(reward)
+    adv = np.zeros(T)
+    running = 0.0
+    for t in reversed(range(T)):
+        bootstrap = 0.0 if terminated[t] else next_value[t]
+        delta = reward[t] + gamma * bootstrap - value[t]
+        running = delta + gamma * lam * (0.0 if done[t] else running)
+        adv[t] = running
+    return adv
+
+
+def _traj(reward, value, next_value, done, terminated):
+    col = lambda x, dt=jnp.float32: jnp.asarray(np.asarray(x)[:, None], dt)  # noqa: E731
+    T = len(reward)
+    return ppo.Transition(
+        obs=jnp.zeros((T, 1, 1)),
+        action=jnp.zeros((T, 1, 1)),
+        log_prob=jnp.zeros((T, 1)),
+        value=col(value),
+        reward=col(reward),
+        done=col(done, bool),
+        terminated=col(terminated, bool),
+        next_value=col(next_value),
+    )
+
+
+def test_gae_matches_definition_with_truncation_and_termination():
+    rng = np.random.default_rng(0)
+    T = 12
+    reward, value, next_value = rng.normal(size=T), rng.normal(size=T), rng.normal(size=T)
+    done = np.zeros(T, bool)
+    terminated = np.zeros(T, bool)
+    done[[3, 7]] = True
+    terminated[7] = True  # step 3 is a time-limit truncation, step 7 a true termination
+    adv, ret = ppo.gae(_traj(reward, value, next_value, done, terminated), 0.97, 0.9)
+    expected = _gae_reference(reward, value, next_value, done, terminated, 0.97, 0.9)
+    np.testing.assert_allclose(np.asarray(adv)[:, 0], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(ret)[:, 0], expected + value, rtol=1e-5, atol=1e-6)
+
+
+def test_truncation_bootstraps_from_terminal_value_but_termination_does_not():
+    # One step episodes: reward 1, V(s)=0. A truncated step's target is 1 + gamma * V(terminal_obs).
+    traj = _traj([1.0, 1.0], [0.0, 0.0], [5.0, 5.0], [True, True], [False, True])
+    adv, _ = ppo.gae(traj, 0.5, 0.95)
+    np.testing.assert_allclose(np.asarray(adv)[:, 0], [1.0 + 0.5 * 5.0, 1.0])
+
+
+def test_clipped_policy_loss_and_value_loss_by_hand():
+    cfg = load_config(None, ["ppo.normalize_advantages=false", "ppo.ent_coef=0.0"])
+    mean = jnp.array([[0.0], [0.0]])
+    apply_fn = lambda params, obs: (mean, params["log_std"], params["v"])  # noqa: E731
+    params = {"log_std": jnp.zeros(1), "v": jnp.array([1.0, -1.0])}
+    u = jnp.array([[0.0], [0.0]])
+    logp_now = networks.gaussian_log_prob(u, mean, jnp.zeros(1))
+    # old log-probs such that the ratios are 1.5 (clipped to 1.2) and 0.5 (clipped to 0.8)
+    old = logp_now - jnp.log(jnp.array([1.5, 0.5]))
+    batch = ppo.Batch(
+        obs=jnp.zeros((2, 1)),
+        action=u,
+        log_prob=old,
+        value=jnp.array([0.0, 0.0]),
+        advantage=jnp.array([2.0, -1.0]),
+        target=jnp.array([0.5, 0.0]),
+    )
+    loss, aux = ppo.ppo_loss(params, apply_fn, batch, cfg["ppo"])
+    # policy: -mean(min(1.5*2, 1.2*2), min(0.5*-1, 0.8*-1)) = -mean(2.4, -0.8) = -0.8
+    np.testing.assert_allclose(aux["loss/policy"], -0.8, rtol=1e-5)
+    # value: new values 1 and -1 move more than eps=0.2 from old 0 -> max(unclipped, clipped) errors
+    v_err = [max((1 - 0.5) ** 2, (0.2 - 0.5) ** 2), max(1.0, 0.2**2)]
+    np.testing.assert_allclose(aux["loss/value"], 0.5 * np.mean(v_err), rtol=1e-5)
+    np.testing.assert_allclose(loss, -0.8 + 0.5 * 0.5 * np.mean(v_err), rtol=1e-5)
+    np.testing.assert_allclose(aux["loss/clip_frac"], 1.0)
+
+
+def test_gaussian_log_prob_and_entropy_match_scipy():
+    from scipy import stats
+
+    u, mean, log_std = np.array([0.3, -1.0]), np.array([0.1, 0.2]), np.array([-0.5, 0.4])
+    expected = stats.norm(mean, np.exp(log_std)).logpdf(u).sum()
+    np.testing.assert_allclose(networks.gaussian_log_prob(u, mean, log_std), expected, rtol=1e-5)
+    np.testing.assert_allclose(
+        networks.gaussian_entropy(log_std), stats.norm(mean, np.exp(log_std)).entropy().sum(), rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("kind", ["sigmoid", "clip"])
+def test_squash_maps_into_unit_interval(kind):
+    u = jnp.linspace(-10, 10, 101)
+    a = np.asarray(networks.squash(u, kind))
+    assert a.min() >= 0.0 and a.max() <= 1.0
+    assert np.all(np.diff(a) >= 0)
+
+
+def test_running_stats_match_numpy_over_batches():
+    rng = np.random.default_rng(1)
+    chunks = [rng.normal(loc=3.0, scale=2.0, size=(n, 4)) for n in (7, 50, 1, 13)]
+    stats = norm.RunningStats.create(4)
+    for c in chunks:
+        stats = norm.update(stats, jnp.asarray(c))
+    allx = np.concatenate(chunks)
+    np.testing.assert_allclose(stats.mean, allx.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(stats.var, allx.var(0), rtol=1e-4)
+    z = norm.normalize(stats, jnp.asarray(allx), clip=5.0)
+    np.testing.assert_allclose(np.asarray(z).mean(0), 0.0, atol=1e-4)
+    assert float(jnp.max(jnp.abs(norm.normalize(stats, jnp.full((1, 4), 1e6), clip=5.0)))) == 5.0
+
+
+def test_network_options_and_learnable_log_std():
+    cfg = load_config(
+        None,
+        [
+            "network.layer_norm=true",
+            "network.activation=relu",
+            "network.policy_hidden=[8,4]",
+            "network.init_log_std=-0.7",
+        ],
+    )
+    net = networks.make_network(cfg["network"], action_size=3)
+    params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 5)))
+    mean, log_std, value = net.apply(params, jnp.ones((2, 5)))
+    assert mean.shape == (2, 3) and value.shape == (2,)
+    np.testing.assert_allclose(log_std, -0.7)
+    names = jax.tree_util.tree_map_with_path(lambda p, _: jax.tree_util.keystr(p), params)
+    assert any("LayerNorm" in n for n in jax.tree_util.tree_leaves(names))
+    # log_std gets a gradient
+    grad = jax.grad(
+        lambda p: networks.gaussian_log_prob(jnp.ones((1, 3)), *net.apply(p, jnp.ones((1, 5)))[:2]).sum()
+    )(params)
+    assert float(jnp.abs(grad["params"]["log_std"]).sum()) > 0
+
+
+@pytest.mark.parametrize("name,schedule", [("adam", "linear"), ("adamw", "cosine"), ("muon", "constant")])
+def test_optimizers_and_schedules(name, schedule):
+    cfg = load_config(
+        None,
+        [
+            f"optimizer.name={name}",
+            f"optimizer.schedule={schedule}",
+            "optimizer.warmup_updates=2",
+            "optimizer.final_fraction=0.1",
+        ],
+    )
+    tx, sched = ppo.make_optimizer(cfg, total_steps=10)
+    assert float(sched(0)) == 0.0  # warm-up starts at zero
+    np.testing.assert_allclose(float(sched(2)), 3e-4, rtol=1e-5)
+    if schedule != "constant":
+        np.testing.assert_allclose(float(sched(10)), 3e-5, rtol=1e-4)
+    params = {"w": jnp.ones((4, 3)), "b": jnp.ones(3)}
+    state = tx.init(params)
+    updates, _ = tx.update({"w": jnp.full((4, 3), 100.0), "b": jnp.ones(3)}, state, params)
+    assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(updates))
