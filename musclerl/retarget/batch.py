@@ -2,7 +2,8 @@
 
 A trial whose output ``.npz`` already exists is skipped (its report, when present, still enters
 the summary), so an interrupted batch resumes where it stopped. Trials run in a process pool
-(``jobs`` processes; each calibrates the subject model once — the static trial is shared) with a
+(``jobs`` processes, started with ``spawn``; each trial calibrates the subject model from the shared
+static trial) with a
 tqdm progress bar. Failures on bad input are recorded per trial and do not stop the batch.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import json
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -102,7 +104,9 @@ def run_batch(trials: list[TrialPaths], options, jobs: int = 1, progress: bool =
             rows[paths.trc] = _run_one(paths, options)
             bar.update()
     else:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+        # spawn, not fork: the parent may hold JAX/XLA threads, which do not survive a fork
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             futures = {pool.submit(_run_one, paths, options): paths for paths in todo}
             for future in concurrent.futures.as_completed(futures):
                 rows[futures[future].trc] = future.result()

@@ -29,6 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="plain weighted least squares (no second pass down-weighting markers the model cannot follow)",
     )
+    parser.add_argument(
+        "--solver",
+        choices=("sequential", "batched"),
+        default="sequential",
+        help="sequential: frame by frame on MuJoCo C, warm-started (default, no compile); batched: the "
+        "whole clip in one JAX solve (musclerl.retarget.solver; minutes of compile on a CPU)",
+    )
     parser.add_argument("--out", required=True, help="output Trajectory .npz (a folder for many trials)")
     parser.add_argument(
         "--mot",
@@ -80,6 +87,7 @@ def _options(args: argparse.Namespace):
         start_s=args.start,
         end_s=args.end,
         robust=not args.no_robust,
+        solver=args.solver,
     )
 
 

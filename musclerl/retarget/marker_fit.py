@@ -112,8 +112,8 @@ class PoseFit:
         weights: np.ndarray,
         coordinate_targets: dict[str, tuple[float | None, float]] | None = None,
         posture_weight: float = 1e-8,
-        max_iterations: int = 60,
-        tolerance: float = 1e-9,
+        max_iterations: int = 100,
+        tolerance: float = 1e-7,
         locked_dofs: tuple[int, ...] = (),
     ):
         self.model = model

@@ -23,8 +23,9 @@ Fields (T frames, all lengths in metres, world frame Z up):
     mean horizontal speed of foot geoms over the frames they are in stance (stance from speed and
     height, :func:`musclerl.retarget.contact.detect_contacts`).
 ``tendon_jump_frac``
-    fraction of (frame step, tendon) pairs whose length changes by more than
-    ``max(5 mm, 6 x that tendon's median per-frame change)``: a path jumping across a wrap.
+    fraction of frames where some muscle path length changed by more than 5 % of its length since
+    the previous frame (:func:`musclerl.retarget.constraints.tendon_jumps`): a path jumping
+    across a wrap.
 ``terrain``
     :func:`musclerl.retarget.terrain.terrain_summary`, or ``{"kind": "flat", "height_m": 0}``.
 """
@@ -39,14 +40,14 @@ import numpy as np
 
 from musclerl.fileio import atomic_path
 from musclerl.motion.trajectory import Terrain
+from musclerl.retarget.constraints import muscle_tendon_ids, tendon_jumps
 from musclerl.retarget.contact import detect_contacts
 from musclerl.retarget.marker_fit import joint_couplings
 from musclerl.retarget.terrain import terrain_summary
 
 PENETRATION_TOLERANCE_M = 1e-3
 LIMIT_TOLERANCE = 1e-6
-TENDON_JUMP_MIN_M = 5e-3
-TENDON_JUMP_MEDIAN_FACTOR = 6.0
+TENDON_JUMP_FRAC = 0.05
 
 
 def geom_lowest_z(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray) -> np.ndarray:
@@ -159,9 +160,7 @@ def quality_report(
 
     jump_frac = 0.0
     if n >= 2 and model.ntendon:
-        step = np.abs(np.diff(tendon_len, axis=0))
-        limit = np.maximum(TENDON_JUMP_MIN_M, TENDON_JUMP_MEDIAN_FACTOR * np.median(step, axis=0))
-        jump_frac = float((step > limit).mean())
+        jump_frac = float(tendon_jumps(tendon_len[:, muscle_tendon_ids(model)], TENDON_JUMP_FRAC).mean())
 
     report: dict = {"frames": int(n), "rate_hz": float(rate_hz)}
     report["fps"] = float(n / solve_seconds) if solve_seconds else None
