@@ -201,7 +201,9 @@ def run(args: argparse.Namespace) -> int:
     valid = np.isfinite(result.moments) & grf_valid[:, None]
     torque = np.where(valid, result.moments / mass_kg, np.nan)
     _, angles = qpos_to_coordinates(model, qpos, coords)
-    joint_angle = np.hstack([qpos_to_pelvis(model, qpos), angles])
+    has_pelvis = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0
+    pelvis_cols = PELVIS_COLUMNS if has_pelvis else ()
+    joint_angle = np.hstack([qpos_to_pelvis(model, qpos), angles]) if has_pelvis else angles
 
     weight_n = mass_kg * STANDARD_GRAVITY
     if loads is not None:
@@ -234,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
         timestep=float(np.median(np.diff(time_s))),
         time_sec=time_s - time_s[0],
         joint_angle=joint_angle,
-        joint_angle_columns=(*PELVIS_COLUMNS, *coords),
+        joint_angle_columns=(*pelvis_cols, *coords),
         joint_torque=torque,
         joint_torque_columns=torque_cols,
         joint_torque_valid=valid,

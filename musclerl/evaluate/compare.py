@@ -107,7 +107,7 @@ def activation_series(rec: Recording, table, offset_s: float = 0.0) -> list[Seri
         refcol = np.asarray(table.data[:, j], dtype=float)
         out.append(
             Series(
-                "activation", column, "1", np.asarray(table.time_s, float), sim, refcol, np.isfinite(refcol)
+                "activation", column, "0-1", np.asarray(table.time_s, float), sim, refcol, np.isfinite(refcol)
             )
         )
     return out
@@ -135,7 +135,7 @@ def emg_series(
         sim = rec.activation[:, [rec.muscles.index(m) for m in muscles]].mean(axis=1)
         ref = resample(time_s, envelopes[:, c], sim_t)
         label = f"{channel} ({'+'.join(muscles)})"
-        out.append(Series("emg", label, "1", sim_t, sim, ref, np.isfinite(ref)))
+        out.append(Series("emg", label, "0-1", sim_t, sim, ref, np.isfinite(ref)))
     return out
 
 

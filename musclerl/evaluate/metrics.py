@@ -49,13 +49,16 @@ def rmse(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None) -> f
 
 
 def normalised_rmse(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None) -> float:
-    """RMSE divided by the reference's range (max - min) over the usable samples."""
+    """RMSE divided by the reference's range (max - min) over the usable samples; NaN if it is flat."""
     m = usable(sim, ref, valid)
     if m.sum() < MIN_SAMPLES:
         return float("nan")
     r = np.asarray(ref, dtype=float)[m]
     span = float(r.max() - r.min())
-    return rmse(sim, ref, m) / span if span > 0 else float("nan")
+    # a (numerically) constant reference has no scale to normalise by
+    if span <= 1e-9 + 1e-6 * float(np.abs(r).max()):
+        return float("nan")
+    return rmse(sim, ref, m) / span
 
 
 def pearson_r(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None) -> float:
