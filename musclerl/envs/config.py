@@ -116,6 +116,10 @@ class EnvConfig:
 
     substeps: int = 5
     horizon: int = 1000
+    # "model" keeps the MJCF's integrator; "euler" / "implicitfast" override it. MJX's implicitfast
+    # leaves out the muscle force-velocity derivative that MuJoCo C's includes, so on models with
+    # muscles the two backends only step identically with "euler" (myolegs uses Euler already).
+    integrator: str = "model"
     sites: list[str] = dataclasses.field(default_factory=list)  # tracked sites; [] = one per jointed body
     foot_bodies: list[str] = dataclasses.field(
         default_factory=list
@@ -163,6 +167,10 @@ class EnvConfig:
         need(
             0 < self.sampling.adaptive_ema <= 1 and 0 <= self.sampling.adaptive_floor <= 1,
             "sampling.adaptive_ema must be in (0, 1] and adaptive_floor in [0, 1]",
+        )
+        need(
+            self.integrator in ("model", "euler", "implicitfast"),
+            f"integrator must be 'model', 'euler' or 'implicitfast', got '{self.integrator}'",
         )
         need(self.mjx.impl in ("jax", "warp"), f"mjx.impl must be 'jax' or 'warp', got '{self.mjx.impl}'")
 

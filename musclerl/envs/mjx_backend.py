@@ -12,6 +12,7 @@ about 1e-4 relative on a single step (see tests/test_envs_backends.py).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
@@ -29,6 +30,13 @@ class MjxPhysics:
 
     def __init__(self, world: World, impl: str = "jax"):
         self.world = world
+        if world.model.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST and world.model.nu:
+            warnings.warn(
+                "MJX's implicitfast integrator leaves out the muscle force-velocity derivative that "
+                "MuJoCo C includes: cpu and mjx dynamics differ; set integrator: euler in the env "
+                "config for identical stepping",
+                stacklevel=3,
+            )
         self.model = mjx.put_model(world.model, impl=impl)
         self._template = mjx.make_data(self.model)
         self._site_ids = jnp.asarray(world.site_ids)

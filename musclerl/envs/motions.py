@@ -30,10 +30,6 @@ def sine_gait(
     n = max(int(round(duration_s * rate_hz)), 2)
     t = np.arange(n) / rate_hz
     qpos = np.tile(model.qpos0, (n, 1))
-    data = mujoco.MjData(model)
-    mujoco.mj_forward(model, data)
-    lowest = min(float(data.xpos[b, 2]) for b in range(1, model.nbody))
-    qpos[:, 2] = model.qpos0[2] - min(lowest, 0.0) + 0.0
     qpos[:, 0] += speed_mps * t
     for j in range(1, model.njnt):
         if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
@@ -51,6 +47,7 @@ def sine_gait(
         qpos[:, adr] = centre + amplitude_rad * np.sin(
             2 * np.pi * t / period_s + phase_rad + side * np.pi / 2
         )
+    _lift_out_of_floor(model, qpos)
     qvel = finite_difference_qvel(model, qpos, rate_hz)
     return Trajectory(
         qpos=qpos,
@@ -80,3 +77,16 @@ def sine_dataset(
         for c in range(num_clips)
     ]
     return concatenate(clips)
+
+
+def _lift_out_of_floor(model: mujoco.MjModel, qpos: np.ndarray) -> None:
+    """Raise the root of every frame (in place) so no collision geom penetrates the floor."""
+    data = mujoco.MjData(model)
+    for t in range(qpos.shape[0]):
+        for _ in range(3):
+            data.qpos[:] = qpos[t]
+            mujoco.mj_forward(model, data)
+            depth = max([-data.contact.dist[i] for i in range(data.ncon)] + [0.0])
+            if depth <= 1e-5:
+                break
+            qpos[t, 2] += depth + 1e-4

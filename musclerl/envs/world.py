@@ -43,7 +43,13 @@ class World:
     terrain: Terrain | None
 
 
-def build_world(model_name: str, sites: list[str], foot_bodies: list[str], terrain: Terrain | None) -> World:
+def build_world(
+    model_name: str,
+    sites: list[str],
+    foot_bodies: list[str],
+    terrain: Terrain | None,
+    integrator: str = "model",
+) -> World:
     spec = load_spec(model_name)
     model0 = compile_spec(spec, model_name)
     if model0.njnt == 0 or model0.jnt_type[0] != mujoco.mjtJoint.mjJNT_FREE:
@@ -62,6 +68,11 @@ def build_world(model_name: str, sites: list[str], foot_bodies: list[str], terra
             site_names.append(name)
     if terrain is not None:
         _add_terrain(spec, terrain)
+    if integrator != "model":
+        spec.option.integrator = {
+            "euler": mujoco.mjtIntegrator.mjINT_EULER,
+            "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+        }[integrator]
     model = compile_spec(spec, model_name)
 
     site_ids = []
