@@ -169,13 +169,18 @@ def test_reference_cli_end_to_end(gait2354, tmp_path):
     "extra, message",
     [
         (["--grf", "GRF"], "give both"),
+        (["--loads", "NODATA"], "datafile"),
         (["--sign", "knee_angle_r=2"], "--sign"),
         (["--mass", "-3"], "--mass"),
     ],
 )
 def test_reference_cli_bad_input(gait2354, tmp_path, capsys, extra, message):
     out = tmp_path / "ref.npz"
-    extra = [str(gait2354 / "subject01_walk1_grf.mot") if e == "GRF" else e for e in extra]
+    nodata = tmp_path / "loads.xml"
+    text = (gait2354 / "subject01_walk1_grf.xml").read_text()
+    nodata.write_text(text.replace("<datafile> subject01_walk1_grf.mot </datafile>", ""))
+    paths = {"GRF": str(gait2354 / "subject01_walk1_grf.mot"), "NODATA": str(nodata)}
+    extra = [paths.get(e, e) for e in extra]
     rc = main(
         [
             "reference",

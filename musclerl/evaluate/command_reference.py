@@ -25,7 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("motion", help="Trajectory .npz or coordinates .mot (degrees, OpenSim names)")
     parser.add_argument("--model", default="myolegs")
     parser.add_argument("--grf", help="ground reaction forces .mot")
-    parser.add_argument("--loads", help="OpenSim ExternalLoads .xml naming the bodies the GRFs act on")
+    parser.add_argument(
+        "--loads",
+        help="OpenSim ExternalLoads .xml naming the bodies the GRFs act on (its <datafile> is used "
+        "when --grf is not given)",
+    )
     parser.add_argument("--mass", type=float, help="subject mass in kg (default: model mass)")
     parser.add_argument(
         "--lowpass-hz",
@@ -161,8 +165,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix != ".npz":
         raise InputError(out, "--out must end in .npz")
-    if bool(args.grf) != bool(args.loads):
-        raise InputError("--grf/--loads", "give both the GRF .mot and the ExternalLoads .xml, or neither")
+    if args.grf and not args.loads:
+        raise InputError(
+            "--grf", "give both the GRF .mot and the ExternalLoads .xml (--loads) naming its bodies"
+        )
     if args.mass is not None and not (np.isfinite(args.mass) and args.mass > 0):
         raise InputError("--mass", f"must be a positive number of kg, got {args.mass}")
     model = load_model(args.model)
@@ -172,8 +178,12 @@ def run(args: argparse.Namespace) -> int:
 
     loads = None
     grf_valid = np.ones(len(time_s), dtype=bool)
-    if args.grf:
-        forces, _ = idyn.read_external_loads(args.loads)
+    if args.loads:
+        forces, datafile = idyn.read_external_loads(args.loads)
+        if not args.grf:
+            if not datafile or datafile == "Unassigned":
+                raise InputError(args.loads, "names no <datafile>; give the GRF file with --grf")
+            args.grf = str(Path(args.loads).parent / datafile)
         for f in forces:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.body) < 0:
                 raise InputError(
@@ -187,6 +197,11 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(args.grf, "GRF time range does not overlap the motion")
         if not grf_valid.all():
             notes.append(f"{int((~grf_valid).sum())} frames outside the GRF time range marked invalid")
+    else:
+        notes.append(
+            "no ground reaction forces given: moments assume no external load (the ground's push appears "
+            "as root residual), so stance-phase moments are not physiological"
+        )
     result = idyn.inverse_dynamics(model, qpos, time_s, coords, loads)
     rms_res = np.sqrt(np.mean(result.residual**2, axis=0))
     notes.append(
