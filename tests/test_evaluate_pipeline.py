@@ -93,6 +93,10 @@ def test_compare_plots_report(recording, tiny_reference, tmp_path):
     np.testing.assert_allclose(flipped[0].ref, -s0.ref)
     angles = compare.angle_series(rec, ref)
     assert {"hip_flexion_r", "pelvis_tilt"} <= {s.name for s in angles}
+    summary = compare.tracking_summary([rec, rec])
+    assert summary["episodes"] == 2 and summary["frames"] == 2 * rec.num_frames
+    assert summary["success_rate"] == (0.0 if rec.early_termination else 1.0)
+    assert summary["mpjpe_global_m"] == pytest.approx(rec.mpjpe_m.mean())
     rows = report.rows(compare.series_metrics(torques + angles), {})
     assert len(rows) == len(torques) + len(angles) and all(r["n_valid"] > 0 for r in rows)
     (tmp_path / "plots").mkdir()

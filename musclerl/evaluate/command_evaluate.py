@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clip", type=int, default=0, help="clip of the motion to evaluate")
     parser.add_argument("--max-steps", type=int, help="stop after this many control steps")
     parser.add_argument(
+        "--all-clips",
+        action="store_true",
+        help="tracking metrics (success rate, site error, MPJPE) over one episode per clip; "
+        "torque/activation comparisons still use --clip",
+    )
+    parser.add_argument(
         "--time-offset-s", type=float, default=0.0, help="reference time = simulation clip time + this offset"
     )
     parser.add_argument("--max-lag-s", type=float, default=0.1, help="window for the best-lag search")
@@ -69,7 +75,7 @@ def _strikes(text: str | None) -> np.ndarray | None:
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.envs.tracking import TrackingEnv
-    from musclerl.evaluate import compare, metrics, plots, report
+    from musclerl.evaluate import compare, plots, report
     from musclerl.evaluate.rollout import rollout
     from musclerl.fileio import atomic_path
     from musclerl.motion.trajectory import Trajectory
@@ -108,24 +114,17 @@ def run(args: argparse.Namespace) -> int:
             f"policy expects obs {policy.obs_size}/actions {policy.action_size} but "
             f"the environment has {env.observation_size}/{env.action_size} (other model/config?)",
         )
-    rec = rollout(
-        env,
-        lambda obs: policy.act(obs, deterministic=True),
-        clip=args.clip,
-        max_steps=args.max_steps,
-        progress=True,
-    )
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        return policy.act(obs, deterministic=True)
+
+    rec = rollout(env, act, clip=args.clip, max_steps=args.max_steps, progress=True)
     notes: list[str] = []
-    tracking = {
-        "frames": rec.num_frames,
-        "duration_s": float(rec.time_s[-1] - rec.time_s[0]),
-        "early_termination": rec.early_termination,
-        "success_rate": metrics.success_rate(np.array([rec.early_termination])),
-        "mean_site_error_m": float(np.nanmean(rec.site_err_m)) if rec.site_err_m.size else float("nan"),
-        "mpjpe_global_m": float(np.nanmean(rec.mpjpe_m)),
-        "mpjpe_root_relative_m": float(np.nanmean(rec.mpjpe_local_m)),
-        "model_mass_kg": rec.model_mass_kg,
-    }
+    recordings = [rec]
+    if args.all_clips:
+        others = [c for c in range(traj.num_clips) if c != args.clip]
+        recordings += [rollout(env, act, clip=c, max_steps=args.max_steps) for c in others]
+    tracking = compare.tracking_summary(recordings)
     groups: dict[str, list[compare.Series]] = {}
     if ref is not None:
         groups["torque"] = compare.torque_series(rec, ref, args.time_offset_s, signs)

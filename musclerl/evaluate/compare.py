@@ -202,3 +202,23 @@ def cycle_comparisons(
         sim_cycles = normalise_cycles(s.time_s, s.sim, sim_strikes_s, tolerance)
         out.append(CycleComparison(s, sim_cycles, ref_cycles))
     return out
+
+
+def tracking_summary(recordings: list[Recording]) -> dict[str, float]:
+    """MuscleMimic/PHC-style tracking metrics over episodes (one :class:`Recording` each).
+
+    success_rate: fraction without early termination; mean_site_error_m, mpjpe_global_m and
+    mpjpe_root_relative_m: means over all recorded frames of all episodes.
+    """
+    err = np.concatenate([r.site_err_m.reshape(-1) for r in recordings])
+    return {
+        "episodes": len(recordings),
+        "frames": int(sum(r.num_frames for r in recordings)),
+        "duration_s": float(sum(r.time_s[-1] - r.time_s[0] for r in recordings)),
+        "early_terminations": int(sum(r.early_termination for r in recordings)),
+        "success_rate": metrics.success_rate(np.array([r.early_termination for r in recordings])),
+        "mean_site_error_m": float(np.nanmean(err)) if err.size else float("nan"),
+        "mpjpe_global_m": float(np.nanmean(np.concatenate([r.mpjpe_m for r in recordings]))),
+        "mpjpe_root_relative_m": float(np.nanmean(np.concatenate([r.mpjpe_local_m for r in recordings]))),
+        "model_mass_kg": recordings[0].model_mass_kg,
+    }
