@@ -96,11 +96,12 @@ SOURCE_LANDMARKS: dict[str, dict[str, str]] = {
         "trunk": "neck",
     },
 }
-#: Source keypoints whose speed and height decide foot contact, per side, and the model sole
-#: point each one's flag is given to: (source keypoint, sole point).
-CONTACT_KEYPOINTS: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {
-    "smpl": {s: ((f"{SIDE_WORD[s]}_ankle", "heel"), (f"{SIDE_WORD[s]}_foot", "toe_tip")) for s in SIDES},
-    "deepmimic": {s: ((f"{SIDE_WORD[s]}_heel", "heel"), (f"{SIDE_WORD[s]}_toe", "toe_tip")) for s in SIDES},
+#: Source keypoints whose speed and height decide foot contact, per side, heel first then toe.
+#: The heel keypoint's flag goes to the model's heel sole point, the toe keypoint's to the
+#: forefoot sole points (toe tip, lateral and medial edge).
+CONTACT_KEYPOINTS: dict[str, dict[str, tuple[str, str]]] = {
+    "smpl": {s: (f"{SIDE_WORD[s]}_ankle", f"{SIDE_WORD[s]}_foot") for s in SIDES},
+    "deepmimic": {s: (f"{SIDE_WORD[s]}_heel", f"{SIDE_WORD[s]}_toe") for s in SIDES},
 }
 #: Relative weight of each landmark in the keypoint task (others 1).
 LANDMARK_WEIGHTS = {"trunk": 0.3, **{f"toe_{s}": 0.5 for s in SIDES}}

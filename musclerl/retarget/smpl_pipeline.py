@@ -49,7 +49,8 @@ from musclerl.retarget.ground import (
 from musclerl.retarget.marker_fit import PoseFit, align_root, equality_residual, joint_couplings
 from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 
-SOLE_POINTS = ("heel", "toe_tip")
+#: Sole points per foot; the first takes the source's heel contact, the others its toe contact.
+SOLE_POINTS = ("heel", "toe_tip", "lateral", "medial")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +102,12 @@ def _rest_points(model: mujoco.MjModel, key: str) -> dict[str, np.ndarray]:
 
 def _sole_points(model: mujoco.MjModel, key: str,
                  rest: dict[str, np.ndarray]) -> dict[str, tuple[int, np.ndarray]]:
-    """Back and front of each sole at ``qpos0``: landmark -> (body id, point in body frame)."""
+    """Back and front of each sole at ``qpos0``: landmark -> (body id, point in body frame).
+
+    The points are the rearmost, foremost, outermost and innermost of the geom surface samples
+    within 5 mm of the foot's lowest, dropped onto the lowest level (the model's rest pose stands
+    the foot flat). Four points on the ground hold the foot flat: no pitch, no roll.
+    """
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
     out = {}
@@ -116,11 +122,15 @@ def _sole_points(model: mujoco.MjModel, key: str,
         forward = rest[f"toe_{side}"] - rest[f"ankle_{side}"]
         forward[2] = 0.0
         forward /= np.linalg.norm(forward)
-        along = pts @ forward
-        for name, pick in (("heel", np.argmin), ("toe_tip", np.argmax)):
-            i = np.flatnonzero(low)[pick(along[low])]
+        outward = np.cross([0.0, 0.0, 1.0], forward) * (1.0 if side == "l" else -1.0)
+        along, across = pts @ forward, pts @ outward
+        for name, key_values, pick in (("heel", along, np.argmin), ("toe_tip", along, np.argmax),
+                                       ("lateral", across, np.argmax), ("medial", across, np.argmin)):
+            i = np.flatnonzero(low)[pick(key_values[low])]
             body = int(model.geom_bodyid[surface.geom_ids[surface.owner[i]]])
-            local = data.xmat[body].reshape(3, 3).T @ (pts[i] - data.xpos[body])
+            # On the foot's lowest plane: these points on the ground put no geom below it.
+            point = np.array([pts[i, 0], pts[i, 1], pts[:, 2].min()])
+            local = data.xmat[body].reshape(3, 3).T @ (point - data.xpos[body])
             out[f"{name}_{side}"] = (body, local)
     return out
 
@@ -134,8 +144,8 @@ def _site_ids(model: mujoco.MjModel, names) -> np.ndarray:
     return np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in names], dtype=int)
 
 
-def prepare_model(model_name: str, motion: KeypointMotion,
-                  scale: bool = True) -> tuple[PreparedModel, corr.Correspondence]:
+def prepare_model(model_name: str, motion: KeypointMotion, scale: bool = True,
+                  contact: ContactParams | None = None) -> tuple[PreparedModel, corr.Correspondence]:
     """Scale ``model_name`` to the skeleton of ``motion`` and add landmark and sole sites."""
     key = corr.table_key(model_name)
     kind = corr.source_kind(motion.names)
@@ -177,6 +187,7 @@ def prepare_model(model_name: str, motion: KeypointMotion,
         sites[lm] = (mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, body),
                      np.zeros(3) if local is None else np.asarray(local, dtype=float))
     sites.update(soles)
+    sites.update(_calibrated_toes(scaled, key, kind, motion, rest, contact))
     if trunk_body >= 0 and src["trunk"] in motion.names:
         mid_src = 0.5 * (motion.keypoint(src["hip_l"]) + motion.keypoint(src["hip_r"]))
         height = _median_length(motion.keypoint(src["trunk"]), mid_src)
@@ -196,6 +207,39 @@ def prepare_model(model_name: str, motion: KeypointMotion,
         collision=GeomSurface.of(model, collision_geoms(model)),
     )
     return prepared, corr.correspondence(model_name, kind, motion.names, tuple(sites))
+
+
+def _calibrated_toes(model: mujoco.MjModel, key: str, kind: str, motion: KeypointMotion,
+                     rest: dict[str, np.ndarray], contact: ContactParams | None) -> dict[str, tuple[int, np.ndarray]]:
+    """Toe landmarks placed from the motion's flat-foot stance, as a marker placer would.
+
+    A skeleton's toe joint need not sit on the foot where the model's MTP joint does: SMPL's
+    foot joint lies 25 degrees below the ankle-to-toe line's horizontal, myolegs' MTP 19 degrees.
+    Matching origins would pitch the model's foot on every stance. So the model's ``toe_*``
+    point is put, on the foot in its flat rest pose, at the length and downward angle the
+    source's ankle-to-toe vector has in the frames where the whole foot is planted.
+    """
+    src = corr.SOURCE_LANDMARKS[kind]
+    if kind != "smpl":
+        return {}
+    flags = source_contact_flags(motion, kind, contact or ContactParams())
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    out = {}
+    for f, side in enumerate(corr.SIDES):
+        flat = flags[:, f, 0] & flags[:, f, 1]
+        if flat.sum() < 3 or f"toe_{side}" not in rest:
+            continue
+        d = motion.keypoint(src[f"toe_{side}"])[flat] - motion.keypoint(src[f"ankle_{side}"])[flat]
+        length = float(np.median(np.linalg.norm(d, axis=-1)))
+        drop = float(np.median(np.arctan2(-d[:, 2], np.hypot(d[:, 0], d[:, 1]))))
+        forward = rest[f"toe_{side}"] - rest[f"ankle_{side}"]
+        forward[2] = 0.0
+        forward /= np.linalg.norm(forward)
+        point = rest[f"ankle_{side}"] + length * (np.cos(drop) * forward - np.sin(drop) * np.array([0, 0, 1.0]))
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, corr.FOOT_BODIES[key][side][0])
+        out[f"toe_{side}"] = (body, data.xmat[body].reshape(3, 3).T @ (point - data.xpos[body]))
+    return out
 
 
 def _world(model: mujoco.MjModel, body: int, local: np.ndarray) -> np.ndarray:
@@ -253,7 +297,7 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
                        params: PipelineParams | None = None) -> RetargetResult:
     """Retarget ``motion`` onto ``model_name``; see the module docstring for the steps."""
     params = params or PipelineParams()
-    prepared, match = prepare_model(model_name, motion, scale=params.scale)
+    prepared, match = prepare_model(model_name, motion, scale=params.scale, contact=params.contact)
     model = prepared.model
     kp_sites = [_site_name(lm) for lm in match.landmarks]
     sites = kp_sites + list(prepared.sole_sites)
@@ -266,13 +310,17 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
     fit_q0 = fit.solve(np.concatenate([kp_targets[0], no_sole[0]]), q0).qpos
     q, converged = _solve_frames(fit, np.concatenate([kp_targets, no_sole], axis=1),
                                  np.repeat(fit_q0[None], n, 0), True, "keypoint IK", params.progress)
-    sole_ids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in prepared.sole_sites])
+    sole_ids = _site_ids(model, prepared.sole_sites)
     sole1 = site_positions_m(model, q, sole_ids)
 
     flags = contact_flags(motion, match.source_kind, params.contact)
     terrain = None
     if params.ground and flags.any():
-        patches = support_patches(sole1, flags, prepared.sole_foot, 0.0, params.terrain.slope_ridge)
+        # Terrain evidence from heel and toe tip only: on the foot's long axis, they do not move
+        # when an unconstrained foot rolls (the edge points do).
+        axis = np.flatnonzero(np.isin(np.tile(np.arange(len(SOLE_POINTS)), 2), [0, 1]))
+        patches = support_patches(sole1[:, axis], flags[:, axis], prepared.sole_foot[axis], 0.0,
+                                  params.terrain.slope_ridge)
         margin = dilate_flags(flags, int(round(0.1 * motion.rate_hz)))
         free = sole1[~margin]
         terrain = recover_terrain(patches, free, params.terrain, extent_xy_m=sole1[..., :2].reshape(-1, 2))
@@ -337,11 +385,19 @@ def _ease_into_anchors(targets: np.ndarray, reference: np.ndarray, flags: np.nda
     return out
 
 
-def contact_flags(motion: KeypointMotion, kind: str, params: ContactParams) -> np.ndarray:
-    """Stance flags (T, P) for the sole points (heel_l, toe_tip_l, heel_r, toe_tip_r)."""
-    names = [kp for side in corr.SIDES for kp, _ in corr.CONTACT_KEYPOINTS[kind][side]]
+def source_contact_flags(motion: KeypointMotion, kind: str, params: ContactParams) -> np.ndarray:
+    """Stance flags (T, 2, 2) of the source's heel and toe keypoints, [side, (heel, toe)]."""
+    names = [kp for side in corr.SIDES for kp in corr.CONTACT_KEYPOINTS[kind][side]]
     pts = np.stack([motion.keypoint(nm) for nm in names], axis=1)
-    return detect_contacts(pts, motion.rate_hz, loop=motion.loop, params=params)
+    flags = detect_contacts(pts, motion.rate_hz, loop=motion.loop, params=params)
+    return flags.reshape(len(flags), 2, 2)
+
+
+def contact_flags(motion: KeypointMotion, kind: str, params: ContactParams) -> np.ndarray:
+    """Stance flags (T, P) of the sole points (:data:`SOLE_POINTS` of the left foot, then right)."""
+    src = source_contact_flags(motion, kind, params)
+    which = [0] + [1] * (len(SOLE_POINTS) - 1)  # heel contact -> heel, toe contact -> forefoot points
+    return np.concatenate([src[:, f, which] for f in range(2)], axis=1)
 
 
 def measure(prepared: PreparedModel, q: np.ndarray, rate_hz: float, kp_targets: np.ndarray,

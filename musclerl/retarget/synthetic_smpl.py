@@ -1,0 +1,131 @@
+"""A generated SMPL clip walking over known ground (steps, slopes) — truth for the SMPL pipeline.
+
+:func:`smpl_walk` takes the feet of :func:`musclerl.retarget.synthetic_gait.walk_feet`, puts the
+pelvis between them at a height the legs can reach, and solves each leg of the built-in neutral
+SMPL skeleton (:data:`musclerl.motion.smpl.SMPL_NEUTRAL_OFFSETS_M`) for hip, knee and ankle
+rotations that place the ankle and foot (toe-base) joints on the planned feet. The result is
+SMPL parameters (axis-angle, as AMASS stores them) which :func:`write_walk_npz` writes with
+:func:`musclerl.motion.smpl.write_amass_npz`, so the clip goes through the real reader.
+
+Ground convention of the generated clip: a planted foot has its ankle joint ``ANKLE_ABOVE_SOLE_M``
+above the ground and its foot joint level with the foot's pitch; the true ground is
+``course.height_m(x)``. (SMPL itself stores no ground; where a real clip puts its sole depends
+on the body mesh, which the joint skeleton does not carry.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+from scipy.ndimage import uniform_filter1d
+from scipy.optimize import least_squares
+from scipy.spatial.transform import Rotation
+
+from musclerl.motion.smpl import SMPL_NEUTRAL_OFFSETS_M, write_amass_npz
+from musclerl.retarget.synthetic_gait import Course, GaitParams, SyntheticGait, walk_feet
+
+ANKLE_ABOVE_SOLE_M = 0.07
+#: SMPL body frame (Y up, facing +Z, left +X) -> world (Z up) facing +x, left +y.
+BODY_TO_WORLD = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+_LEGS = {"left": (1, 4, 7, 10), "right": (2, 5, 8, 11)}  # hip, knee, ankle, foot joint indices
+
+
+@dataclasses.dataclass(frozen=True)
+class SmplWalk:
+    """SMPL parameters of a generated walk: ``root_orient`` (T, 3), ``body_pose`` (T, 23, 3)
+    axis-angle radians, ``trans_m`` (T, 3); ``gait`` the planned feet and the true course."""
+
+    root_orient: np.ndarray
+    body_pose: np.ndarray
+    trans_m: np.ndarray
+    rate_hz: float
+    gait: SyntheticGait
+    fit_error_m: np.ndarray  # (T, 2) worst ankle/foot miss per leg
+
+
+def _leg_points(params: np.ndarray, hip_m: np.ndarray, root: np.ndarray, joints: tuple[int, ...]) -> np.ndarray:
+    """Ankle and foot joint (2, 3) for hip rotvec (3), knee flexion (1), ankle rotvec (3)."""
+    off = SMPL_NEUTRAL_OFFSETS_M
+    _, knee, ankle, foot = joints
+    r_hip = root @ Rotation.from_rotvec(params[:3]).as_matrix()
+    knee_m = hip_m + r_hip @ off[knee]
+    r_knee = r_hip @ Rotation.from_rotvec([params[3], 0.0, 0.0]).as_matrix()
+    ankle_m = knee_m + r_knee @ off[ankle]
+    r_ankle = r_knee @ Rotation.from_rotvec(params[4:7]).as_matrix()
+    return np.stack([ankle_m, ankle_m + r_ankle @ off[foot]])
+
+
+def _foot_targets(gait: SyntheticGait, foot: int, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """Ankle (T, 3) and foot-joint (T, 3) targets: the foot joint hangs at SMPL's bone length
+    and angle below-ahead of the ankle, turned by the foot's pitch."""
+    off = SMPL_NEUTRAL_OFFSETS_M[_LEGS[side][3]]  # body frame: x left, y up, z forward
+    drop = np.arctan2(off[1], np.hypot(off[2], off[0]))
+    length = float(np.linalg.norm(off))
+    ankle = gait.heel_m[:, foot] + np.stack([np.cos(gait.pitch_rad[:, foot]) * 0.05, np.zeros(len(gait.heel_m)),
+                                             np.sin(gait.pitch_rad[:, foot]) * 0.05], axis=-1)
+    ankle[:, 2] += ANKLE_ABOVE_SOLE_M / np.cos(gait.pitch_rad[:, foot])
+    angle = gait.pitch_rad[:, foot] + drop
+    foot_pt = ankle + length * np.stack([np.cos(angle), np.zeros_like(angle), np.sin(angle)], axis=-1)
+    return ankle, foot_pt
+
+
+def smpl_walk(course: Course, gait_params: GaitParams | None = None, pelvis_above_ankles_m: float = 0.84) -> SmplWalk:
+    """Generate the SMPL walk over ``course`` (see the module docstring)."""
+    gp = gait_params or GaitParams(stance_width_m=0.16, ankle_height_m=ANKLE_ABOVE_SOLE_M)
+    gait = walk_feet(course, gp)
+    n = len(gait.heel_m)
+    off = SMPL_NEUTRAL_OFFSETS_M
+    targets = {side: _foot_targets(gait, f, side) for f, side in enumerate(("left", "right"))}
+    ankles = np.stack([targets["left"][0], targets["right"][0]], axis=1)  # (T, 2, 3)
+    smooth = max(int(round(0.25 * gp.rate_hz)), 1)
+    pelvis = np.zeros((n, 3))
+    pelvis[:, 0] = uniform_filter1d(ankles[:, :, 0].mean(axis=1), smooth, mode="nearest") + 0.03
+    pelvis[:, 1] = 0.015 * np.sin(np.pi * np.arange(n) / (gp.step_time_s * gp.rate_hz))
+    pelvis[:, 2] = uniform_filter1d(ankles[:, :, 2].mean(axis=1), smooth, mode="nearest") + pelvis_above_ankles_m
+    root = BODY_TO_WORLD
+    reach = 0.985 * (np.linalg.norm(off[4]) + np.linalg.norm(off[7]))
+    for _ in range(3):  # lower the pelvis wherever a leg could not reach, then smooth again
+        for f, side in enumerate(("left", "right")):
+            hip = pelvis + off[_LEGS[side][0]] @ root.T
+            d = ankles[:, f] - hip
+            horiz = np.hypot(d[:, 0], d[:, 1])
+            max_drop = np.sqrt(np.maximum(reach**2 - horiz**2, 0.0))
+            pelvis[:, 2] = np.minimum(pelvis[:, 2], ankles[:, f, 2] + max_drop - off[_LEGS[side][0]] @ root.T[:, 2])
+        pelvis[:, 2] = np.minimum(pelvis[:, 2], uniform_filter1d(pelvis[:, 2], 5, mode="nearest"))
+    body_pose = np.zeros((n, 23, 3))
+    body_pose[:, 15] = [0.0, 0.0, -1.2]  # left shoulder: arm down from the T-pose
+    body_pose[:, 16] = [0.0, 0.0, 1.2]
+    body_pose[:, 17] = [0.0, -0.2, 0.0]  # elbows slightly bent
+    body_pose[:, 18] = [0.0, 0.2, 0.0]
+    error = np.zeros((n, 2))
+    lower = np.array([-np.inf] * 3 + [0.0] + [-np.inf] * 3)
+    upper = np.array([np.inf] * 3 + [2.5] + [np.inf] * 3)
+    for f, side in enumerate(("left", "right")):
+        hip_j, knee_j, ankle_j, _ = _LEGS[side]
+        x = np.array([0.0, 0.0, 0.0, 0.2, 0.0, 0.0, 0.0])
+        for t in range(n):
+            hip = pelvis[t] + root @ off[hip_j]
+            goal = np.stack([targets[side][0][t], targets[side][1][t]])
+
+            def residual(p, hip=hip, goal=goal):
+                miss = (_leg_points(p, hip, root, _LEGS[side]) - goal).ravel()
+                return np.concatenate([miss, 0.02 * p, [0.1 * p[1], 0.1 * p[5]]])
+
+            x = least_squares(residual, np.clip(x, lower, upper), bounds=(lower, upper), xtol=1e-10).x
+            error[t, f] = np.abs(_leg_points(x, hip, root, _LEGS[side]) - goal).max()
+            body_pose[t, hip_j - 1] = x[:3]
+            body_pose[t, knee_j - 1] = [x[3], 0.0, 0.0]
+            body_pose[t, ankle_j - 1] = x[4:7]
+    root_orient = np.repeat(Rotation.from_matrix(root).as_rotvec()[None], n, axis=0)
+    return SmplWalk(root_orient=root_orient, body_pose=body_pose, trans_m=pelvis - off[0], rate_hz=gp.rate_hz,
+                    gait=gait, fit_error_m=error)
+
+
+def write_walk_npz(path: str | os.PathLike, walk: SmplWalk) -> None:
+    """Write ``walk`` as an AMASS SMPL-H ``.npz`` (21 body joints; SMPL's hand joints dropped)."""
+    write_amass_npz(path, root_orient=walk.root_orient, body_pose=walk.body_pose[:, :21],
+                    trans_m=walk.trans_m, rate_hz=walk.rate_hz)
+
+
