@@ -11,6 +11,7 @@ from markers_fixtures import gait_qpos, subject_model, write_case
 from musclerl.cli import main
 from musclerl.motion.storage import read_storage
 from musclerl.motion.trajectory import Trajectory
+from musclerl.motion.trc import read_trc
 
 REPORT_FIELDS = (
     "frames",
@@ -165,44 +166,48 @@ def test_batched_solver_matches_sequential(case, tmp_path):
         assert np.max(np.abs(diff)) < 0.5, name  # same objective, same constraints: same poses
 
 
+TRUNK = ("Sternum", "R.Acromium", "L.Acromium", "Top.Head")
+
+
 @pytest.mark.slow
-def test_gait2354_walk_against_opensim(gait2354, tmp_path):
+@pytest.mark.parametrize(
+    "model, all_max_m, lower_max_m",
+    [
+        # myolegs has a rigid trunk (no lumbar joints), so trunk markers cannot follow the walk:
+        # all-marker RMS measured 46.9 mm (OpenSim: 21.9 mm with a lumbar joint); guard at 55 mm.
+        # Lower body measured 15.0 mm (OpenSim 12.0 mm, aim +20 % = 14.4 mm is missed); guard 16.5 mm.
+        ("myolegs", 0.055, 0.0165),
+        # myofullbody has a spine: all markers measured 23.8 mm, within the aim (OpenSim + 20 % =
+        # 26.3 mm), which is the threshold here; lower body measured 14.5 mm.
+        ("myofullbody", 0.0263, 0.0165),
+    ],
+)
+def test_gait2354_walk_against_opensim(gait2354, tmp_path, model, all_max_m, lower_max_m):
     d = gait2354
     code = main(
-        [
-            "retarget",
-            "markers",
-            str(d / "subject01_walk1.trc"),
-            "--model",
-            "myolegs",
-            "--markers",
-            str(d / "gait2354_Scale_MarkerSet.xml"),
-            "--static",
-            str(d / "subject01_static.trc"),
-            "--setup",
-            str(d / "subject01_Setup_IK.xml"),
-            "--scale-setup",
-            str(d / "subject01_Setup_Scale.xml"),
-            "--out",
-            str(tmp_path / "walk.npz"),
-            "--mot",
-            str(tmp_path / "walk.mot"),
-            "--report",
-            str(tmp_path / "walk.json"),
-        ]
-    )
+        ["retarget", "markers", str(d / "subject01_walk1.trc"), "--model", model,
+         "--markers", str(d / "gait2354_Scale_MarkerSet.xml"), "--static", str(d / "subject01_static.trc"),
+         "--setup", str(d / "subject01_Setup_IK.xml"), "--scale-setup", str(d / "subject01_Setup_Scale.xml"),
+         "--out", str(tmp_path / "walk.npz"), "--mot", str(tmp_path / "walk.mot"),
+         "--report", str(tmp_path / "walk.json")]
+    )  # fmt: skip
     assert code == 0
     report = json.loads((tmp_path / "walk.json").read_text())
+    assert all(key in report for key in REPORT_FIELDS)
     assert report["frames"] == 73 and report["failed_frames"] == 0
     assert report["joint_limit_violation_frac"] == 0.0 and report["equality_residual_max"] < 1e-6
-    trunk = {"Sternum", "R.Acromium", "L.Acromium", "Top.Head"}
-    lower = [v for k, v in report["marker_rms_by_name_m"].items() if k not in trunk]
-    # OpenSim 4.6 reaches 12.0 mm over lower-body markers; measured here 15.0 mm (per-marker RMS
-    # pooled differs slightly from the per-frame mean). 18 mm = OpenSim + 50 %: a regression guard.
-    assert np.sqrt(np.mean(np.square(lower))) < 0.018
+    assert report["marker_rms_m"]["mean"] < all_max_m
+    traj = Trajectory.load(tmp_path / "walk.npz")
+    trial = read_trc(d / "subject01_walk1.trc")
+    keep = (trial.time_s > 0.4 - 1e-6) & (trial.time_s < 1.6 + 1e-6)
+    lower = [i for i, n in enumerate(traj.site_names) if n not in TRUNK]
+    measured = trial.positions_m[keep][:, [trial.names.index(traj.site_names[i]) for i in lower]]
+    errors = np.linalg.norm(traj.site_pos_m[:, lower] - measured, axis=-1)
+    assert np.mean(np.sqrt(np.nanmean(errors**2, axis=1))) < lower_max_m
     ours, ref = read_storage(tmp_path / "walk.mot"), read_storage(d / "subject01_walk1_ik.mot")
-    # OpenSim's gait2354 knee is negative in flexion, myolegs' positive. Aims of the issue: knee and
-    # ankle within 5 deg RMS, hip within 8 deg (measured: hip 2.2/2.6, knee 2.3/2.5, ankle 2.1/1.8).
+    # OpenSim's gait2354 knee is negative in flexion, the MyoSuite models' positive. The issue's aims:
+    # knee and ankle within 5 deg RMS, hip within 8 deg (measured on myolegs: hip 2.2/2.6, knee
+    # 2.3/2.5, ankle 2.1/1.8; on myofullbody: hip 2.3/2.1, knee 2.3/2.4, ankle 2.0/1.7).
     for name, sign, limit in (("hip_flexion", 1, 8.0), ("knee_angle", -1, 5.0), ("ankle_angle", 1, 5.0)):
         for side in "rl":
             col = f"{name}_{side}"

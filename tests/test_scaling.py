@@ -43,6 +43,22 @@ def test_uniform_scale_inertia_and_total_mass():
     assert np.isclose(heavy.body_mass.sum(), 80.0)
 
 
+def test_body_with_fullinertia_scales_and_compiles():
+    spec = load_spec("tiny")
+    body = spec.body("tibia_r")
+    body.explicitinertial = True
+    body.mass = 3.0
+    body.fullinertia = [0.05, 0.045, 0.02, 0.001, 0.0, 0.0]
+    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_AUTO
+    base = compile_spec(spec)
+    scale_spec(spec, {"tibia_r": 2.0})
+    model = compile_spec(spec)
+    assert np.isclose(model.body("tibia_r").mass[0], 3.0 * 8.0)
+    np.testing.assert_allclose(
+        np.sort(model.body("tibia_r").inertia), np.sort(base.body("tibia_r").inertia) * 32.0, rtol=1e-9
+    )
+
+
 def test_myolegs_knee_couplings_and_muscle_lengths_scale():
     base = load_model("myolegs")
     spec = load_spec("myolegs")

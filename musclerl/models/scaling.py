@@ -167,6 +167,7 @@ def scale_spec(
         body.ipos = np.array(compiled.ipos) * s
         body.iquat = iquat
         body.inertia = inertia
+        body.fullinertia = np.array([np.nan, 0, 0, 0, 0, 0])  # the diagonal form above replaces it
         body.explicitinertial = True
         for joint in body.joints:
             joint.pos = np.asarray(joint.pos) * s
