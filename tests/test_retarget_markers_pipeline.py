@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 
+import mujoco
 import numpy as np
 import pytest
 from markers_fixtures import gait_qpos, subject_model, write_case
 
 from musclerl.cli import main
+from musclerl.models.registry import compile_spec
 from musclerl.motion.storage import read_storage
 from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import read_trc
+from musclerl.retarget.markers_pipeline import subject_spec
 
 REPORT_FIELDS = (
     "frames",
@@ -78,6 +81,13 @@ def test_cli_tiny_generated_case(case, tmp_path):
     # OpenSim); the motion itself must follow: measured 1.0 deg RMS for knee_angle_l.
     assert np.sqrt(np.mean((table.column("knee_angle_l") - truth) ** 2)) < 5.0
     assert (tmp_path / "walk.png").stat().st_size > 10_000
+    # The report's calibration rebuilds the subject model: its markers reproduce the trajectory's sites.
+    spec = subject_spec(report["calibration"])
+    model = compile_spec(spec)
+    data = mujoco.MjData(model)
+    data.qpos[:] = traj.qpos[10]
+    mujoco.mj_kinematics(model, data)
+    np.testing.assert_allclose([data.site(n).xpos for n in traj.site_names], traj.site_pos_m[10], atol=1e-9)
 
 
 def test_cli_bad_marker_set_exits_2_without_output(case, tmp_path, capsys):

@@ -8,6 +8,7 @@ trials (or a folder): ``--out`` is a folder receiving ``<trial>.npz/.json[/.mot/
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -42,7 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write coordinates as an OpenSim .mot (degrees); with many "
         "trials any value turns .mot output on",
     )
-    parser.add_argument("--report", help="quality report JSON (many trials: always written)")
+    parser.add_argument(
+        "--report",
+        help="quality report JSON (many trials: always written); its "
+        "'calibration' entry rebuilds the subject model (markers_pipeline.subject_spec)",
+    )
     parser.add_argument("--plot", help="quality plot PNG; with many trials any value turns plots on")
     parser.add_argument("--jobs", type=int, default=1, help="parallel processes for many trials")
 
@@ -109,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
             Path(args.mot) if args.mot else None,
             Path(args.plot) if args.plot else None,
         )
+        if result.calibrated.missing_body:
+            print(
+                f"warning: markers on bodies the model lacks were skipped: {result.calibrated.missing_body}",
+                file=sys.stderr,
+            )
         rms = result.report["marker_rms_m"]["mean"]
         print(
             f"{trials[0].name}: {result.report['frames']} frames, marker RMS {1e3 * rms:.1f} mm, "

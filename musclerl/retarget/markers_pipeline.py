@@ -33,7 +33,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.models.markers import MarkerSet, add_markers, read_marker_set
+from musclerl.models.markers import Marker, MarkerSet, add_markers, read_marker_set
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import measure_scale_factors, scale_spec
@@ -71,6 +71,45 @@ class CalibratedModel:
     scale_factors: dict[str, np.ndarray]
     static_rms_m: float | None
     missing_body: dict[str, str]
+    model_name: str = "myolegs"
+    mass_kg: float | None = None
+    markers_scaled: bool = True  # False once placed: locations are in the scaled body frames
+
+    def to_dict(self) -> dict:
+        """JSON-ready description from which :func:`subject_spec` rebuilds the subject model."""
+        return {
+            "model": self.model_name,
+            "scale_factors": {k: [float(x) for x in v] for k, v in self.scale_factors.items()},
+            "mass_kg": self.mass_kg,
+            "markers_scaled": self.markers_scaled,
+            "markers": {
+                m.name: {"body": m.body, "location_m": [float(x) for x in m.location_m], "fixed": m.fixed}
+                for m in self.marker_set.markers
+            },
+        }
+
+
+def subject_spec(calibration: dict, source: str = "calibration") -> mujoco.MjSpec:
+    """Rebuild the subject model (scaled, markers as sites) from :meth:`CalibratedModel.to_dict`."""
+    try:
+        markers = MarkerSet(
+            tuple(
+                Marker(name, m["body"], np.asarray(m["location_m"], dtype=float), bool(m["fixed"]))
+                for name, m in calibration["markers"].items()
+            ),
+            source,
+        )
+        factors = {k: np.asarray(v, dtype=float) for k, v in calibration["scale_factors"].items()}
+        spec, _, _ = _build(
+            calibration["model"],
+            markers,
+            factors,
+            calibration["mass_kg"],
+            scale_markers=bool(calibration["markers_scaled"]),
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise InputError(source, f"not a subject calibration ({type(err).__name__}: {err})") from err
+    return spec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +241,7 @@ def calibrate(
     """Subject model: markers added; with ``static``, scaled per segment and markers placed."""
     if static is None:
         spec, model, missing = _build(model_name, marker_set, {}, None)
-        return CalibratedModel(model, spec, marker_set, {}, None, missing)
+        return CalibratedModel(model, spec, marker_set, {}, None, missing, model_name)
     if scale_setup is not None and scale_setup.time_range_s is not None:
         static = time_window(static, *scale_setup.time_range_s)
     measured = mean_positions(static)
@@ -225,7 +264,7 @@ def calibrate(
     placed = marker_set.with_locations(place_markers(model, qpos, marker_set, measured))
     spec, model, missing = _build(model_name, placed, factors, mass, scale_markers=False)
     _, rms = fit_static_pose(model, names, targets, weights, _coordinate_targets(placement))
-    return CalibratedModel(model, spec, placed, factors, rms, missing)
+    return CalibratedModel(model, spec, placed, factors, rms, missing, model_name, mass, markers_scaled=False)
 
 
 def _solve_pass(fit: PoseFit, targets: np.ndarray, qpos_init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -436,7 +475,7 @@ def retarget_markers(
     report["trial"] = str(trc)
     report["model"] = options.model
     report["static_rms_m"] = calibrated.static_rms_m
-    report["scale_factors"] = {k: [float(x) for x in v] for k, v in calibrated.scale_factors.items()}
+    report["calibration"] = calibrated.to_dict()
     report["markers_missing_body"] = calibrated.missing_body
     report["marker_weights"] = {n: float(w) for n, w in zip(solution.names, solution.weights, strict=True)}
     report["time_range_s"] = [float(markers.time_s[0]), float(markers.time_s[-1])]
