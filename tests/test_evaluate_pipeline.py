@@ -223,3 +223,30 @@ def test_evaluate_end_to_end_with_trained_policy(tiny_reference, tmp_path):
     assert (out / "report.md").read_text().count("](plots/") > 10
     with np.load(out / "recording.npz") as z:
         assert z["torque_nm"].shape[1] == 6
+
+
+def test_cycle_comparison_and_cycle_plot(tmp_path):
+    t = np.linspace(0, 4, 401)
+    strikes = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    ref = np.sin(2 * np.pi * t)
+    sim = 0.8 * np.sin(2 * np.pi * (t - 0.02))
+    valid = np.ones_like(t, dtype=bool)
+    valid[100:120] = False
+    s = compare.Series("torque", "x", "N*m/kg", t, sim, ref, valid)
+    (cyc,) = compare.cycle_comparisons([s], strikes, strikes)
+    m = cyc.metrics()
+    assert m["sim_cycles"] == 4 and m["ref_cycles"] == 4
+    assert m["cycle_r"] > 0.99
+    assert m["cycle_rmse"] == pytest.approx(np.sqrt(np.mean((cyc.sim.mean() - cyc.ref.mean()) ** 2)))
+    assert np.isnan(cyc.ref.values[1, :20, 0]).all()  # invalid reference frames stay gaps
+    png = plots.plot_series(s, tmp_path / "c.png", cyc)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sign_presets():
+    from musclerl.evaluate.command_evaluate import _signs
+
+    signs = _signs(["gait2354", "ankle_angle_r_moment=-1"])
+    assert signs["knee_angle_r_moment"] == -1.0 and signs["ankle_angle_r_moment"] == -1.0
+    with pytest.raises(InputError):
+        _signs(["knee=2"])

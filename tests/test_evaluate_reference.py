@@ -163,6 +163,16 @@ def test_reference_cli_end_to_end(gait2354, tmp_path):
     assert act.columns == force.columns and len(act.columns) == 80 and act.num_rows == ref.num_frames
     assert np.all((act.data >= 0) & (act.data <= 1))
     assert any("reserve" in note for note in ref.qc_notes)
+    # right heel strike from the reference's GRF matches the raw plate data (trial starts at 0.4 s)
+    from musclerl.evaluate.alignment import heel_strikes
+    from musclerl.evaluate.compare import reference_heel_strikes
+
+    grf = read_storage(gait2354 / "subject01_walk1_grf.mot")
+    raw = heel_strikes(grf.time_s, grf.column("ground_force_vy"), 0.05 * 72.6 * 9.80665)
+    raw = raw[(raw >= 0.4) & (raw <= 1.6)] - 0.4
+    found = reference_heel_strikes(ref)
+    assert len(found) == len(raw) >= 1
+    np.testing.assert_allclose(found, raw, atol=1.0 / 60)
 
 
 @pytest.mark.parametrize(

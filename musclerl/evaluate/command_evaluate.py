@@ -14,6 +14,17 @@ import numpy as np
 
 from musclerl.errors import InputError
 
+#: Reference conventions that differ from Rajagopal/myolegs: gait2354/gait2392 measure knee
+#: flexion negative, so their knee angles and moments are negated.
+SIGN_PRESETS: dict[str, dict[str, float]] = {
+    "gait2354": {
+        "knee_angle_r": -1.0,
+        "knee_angle_l": -1.0,
+        "knee_angle_r_moment": -1.0,
+        "knee_angle_l_moment": -1.0,
+    },
+}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", help="exported policy folder (run/policy)")
@@ -49,17 +60,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="COLUMN=SIGN",
-        help="multiply a reference column by -1 to match the model's convention",
+        help="multiply a reference column by -1 to match the model's convention; repeatable; the preset "
+        "'gait2354' flips the knee angles and moments of gait2354/gait2392 exports",
     )
     parser.add_argument("--out", required=True, help="output folder")
 
 
 def _signs(items: list[str]) -> dict[str, float]:
+    """``COLUMN=+1|-1`` items (repeatable) and presets such as ``gait2354`` (:data:`SIGN_PRESETS`)."""
     out = {}
     for item in items:
+        if item in SIGN_PRESETS:
+            out.update(SIGN_PRESETS[item])
+            continue
         name, _, value = item.partition("=")
         if value not in ("1", "+1", "-1") or not name:
-            raise InputError("--ref-sign", f"expected COLUMN=+1 or COLUMN=-1, got {item!r}")
+            raise InputError(
+                "--ref-sign", f"expected COLUMN=+1, COLUMN=-1 or one of {sorted(SIGN_PRESETS)}, got {item!r}"
+            )
         out[name] = float(value)
     return out
 
@@ -212,4 +230,5 @@ def _save_recording(path: Path, rec) -> None:
     for f in dataclasses.fields(rec):
         value = getattr(rec, f.name)
         arrays[f.name] = np.asarray(value) if not isinstance(value, tuple) else np.array(value, dtype=str)
+    arrays["torque_nm_per_kg"] = rec.torque_nm_per_kg
     np.savez_compressed(path, **arrays)
