@@ -107,3 +107,19 @@ def test_gait2354_ik_keeps_markers_on_their_bodies(myolegs, gait2354):
     # pelvis markers: within 1 cm; heels within 3 cm (generic myolegs vs the scaled subject)
     assert spread["R.ASIS"] < 0.01 and spread["V.Sacral"] < 0.01, spread
     assert spread["R.Heel"] < 0.03 and spread["L.Heel"] < 0.03, spread
+
+
+def test_treadmill_to_overground_and_ground_placement(myolegs, gait2354):
+    from musclerl.motion.storage import read_storage
+
+    ik = read_storage(gait2354 / "subject01_walk1_ik.mot")
+    q = C.coordinates_to_qpos(myolegs, list(ik.columns), ik.data, ik.in_degrees).qpos
+    q2, belt = C.treadmill_to_overground(myolegs, q, ik.time_s)
+    assert 0.8 < -belt[0] < 1.5  # the belt runs backwards (lab -x) at walking speed
+    # overground, the stance foot no longer slides: its speed is small compared with the belt's
+    np.testing.assert_allclose(C.belt_velocity_mps(myolegs, q2, ik.time_s), 0.0, atol=0.1)
+    placed = C.place_on_ground(myolegs, q2)
+    clearance = C.floor_clearance_m(myolegs, placed)
+    assert np.percentile(clearance, 5) == pytest.approx(0.0, abs=1e-6)
+    np.testing.assert_allclose(placed[:, :2].mean(axis=0), 0.0, atol=1e-9)
+    np.testing.assert_allclose(placed[:, 3:], q2[:, 3:])  # orientation and joints untouched
