@@ -21,7 +21,9 @@ Fields (T frames, all lengths in metres, world frame Z up):
     (the terrain heightfield when given, else the plane z = 0), and the deepest reach.
 ``skating_mps``
     mean horizontal speed of foot geoms over the frames they are in stance (stance from speed and
-    height, :func:`musclerl.retarget.contact.detect_contacts`).
+    height, :func:`musclerl.retarget.contact.detect_contacts`); ``null`` when no stance is found
+    (e.g. treadmill walking, where stance feet move with the belt); ``stance_frac`` says how much
+    stance there was.
 ``tendon_jump_frac``
     fraction of frames where some muscle path length changed by more than 5 % of its length since
     the previous frame (:func:`musclerl.retarget.constraints.tendon_jumps`): a path jumping
@@ -156,7 +158,7 @@ def quality_report(
         flags = detect_contacts(foot_points, rate_hz)
         horizontal = np.linalg.norm(np.gradient(foot_points[..., :2], 1.0 / rate_hz, axis=0), axis=-1)
         stance_frac = float(flags.mean())
-        skating = float(horizontal[flags].mean()) if flags.any() else 0.0
+        skating = float(horizontal[flags].mean()) if flags.any() else None
 
     jump_frac = 0.0
     if n >= 2 and model.ntendon:
