@@ -114,6 +114,53 @@ def test_cli_bad_marker_set_exits_2_without_output(case, tmp_path, capsys):
     assert not out.exists()
 
 
+def test_cli_empty_time_window_exits_2_without_output(case, tmp_path, capsys):
+    out = tmp_path / "x.npz"
+    args = [
+        "retarget",
+        "markers",
+        str(case["walk"]),
+        "--model",
+        "tiny",
+        "--markers",
+        str(case["markers"]),
+        "--out",
+        str(out),
+        "--report",
+        str(tmp_path / "x.json"),
+        "--start",
+        "5.0",
+        "--end",
+        "6.0",
+    ]
+    assert main(args) == 2
+    assert "no frames between 5.0 and 6.0 s" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "x.json").exists()
+
+
+def test_cli_static_without_shared_markers(case, tmp_path, capsys):
+    other = tmp_path / "other.xml"
+    other.write_text(case["markers"].read_text().replace('name="', 'name="X'))
+    code = main(
+        [
+            "retarget",
+            "markers",
+            str(case["walk"]),
+            "--model",
+            "tiny",
+            "--markers",
+            str(other),
+            "--static",
+            str(case["static"]),
+            "--out",
+            str(tmp_path / "x.npz"),
+        ]
+    )
+    assert code == 2
+    assert "static.trc: fewer than 2 markers shared" in capsys.readouterr().err
+    assert not (tmp_path / "x.npz").exists()
+
+
 def test_batch_folder_is_resumable(case, tmp_path, capsys):
     trials = tmp_path / "trials"
     trials.mkdir()

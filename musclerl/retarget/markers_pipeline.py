@@ -121,7 +121,8 @@ class TrialSolution:
     errors_m: np.ndarray
     names: tuple[str, ...]
     weights: np.ndarray
-    seconds: float
+    seconds: float  # solving, without compiling
+    compile_s: float = 0.0
 
 
 def time_window(data: MarkerData, start_s: float | None, end_s: float | None) -> MarkerData:
@@ -187,13 +188,15 @@ def _build(
     return spec, compile_spec(spec, model_name), added.missing_body
 
 
-def _uniform_factor(model: mujoco.MjModel, measured: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _uniform_factor(
+    model: mujoco.MjModel, measured: dict[str, np.ndarray], source: str = "static trial"
+) -> dict[str, np.ndarray]:
     """One factor for all bodies: mean pairwise marker distance, trial / model at qpos0."""
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
     names = [n for n in measured if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, n) >= 0]
     if len(names) < 2:
-        raise InputError("static trial", "fewer than 2 markers shared with the model: cannot scale")
+        raise InputError(source, "fewer than 2 markers shared with the marker set and model: cannot scale")
     sim = np.array([data.site(n).xpos for n in names])
     exp = np.array([measured[n] for n in names])
     pairs = np.triu_indices(len(names), 1)
@@ -249,7 +252,7 @@ def calibrate(
     if scale_setup is not None and scale_setup.measurements:
         factors = measure_scale_factors(generic, measured, scale_setup.measurements, static.source)
     else:
-        factors = _uniform_factor(generic, measured)
+        factors = _uniform_factor(generic, measured, static.source or "static trial")
     mass = scale_setup.mass_kg if scale_setup is not None and scale_setup.preserve_mass_distribution else None
     spec, model, missing = _build(model_name, marker_set, factors, mass)
     names = [n for n in marker_set.names if n in measured and n not in missing]
@@ -290,17 +293,20 @@ def _first_full_frame(targets: np.ndarray) -> int:
 
 def _solve_sequential(
     model: mujoco.MjModel, names: list[str], weights: np.ndarray, coordinates: dict, targets: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Frame by frame on MuJoCo C (:class:`PoseFit`), warm-started; -> qpos (T, nq), converged (T,)."""
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Frame by frame on MuJoCo C (:class:`PoseFit`), warm-started.
+
+    Returns qpos (T, nq), converged (T,) and compile seconds (0: nothing to compile)."""
     fit = PoseFit(model, names, weights, coordinates)
     first = _first_full_frame(targets)
     q0 = fit.solve(targets[first], align_root(model, model.qpos0, names, targets[first])).qpos
-    return _solve_pass(fit, targets, q0)
+    qpos, converged = _solve_pass(fit, targets, q0)
+    return qpos, converged, 0.0
 
 
 def _solve_batched(
     model: mujoco.MjModel, names: list[str], weights: np.ndarray, coordinates: dict, targets: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Whole clip with the batched JAX solver (:func:`musclerl.retarget.solver.solve_clip`): marker and
     coordinate tasks; joint limits, joint equalities, smoothness and tendon continuity held."""
     from musclerl.retarget.constraints import Smoothness, TendonContinuity
@@ -323,7 +329,7 @@ def _solve_batched(
     problem = IKProblem(tree, tasks, constraints)
     first = _first_full_frame(targets)
     result = solve_clip(problem, {"markers": targets}, align_root(model, model.qpos0, names, targets[first]))
-    return result.q, result.converged
+    return result.q, result.converged, result.compile_s
 
 
 def solve_trial(
@@ -349,7 +355,7 @@ def solve_trial(
     solve = _solve_batched if solver == "batched" else _solve_sequential
     probe = PoseFit(model, names, weights)
     start = time.perf_counter()
-    qpos, converged = solve(model, names, weights, coordinates, targets)
+    qpos, converged, compile_s = solve(model, names, weights, coordinates, targets)
     errors = np.linalg.norm(_site_positions(probe, qpos) - targets, axis=-1)
     if robust:
         with np.errstate(invalid="ignore"):
@@ -361,10 +367,11 @@ def solve_trial(
             factor = np.ones(len(names))
             factor[bad] = (ROBUST_MEDIAN_FACTOR * median / rms[bad]) ** 2
             weights = weights * factor
-            qpos, converged = solve(model, names, weights, coordinates, targets)
+            qpos, converged, second_compile_s = solve(model, names, weights, coordinates, targets)
+            compile_s += second_compile_s
             errors = np.linalg.norm(_site_positions(probe, qpos) - targets, axis=-1)
-    seconds = time.perf_counter() - start
-    return TrialSolution(qpos, converged, errors, tuple(names), weights, seconds)
+    seconds = time.perf_counter() - start - compile_s
+    return TrialSolution(qpos, converged, errors, tuple(names), weights, seconds, compile_s)
 
 
 def _site_positions(fit: PoseFit, qpos: np.ndarray) -> np.ndarray:
@@ -474,6 +481,8 @@ def retarget_markers(
     )
     report["trial"] = str(trc)
     report["model"] = options.model
+    report["compile_s"] = solution.compile_s
+    report["solver"] = options.solver
     report["static_rms_m"] = calibrated.static_rms_m
     report["calibration"] = calibrated.to_dict()
     report["markers_missing_body"] = calibrated.missing_body
