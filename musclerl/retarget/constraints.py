@@ -1,0 +1,281 @@
+"""IK constraints: what the solver *holds* (not only penalises), through four optional hooks.
+
+The constraint interface
+------------------------
+A :class:`Constraint` may implement any of these; the solver combines them all:
+
+``qpos_bounds(tree) -> (lo (nq,), hi (nq,)) | None``
+    Box bounds on hinge/slide coordinates (+-inf where none). The solver projects every
+    candidate step onto the box and freezes coordinates that sit on a bound while the cost
+    pushes outward (active set), so a solution is never outside them.
+``dependent_dofs(tree) -> (k,) dof indices | None``
+    Coordinates the solver must not move directly because :meth:`project` sets them.
+``project(tree, q) -> q``  (JAX, differentiable)
+    Maps any configuration onto the constraint manifold. Applied to every candidate and
+    *inside* the Jacobian, so the chain rule sees e.g. the knee translations follow the knee
+    angle (:class:`JointEqualities`).
+``residual(tree, q, target, prev) -> (k,) | None``  (JAX)
+    Extra least-squares rows, with this frame's ``targets[name]`` slice (None when not given)
+    and ``prev`` the previous frame's solution (:class:`Previous`, weight 0 when there is
+    none). A terrain constraint adds its penetration rows here (e.g. ``sqrt(w) *
+    relu(h(x, y) - z)`` per foot point, and stance feet held at their contact point), with the
+    per-frame stance flags and contact points passed as its targets (``target_shape``).
+``finalize(problem, targets, result, resolve) -> IKResult``  (host)
+    A pass over the solved clip: it may measure things (with MuJoCo C) and re-solve chosen
+    frames through ``resolve(frames, q_init, q_prev, prev_weight)`` (see
+    :meth:`musclerl.retarget.solver.IKProblem.resolve_frames`). :class:`TendonContinuity` uses
+    it to repair muscle-path jumps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from musclerl.errors import require
+from musclerl.models.introspect import muscle_ids
+from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree, quat_mul
+
+if TYPE_CHECKING:
+    from musclerl.retarget.solver import IKProblem, IKResult
+
+
+class Previous(NamedTuple):
+    """The previous frame's solution ``q`` (nq,) and a scalar ``weight`` (0 = no previous frame)."""
+
+    q: jnp.ndarray
+    weight: jnp.ndarray
+
+
+class Constraint:
+    """Base class: every hook is optional (see the module docstring)."""
+
+    name: str = "constraint"
+    target_required: bool = False
+
+    def target_shape(self, tree: KinematicTree) -> tuple[int, ...] | None:
+        return None
+
+    def qpos_bounds(self, tree: KinematicTree) -> tuple[np.ndarray, np.ndarray] | None:
+        return None
+
+    def dependent_dofs(self, tree: KinematicTree) -> np.ndarray | None:
+        return None
+
+    def project(self, tree: KinematicTree, q: jnp.ndarray) -> jnp.ndarray:
+        return q
+
+    def residual(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None,
+                 prev: Previous) -> jnp.ndarray | None:
+        return None
+
+    def finalize(self, problem: IKProblem, targets: dict[str, np.ndarray], result: IKResult,
+                 resolve: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]) -> IKResult:
+        return result
+
+
+class JointLimits(Constraint):
+    """Every limited hinge/slide coordinate the solver moves stays in ``jnt_range`` (held by
+    projection and an active set). Coordinates eliminated by :class:`JointEqualities` follow their
+    polynomial instead: myolegs' own knee polynomials leave their joints' ranges by up to 2.5e-4
+    (rad or m) at some knee angles, a property of the model, so measure violations with
+    ``violation(qs, skip_qadr=equalities.dep_qadr)``. Ball-joint cone limits are not handled:
+    their joints are listed in ``ignored``."""
+
+    name = "joint_limits"
+
+    def __init__(self, model: mujoco.MjModel):
+        lo = np.full(model.nq, -np.inf)
+        hi = np.full(model.nq, np.inf)
+        ignored = []
+        for j in range(model.njnt):
+            if not model.jnt_limited[j]:
+                continue
+            if int(model.jnt_type[j]) in (HINGE, SLIDE):
+                adr = int(model.jnt_qposadr[j])
+                lo[adr], hi[adr] = model.jnt_range[j]
+            else:
+                ignored.append(model.joint(j).name)
+        self.lo, self.hi = lo, hi
+        self.ignored = tuple(ignored)
+
+    def qpos_bounds(self, tree):
+        return self.lo, self.hi
+
+    def violation(self, qs: np.ndarray, skip_qadr: np.ndarray | tuple = (), tol: float = 1e-9) -> np.ndarray:
+        """Amount (T, nq) by which coordinates of ``qs`` (T, nq) leave their ranges (0 inside
+        and at the ``skip_qadr`` addresses)."""
+        qs = np.asarray(qs)
+        out = np.maximum(np.maximum(self.lo - qs, qs - self.hi) - tol, 0.0)
+        out[..., np.asarray(skip_qadr, dtype=np.int64)] = 0.0
+        return out
+
+
+class JointEqualities(Constraint):
+    """The model's active joint equalities ``q1 - q1_0 = sum_k c_k (q2 - q2_0)^k`` (k <= 4; a
+    constant when there is no ``joint2``), held exactly: ``q1`` is eliminated and recomputed from
+    ``q2`` after every step (myolegs: the knee translations, rotations and patella follow
+    ``knee_angle``). Non-joint equalities (connect, weld, tendon) are listed in ``ignored``."""
+
+    name = "joint_equalities"
+
+    def __init__(self, model: mujoco.MjModel):
+        dep_q, dep_dof, ind_q, coef, q0_dep, q0_ind, ignored = [], [], [], [], [], [], []
+        for e in range(model.neq):
+            if not model.eq_active0[e]:
+                continue
+            if int(model.eq_type[e]) != int(mujoco.mjtEq.mjEQ_JOINT):
+                ignored.append(model.eq(e).name or f"equality {e}")
+                continue
+            j1, j2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+            dep_q.append(int(model.jnt_qposadr[j1]))
+            dep_dof.append(int(model.jnt_dofadr[j1]))
+            q0_dep.append(float(model.qpos0[model.jnt_qposadr[j1]]))
+            if j2 >= 0:
+                ind_q.append(int(model.jnt_qposadr[j2]))
+                q0_ind.append(float(model.qpos0[model.jnt_qposadr[j2]]))
+                coef.append(np.array(model.eq_data[e, :5], dtype=np.float64))
+            else:  # joint fixed at a constant
+                ind_q.append(0)
+                q0_ind.append(0.0)
+                coef.append(np.array([model.eq_data[e, 0], 0, 0, 0, 0], dtype=np.float64))
+        require(len(set(dep_q)) == len(dep_q), "model", "a joint is constrained by two equalities")
+        require(not set(dep_q) & set(ind_q[i] for i, c in enumerate(coef) if np.any(c[1:])),
+                "model", "chained joint equalities are not supported")
+        self.dep_qadr = np.array(dep_q, dtype=np.int64)
+        self.dep_dofs = np.array(dep_dof, dtype=np.int64)
+        self.ind_qadr = np.array(ind_q, dtype=np.int64)
+        self.coef = np.array(coef, dtype=np.float64).reshape(-1, 5)
+        self.q0_dep = np.array(q0_dep)
+        self.q0_ind = np.array(q0_ind)
+        self.ignored = tuple(ignored)
+
+    def dependent_dofs(self, tree):
+        return self.dep_dofs
+
+    def dependent_values(self, q, xp=np):
+        """Values (..., k) the dependent coordinates take for the independent ones in ``q``."""
+        x = q[..., self.ind_qadr] - self.q0_ind
+        powers = xp.stack([xp.ones_like(x), x, x * x, x * x * x, x * x * x * x], axis=-1)
+        return self.q0_dep + xp.sum(powers * self.coef, axis=-1)
+
+    def project(self, tree, q):
+        if self.dep_qadr.size == 0:
+            return q
+        return q.at[self.dep_qadr].set(self.dependent_values(q, jnp))
+
+    def residual_max(self, qs: np.ndarray) -> float:
+        """Largest |equality residual| over ``qs`` (T, nq) (rad or m); 0 without equalities."""
+        if self.dep_qadr.size == 0:
+            return 0.0
+        qs = np.asarray(qs, dtype=np.float64)
+        return float(np.max(np.abs(qs[..., self.dep_qadr] - self.dependent_values(qs, np))))
+
+
+class Smoothness(Constraint):
+    """Temporal smoothness: rows ``sqrt(weight) * (q - q_prev)`` over the tree's coordinates
+    (hinge/slide rad or m, free-joint position m and rotation rad, ball rotation rad) against the
+    previous frame's solution, so each frame stays close to its warm start unless the targets
+    say otherwise. Cost added: ``weight * |q (-) q_prev|^2``."""
+
+    name = "smoothness"
+
+    def __init__(self, weight: float = 1e-3):
+        require(weight >= 0, self.name, "weight must be non-negative")
+        self.sqrt_w = float(np.sqrt(weight))
+
+    def residual(self, tree, q, target, prev):
+        rows = []
+        scalar = [j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)]
+        if scalar:
+            idx = np.array(scalar, dtype=np.int64)
+            rows.append(q[idx] - prev.q[idx])
+        for j in tree.all_joints():
+            a = j.qpos_adr
+            if j.type == FREE:
+                rows.append(q[a:a + 3] - prev.q[a:a + 3])
+                rows.append(_quat_diff(prev.q[a + 3:a + 7], q[a + 3:a + 7]))
+            elif j.type == BALL:
+                rows.append(_quat_diff(prev.q[a:a + 4], q[a:a + 4]))
+        return jnp.concatenate(rows) * (self.sqrt_w * jnp.sqrt(prev.weight))
+
+
+def _quat_diff(q_from: jnp.ndarray, q_to: jnp.ndarray) -> jnp.ndarray:
+    """Small-angle rotation vector (3,) from ``q_from`` to ``q_to`` (body frame), sign-safe."""
+    conj = q_from * jnp.array([1.0, -1.0, -1.0, -1.0], q_from.dtype)
+    d = quat_mul(conj, q_to)
+    return 2.0 * jnp.sign(d[0] + 1e-30) * d[1:]
+
+
+def muscle_tendon_ids(model: mujoco.MjModel) -> np.ndarray:
+    """Tendon ids driven by muscle actuators (all tendons when no muscle drives one)."""
+    ids = [int(model.actuator_trnid[a, 0]) for a in muscle_ids(model)
+           if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_TENDON]
+    return np.array(sorted(set(ids)) if ids else range(model.ntendon), dtype=np.int64)
+
+
+def tendon_lengths(model: mujoco.MjModel, qs: np.ndarray, tendons: np.ndarray | None = None) -> np.ndarray:
+    """Tendon path lengths (T, k) in metres from MuJoCo C (``mj_fwdPosition``) for qs (T, nq)."""
+    data = mujoco.MjData(model)
+    tendons = np.arange(model.ntendon) if tendons is None else tendons
+    out = np.empty((len(qs), len(tendons)))
+    for t, q in enumerate(np.asarray(qs)):
+        data.qpos[:] = q
+        mujoco.mj_fwdPosition(model, data)
+        out[t] = data.ten_length[tendons]
+    return out
+
+
+def tendon_jumps(lengths: np.ndarray, max_jump_frac: float) -> np.ndarray:
+    """(T,) bool: frame t's muscle path length changed by more than ``max_jump_frac`` of its
+    length since frame t-1 (frame 0 is never flagged)."""
+    rel = np.abs(np.diff(lengths, axis=0)) / np.maximum(np.abs(lengths[:-1]), 1e-9)
+    return np.concatenate([[False], np.max(rel, axis=1) > max_jump_frac]) if len(lengths) else \
+        np.zeros(0, bool)
+
+
+class TendonContinuity(Constraint):
+    """No muscle path may jump between consecutive frames by more than ``max_jump_frac`` of its
+    length. Detected on the solved clip with MuJoCo C (``mj_fwdPosition``, wrapping included);
+    flagged frames are re-solved warm-started from the previous (then the next) frame with the
+    smoothness pull raised, up to ``rounds`` times. Frames still jumping are reported in
+    ``IKResult.tendon_jump``, never hidden."""
+
+    name = "tendon_continuity"
+
+    def __init__(self, model: mujoco.MjModel, max_jump_frac: float = 0.05, rounds: int = 2,
+                 repair_weight: float = 1.0):
+        require(max_jump_frac > 0, self.name, "max_jump_frac must be positive")
+        self.model = model
+        self.max_jump_frac = float(max_jump_frac)
+        self.rounds = int(rounds)
+        self.repair_weight = float(repair_weight)
+        self.tendons = muscle_tendon_ids(model)
+
+    def finalize(self, problem, targets, result, resolve):
+        q = np.array(result.q)
+        converged = np.array(result.converged)
+        iterations = np.array(result.iterations)
+        lengths = tendon_lengths(self.model, q, self.tendons)
+        jumps = tendon_jumps(lengths, self.max_jump_frac)
+        detected = int(jumps.sum())
+        for round_ in range(self.rounds):
+            frames = np.flatnonzero(jumps)
+            if frames.size == 0:
+                break
+            # Alternate the neighbour we copy from: previous frame, then next frame.
+            src = frames - 1 if round_ % 2 == 0 else np.minimum(frames + 1, len(q) - 1)
+            weight = np.full(frames.size, self.repair_weight)
+            q_new, conv_new, it_new = resolve(frames, q[src], q[src], weight)
+            q[frames], converged[frames] = q_new, conv_new
+            iterations[frames] += it_new
+            touched = np.unique(np.clip(np.concatenate([frames, frames + 1]), 0, len(q) - 1))
+            lengths[touched] = tendon_lengths(self.model, q[touched], self.tendons)
+            jumps = tendon_jumps(lengths, self.max_jump_frac)
+        return dataclasses.replace(result, q=q, converged=converged, iterations=iterations,
+                                   tendon_jump=jumps, tendon_jumps_detected=detected)

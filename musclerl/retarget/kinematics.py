@@ -1,0 +1,441 @@
+"""Lean kinematic tree of a compiled ``MjModel``: forward kinematics and Jacobians in JAX.
+
+Only the bodies on the paths from the world to the bodies we need (marker bodies, frame
+targets) are kept, with their joints; everything else in the model (muscle-only bodies,
+arms when retargeting legs) costs nothing. The tree reproduces MuJoCo's ``mj_kinematics``
+exactly (body offsets ``body_pos``/``body_quat``, joint anchors ``jnt_pos`` and axes
+``jnt_axis``, ``qpos0`` as the zero of hinge and slide joints) for free, ball, hinge and slide
+joints; ``tests/test_retarget_kinematics.py`` checks it against MuJoCo C to 1e-6.
+
+Conventions
+-----------
+* ``q`` is always the **full** model ``qpos`` (nq,), so a solution drops straight into
+  ``MjData.qpos``; coordinates of bodies outside the tree are carried along untouched.
+* Tangent vectors ``v`` are full model velocities (nv,) in MuJoCo's convention: free joint =
+  world-frame linear part then body-frame angular part, ball joint = body-frame angular
+  velocity. :meth:`KinematicTree.integrate` is ``mj_integratePos`` with unit time step.
+* Positions are metres in the world frame, rotations are 3x3 matrices (body -> world),
+  quaternions are (w, x, y, z).
+
+Precision
+---------
+The tree computes in the dtype of ``q``. The solver runs it in float64 inside
+``jax.enable_x64(True)`` (see :mod:`musclerl.retarget.solver`); equality residuals of 1e-6 and
+agreement with MuJoCo to 1e-6 need float64. Call it inside that context yourself when you use
+it directly (float32 inputs give float32 results, accurate to ~1e-6 relative).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterable, Sequence
+
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from musclerl.errors import InputError
+
+FREE, BALL, SLIDE, HINGE = (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL),
+                            int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE))
+JOINT_NQ = {FREE: 7, BALL: 4, SLIDE: 1, HINGE: 1}
+JOINT_NV = {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}
+
+
+# ----------------------------------------------------------------------------- quaternion maths
+def quat_mul(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """Hamilton product of quaternions (..., 4) in (w, x, y, z)."""
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return jnp.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=-1)
+
+
+def quat_rotate(quat: jnp.ndarray, vec: jnp.ndarray) -> jnp.ndarray:
+    """Rotate vectors (..., 3) by unit quaternions (..., 4)."""
+    w, u = quat[..., :1], quat[..., 1:]
+    t = 2.0 * jnp.cross(u, vec)
+    return vec + w * t + jnp.cross(u, t)
+
+
+def quat_to_mat(quat: jnp.ndarray) -> jnp.ndarray:
+    """Unit quaternions (..., 4) -> rotation matrices (..., 3, 3)."""
+    w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
+    return jnp.stack([
+        jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], axis=-2)
+
+
+def quat_exp(rotvec: jnp.ndarray) -> jnp.ndarray:
+    """Rotation vector (..., 3) in rad -> unit quaternion (..., 4); smooth at zero."""
+    angle_sq = jnp.sum(rotvec * rotvec, axis=-1, keepdims=True)
+    small = angle_sq < 1e-12
+    angle = jnp.sqrt(jnp.where(small, 1.0, angle_sq))
+    half = 0.5 * angle
+    # sin(a/2)/a, with its Taylor expansion near zero so gradients stay finite.
+    scale = jnp.where(small, 0.5 - angle_sq / 48.0, jnp.sin(half) / angle)
+    cos = jnp.where(small, 1.0 - angle_sq / 8.0, jnp.cos(half))
+    return jnp.concatenate([cos, scale * rotvec], axis=-1)
+
+
+def mat_log(rot: jnp.ndarray) -> jnp.ndarray:
+    """Rotation matrices (..., 3, 3) -> rotation vectors (..., 3) in rad (angle < pi)."""
+    skew = jnp.stack([rot[..., 2, 1] - rot[..., 1, 2], rot[..., 0, 2] - rot[..., 2, 0],
+                      rot[..., 1, 0] - rot[..., 0, 1]], axis=-1)
+    cos = jnp.clip((jnp.trace(rot, axis1=-2, axis2=-1) - 1.0) * 0.5, -1.0, 1.0)
+    sin = 0.5 * jnp.linalg.norm(skew + 1e-30, axis=-1)
+    angle = jnp.arctan2(sin, cos)
+    small = angle < 1e-6
+    factor = jnp.where(small, 0.5 + angle * angle / 12.0,
+                       angle / (2.0 * jnp.where(small, 1.0, jnp.sin(angle))))
+    return factor[..., None] * skew
+
+
+# ----------------------------------------------------------------------------- the tree
+@dataclasses.dataclass(frozen=True)
+class TreeJoint:
+    """One joint of the lean tree: ``type`` (FREE/BALL/SLIDE/HINGE), its qpos/qvel addresses,
+    anchor ``pos`` (3,) and unit ``axis`` (3,) in the body frame, and ``qpos0`` of a scalar
+    joint (the coordinate value at which the body sits at its ``body_pos``/``body_quat``)."""
+
+    name: str
+    type: int
+    qpos_adr: int
+    dof_adr: int
+    pos: tuple[float, float, float]
+    axis: tuple[float, float, float]
+    qpos0: float
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class KinematicTree:
+    """Bodies on the paths from the world to a set of kept bodies, in MuJoCo order.
+
+    Attributes (``nb`` lean bodies):
+        model_body_ids: (nb,) model body id of each lean body.
+        parent: (nb,) lean index of the parent, -1 for a child of the world.
+        body_pos: (nb, 3) offset in the parent frame, metres. body_quat: (nb, 4) (w, x, y, z).
+        joints: per lean body, its joints in MuJoCo order.
+        body_names: (nb,) names. nq, nv: sizes of the full model's qpos / qvel.
+        qpos0: (nq,) the model's reference configuration.
+    """
+
+    model: mujoco.MjModel
+    model_body_ids: np.ndarray
+    parent: np.ndarray
+    body_pos: np.ndarray
+    body_quat: np.ndarray
+    joints: tuple[tuple[TreeJoint, ...], ...]
+    body_names: tuple[str, ...]
+    nq: int
+    nv: int
+    qpos0: np.ndarray
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_model(cls, model: mujoco.MjModel,
+                   keep_bodies: Iterable[str | int] | None = None) -> KinematicTree:
+        """Tree of the bodies on the paths to ``keep_bodies`` (names or ids; None = all)."""
+        if keep_bodies is None:
+            wanted = set(range(1, model.nbody))
+        else:
+            wanted = {_body_id(model, b) for b in keep_bodies}
+        keep: set[int] = set()
+        for b in wanted:
+            while b > 0 and b not in keep:
+                keep.add(b)
+                b = int(model.body_parentid[b])
+        ids = np.array(sorted(keep), dtype=np.int64)  # MuJoCo orders parents before children
+        lean = {int(b): i for i, b in enumerate(ids)}
+        parent = np.array([lean.get(int(model.body_parentid[b]), -1) for b in ids], dtype=np.int64)
+        joints = []
+        for b in ids:
+            first, count = int(model.body_jntadr[b]), int(model.body_jntnum[b])
+            body_joints = []
+            for j in range(first, first + count):
+                jtype = int(model.jnt_type[j])
+                adr = int(model.jnt_qposadr[j])
+                body_joints.append(TreeJoint(
+                    name=model.joint(j).name, type=jtype, qpos_adr=adr,
+                    dof_adr=int(model.jnt_dofadr[j]),
+                    pos=tuple(float(x) for x in model.jnt_pos[j]),
+                    axis=tuple(float(x) for x in model.jnt_axis[j]),
+                    qpos0=float(model.qpos0[adr]) if jtype in (SLIDE, HINGE) else 0.0,
+                ))
+            joints.append(tuple(body_joints))
+        return cls(
+            model=model, model_body_ids=ids, parent=parent,
+            body_pos=np.array(model.body_pos[ids], dtype=np.float64),
+            body_quat=np.array(model.body_quat[ids], dtype=np.float64),
+            joints=tuple(joints), body_names=tuple(model.body(int(b)).name for b in ids),
+            nq=int(model.nq), nv=int(model.nv), qpos0=np.array(model.qpos0, dtype=np.float64),
+        )
+
+    # ------------------------------------------------------------------ lookup
+    @property
+    def nbody(self) -> int:
+        return len(self.model_body_ids)
+
+    def all_joints(self) -> list[TreeJoint]:
+        """Joints of the tree, in MuJoCo order."""
+        return [j for body in self.joints for j in body]
+
+    def body_index(self, body: str | int) -> int:
+        """Lean index of a model body (name or model id); InputError when not in the tree."""
+        model_id = _body_id(self.model, body)
+        hits = np.flatnonzero(self.model_body_ids == model_id)
+        if hits.size == 0:
+            raise InputError(str(body), "body is not in the kinematic tree (add it to keep_bodies)")
+        return int(hits[0])
+
+    def frame(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
+        """A body or site by name -> (lean body index, local pos (3,), local quat (4,))."""
+        site_id = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
+        if site_id >= 0:
+            return (self.body_index(int(self.model.site_bodyid[site_id])),
+                    np.array(self.model.site_pos[site_id]), np.array(self.model.site_quat[site_id]))
+        return self.body_index(name), np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
+
+    # ------------------------------------------------------------------ kinematics (JAX)
+    def fk(self, q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """``mj_kinematics`` on the lean tree: q (nq,) full qpos -> body world positions
+        (nb, 3) in metres and rotation matrices (nb, 3, 3) (body -> world).
+
+        Vectorised: every joint's local rigid motion at once (hinge ``T(a) R(axis, q - q0)
+        T(-a)``, slide ``T(axis (q - q0))``, ball ``T(a) R(quat) T(-a)``), then per body its
+        offset composed with its joints (padded to the most joints on a body), then the tree
+        level by level. The traced graph stays small, which keeps XLA compile times short.
+        """
+        plan = self._plan
+        q = jnp.asarray(q)
+        dtype = q.dtype
+        nj = plan.n_joints
+        jt = jnp.zeros((nj + 1, 3), dtype)
+        jr = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nj + 1, 3, 3))
+        if plan.hinge.size:
+            angle = q[plan.hinge_qadr] - plan.hinge_q0
+            k1 = jnp.asarray(plan.hinge_k1, dtype)
+            k2 = jnp.asarray(plan.hinge_k2, dtype)
+            rot = (jnp.eye(3, dtype=dtype) + jnp.sin(angle)[:, None, None] * k1
+                   + (1.0 - jnp.cos(angle))[:, None, None] * k2)
+            anchor = jnp.asarray(plan.hinge_pos, dtype)
+            jt = jt.at[plan.hinge].set(anchor - jnp.einsum("nij,nj->ni", rot, anchor))
+            jr = jr.at[plan.hinge].set(rot)
+        if plan.slide.size:
+            disp = q[plan.slide_qadr] - plan.slide_q0
+            jt = jt.at[plan.slide].set(jnp.asarray(plan.slide_axis, dtype) * disp[:, None])
+        for jid, qadr, anchor in plan.balls:
+            rot = quat_to_mat(_normalize(q[qadr:qadr + 4]))
+            a = jnp.asarray(anchor, dtype)
+            jt = jt.at[jid].set(a - rot @ a)
+            jr = jr.at[jid].set(rot)
+        # Body local transforms (level order): offset composed with its joints in order.
+        lt = jnp.asarray(plan.body_pos, dtype)
+        lr = jnp.asarray(plan.body_rot, dtype)
+        for k in range(plan.slots.shape[1]):
+            idx = plan.slots[:, k]
+            lt = lt + jnp.einsum("nij,nj->ni", lr, jt[idx])
+            lr = jnp.einsum("nij,njk->nik", lr, jr[idx])
+        for body, qadr in plan.frees:
+            lt = lt.at[body].set(q[qadr:qadr + 3])
+            lr = lr.at[body].set(quat_to_mat(_normalize(q[qadr + 3:qadr + 7])))
+        # World transforms, level by level; bodies are stored level-contiguous.
+        xt, xr = [lt[plan.levels[0]]], [lr[plan.levels[0]]]
+        for (lo, hi), parents in zip(plan.levels[1:], plan.parents[1:], strict=True):
+            all_t, all_r = jnp.concatenate(xt), jnp.concatenate(xr)
+            pt, pr = all_t[parents], all_r[parents]
+            xt.append(pt + jnp.einsum("nij,nj->ni", pr, lt[lo:hi]))
+            xr.append(jnp.einsum("nij,njk->nik", pr, lr[lo:hi]))
+        order = plan.to_tree_order
+        return jnp.concatenate(xt)[order], jnp.concatenate(xr)[order]
+
+    def fk_quat(self, q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Like :meth:`fk` with orientations as quaternions (nb, 4) (w, x, y, z)."""
+        pos, rot = self.fk(q)
+        return pos, mat_to_quat(rot)
+
+    @functools.cached_property
+    def _plan(self) -> _FKPlan:
+        return _FKPlan.build(self)
+
+    def point_positions(self, q: jnp.ndarray, body_ids: Sequence[int] | np.ndarray,
+                        local_points: jnp.ndarray) -> jnp.ndarray:
+        """World positions (P, 3) of points fixed in bodies.
+
+        ``body_ids`` (P,) are **lean** indices (see :meth:`body_index`); ``local_points`` (P, 3)
+        are in the body frames, metres.
+        """
+        pos, rot = self.fk(q)
+        idx = np.asarray(body_ids, dtype=np.int64)
+        return pos[idx] + jnp.einsum("pij,pj->pi", rot[idx], jnp.asarray(local_points, pos.dtype))
+
+    def integrate(self, q: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
+        """``mj_integratePos(q, v, dt=1)`` for the tree's joints: q (nq,), v (nv,) -> (nq,)."""
+        q = jnp.asarray(q)
+        scalar = [j for j in self.all_joints() if j.type in (SLIDE, HINGE)]
+        if scalar:
+            qadr = np.array([j.qpos_adr for j in scalar])
+            dadr = np.array([j.dof_adr for j in scalar])
+            q = q.at[qadr].add(v[dadr])
+        for jnt in self.all_joints():
+            a, d = jnt.qpos_adr, jnt.dof_adr
+            if jnt.type == FREE:
+                quat = _normalize(quat_mul(q[a + 3:a + 7], quat_exp(v[d + 3:d + 6])))
+                q = q.at[a:a + 7].set(jnp.concatenate([q[a:a + 3] + v[d:d + 3], quat]))
+            elif jnt.type == BALL:
+                q = q.at[a:a + 4].set(_normalize(quat_mul(q[a:a + 4], quat_exp(v[d:d + 3]))))
+        return q
+
+    def point_jacobian(self, q: jnp.ndarray, body: int, local_point: jnp.ndarray) -> jnp.ndarray:
+        """Jacobian (3, nv) of a point fixed in lean body ``body`` w.r.t. the tangent at ``q``
+        (what ``mj_jac`` returns as ``jacp``)."""
+        import jax
+
+        def point(v: jnp.ndarray) -> jnp.ndarray:
+            return self.point_positions(self.integrate(q, v), [body], local_point[None])[0]
+
+        return jax.jacfwd(point)(jnp.zeros(self.nv, jnp.asarray(q).dtype))
+
+    def rotation_jacobian(self, q: jnp.ndarray, body: int) -> jnp.ndarray:
+        """Angular Jacobian (3, nv) of lean body ``body`` in the world frame (``mj_jac``'s jacr)."""
+        import jax
+
+        q = jnp.asarray(q)
+        rot0 = self.fk(q)[1][body]
+
+        def rotvec(v: jnp.ndarray) -> jnp.ndarray:
+            rot = self.fk(self.integrate(q, v))[1][body]
+            return mat_log(rot @ rot0.T)
+
+        return jax.jacfwd(rotvec)(jnp.zeros(self.nv, q.dtype))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _FKPlan:
+    """Static arrays for the vectorised forward kinematics (built once per tree). Bodies are
+    renumbered level by level (world children first) so each level is a contiguous block."""
+
+    n_joints: int
+    hinge: np.ndarray
+    hinge_qadr: np.ndarray
+    hinge_q0: np.ndarray
+    hinge_k1: np.ndarray  # (nh, 3, 3) cross-product matrix of the axis
+    hinge_k2: np.ndarray  # its square
+    hinge_pos: np.ndarray
+    slide: np.ndarray
+    slide_qadr: np.ndarray
+    slide_q0: np.ndarray
+    slide_axis: np.ndarray
+    balls: tuple[tuple[int, int, tuple[float, float, float]], ...]
+    frees: tuple[tuple[int, int], ...]  # (level-order body, qpos address)
+    body_pos: np.ndarray  # (nb, 3) level order
+    body_rot: np.ndarray  # (nb, 3, 3) level order
+    slots: np.ndarray  # (nb, max joints per body) joint index, n_joints = identity; level order
+    levels: tuple  # first entry: indices of level 0; then (lo, hi) slices
+    parents: tuple  # per level, parent positions in level order (None for level 0)
+    to_tree_order: np.ndarray
+
+    @classmethod
+    def build(cls, tree: KinematicTree) -> _FKPlan:
+        joints = tree.all_joints()
+        nj = len(joints)
+        kinds = {t: np.array([i for i, j in enumerate(joints) if j.type == t], dtype=np.int64)
+                 for t in (HINGE, SLIDE)}
+
+        def field(t, f, width=3):
+            return np.array([f(joints[i]) for i in kinds[t]], dtype=np.float64).reshape(-1, width)
+
+        per_body, free_of = [], {}
+        counter = 0
+        for b, body_joints in enumerate(tree.joints):
+            ids = []
+            for j in body_joints:
+                if j.type == FREE:
+                    free_of[b] = j.qpos_adr
+                else:
+                    ids.append(counter)
+                counter += 1
+            per_body.append(ids)
+        depth = np.zeros(tree.nbody, dtype=np.int64)
+        for b in range(tree.nbody):
+            p = tree.parent[b]
+            depth[b] = 0 if (p < 0 or b in free_of) else depth[p] + 1
+        order = np.argsort(depth, kind="stable")  # level order -> tree index
+        position = np.empty(tree.nbody, dtype=np.int64)
+        position[order] = np.arange(tree.nbody)
+        width = max([len(i) for i in per_body] + [0])
+        slots = np.full((tree.nbody, width), nj, dtype=np.int64)
+        for b, ids in enumerate(per_body):
+            slots[position[b], :len(ids)] = ids
+        n_levels = int(depth.max()) + 1 if tree.nbody else 0
+        levels, parents = [np.flatnonzero(depth[order] == 0)], [None]
+        for d in range(1, n_levels):
+            members = np.flatnonzero(depth[order] == d)
+            levels.append((int(members[0]), int(members[-1]) + 1))
+            parents.append(position[tree.parent[order[members]]])
+        axes = field(HINGE, lambda j: j.axis)
+        k1 = np.zeros((len(axes), 3, 3))
+        k1[:, 0, 1], k1[:, 0, 2], k1[:, 1, 2] = -axes[:, 2], axes[:, 1], -axes[:, 0]
+        k1 = k1 - np.transpose(k1, (0, 2, 1))
+        body_rot = np.array([_np_quat_to_mat(qt) for qt in tree.body_quat[order]]).reshape(-1, 3, 3)
+        return cls(
+            n_joints=nj, hinge=kinds[HINGE],
+            hinge_qadr=np.array([joints[i].qpos_adr for i in kinds[HINGE]], dtype=np.int64),
+            hinge_q0=field(HINGE, lambda j: j.qpos0, 1)[:, 0], hinge_k1=k1, hinge_k2=k1 @ k1,
+            hinge_pos=field(HINGE, lambda j: j.pos), slide=kinds[SLIDE],
+            slide_qadr=np.array([joints[i].qpos_adr for i in kinds[SLIDE]], dtype=np.int64),
+            slide_q0=field(SLIDE, lambda j: j.qpos0, 1)[:, 0],
+            slide_axis=field(SLIDE, lambda j: j.axis),
+            balls=tuple((i, j.qpos_adr, j.pos) for i, j in enumerate(joints) if j.type == BALL),
+            frees=tuple((int(position[b]), a) for b, a in free_of.items()),
+            body_pos=tree.body_pos[order], body_rot=body_rot, slots=slots,
+            levels=tuple(levels), parents=tuple(parents), to_tree_order=position,
+        )
+
+
+def _np_quat_to_mat(quat: np.ndarray) -> np.ndarray:
+    mat = np.zeros(9)
+    mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=np.float64))
+    return mat.reshape(3, 3)
+
+
+def mat_to_quat(rot: jnp.ndarray) -> jnp.ndarray:
+    """Rotation matrices (..., 3, 3) -> unit quaternions (..., 4), w >= 0, robust at any angle."""
+    m = rot
+    tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    cands = jnp.stack([
+        jnp.stack([1.0 + tr, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0],
+                   m[..., 1, 0] - m[..., 0, 1]], -1),
+        jnp.stack([m[..., 2, 1] - m[..., 1, 2], 1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
+                   m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]], -1),
+        jnp.stack([m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0],
+                   1.0 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2], m[..., 1, 2] + m[..., 2, 1]], -1),
+        jnp.stack([m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0],
+                   m[..., 1, 2] + m[..., 2, 1], 1.0 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]], -1),
+    ], axis=-2)
+    pick = jnp.argmax(jnp.stack([tr, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]], -1), axis=-1)
+    best = jnp.take_along_axis(cands, pick[..., None, None], axis=-2)[..., 0, :]
+    best = best * jnp.where(best[..., :1] < 0, -1.0, 1.0)
+    return best / jnp.linalg.norm(best, axis=-1, keepdims=True)
+
+
+def _normalize(quat: jnp.ndarray) -> jnp.ndarray:
+    return quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)
+
+
+def _body_id(model: mujoco.MjModel, body: str | int) -> int:
+    if isinstance(body, (int, np.integer)):
+        if not 0 < int(body) < model.nbody:
+            raise InputError(str(body), f"body id out of range 1..{model.nbody - 1}")
+        return int(body)
+    body_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
+    if body_id < 0:
+        raise InputError(body, "no body of that name in the model")
+    return int(body_id)

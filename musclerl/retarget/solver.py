@@ -1,0 +1,418 @@
+"""Batched Levenberg–Marquardt IK over a whole clip.
+
+``solve_clip(problem, targets, q0)`` solves every frame of a clip in one batched computation:
+
+1. The clip is cut into ``K = ceil(T / chunk_len)`` chunks. The first frame of every chunk is
+   solved *cold* from ``q0`` (root first aligned rigidly to the markers by a weighted Kabsch
+   fit, then ``cold_iters`` LM iterations), all K at once (``vmap``).
+2. Then ``chunk_len - 1`` sweeps: sweep ``l`` solves frame ``l`` of every chunk at once,
+   warm-started from (and smoothed towards) frame ``l - 1`` of the same chunk.
+   ``chunk_len=1`` is a pure batch solve of all frames from the cold start.
+3. Constraints' ``finalize`` passes (e.g. tendon-jump repair) run on the host, then per-frame
+   errors are measured.
+
+Per frame, LM minimises ``0.5 |r(q)|^2`` over the tree's free tangent coordinates (dependent
+coordinates eliminated, see :class:`~musclerl.retarget.constraints.JointEqualities`) with
+Marquardt scaling: step ``(J^T J + lam diag(J^T J)) dx = -J^T r``; a step that lowers the cost is
+accepted and ``lam`` shrinks x0.3, a step that raises it is rejected and ``lam`` grows x10.
+Bounds are held by projecting each candidate and freezing coordinates on an active bound.
+A frame is ``converged`` when an accepted step lowers the cost by less than ``tol`` (relative),
+the gradient vanishes, or no damping gives a decrease (a numerical minimum); frames that hit
+``max_iters`` or the ``time_limit_s`` are reported as not converged.
+
+Precision: the solve runs in float64 (``jax.enable_x64(True)`` around tracing and calls), which
+the 1e-6 equality residual needs; inputs and outputs are NumPy float64.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from musclerl.errors import InputError, require
+from musclerl.retarget.constraints import (
+    Constraint,
+    JointEqualities,
+    JointLimits,
+    Previous,
+)
+from musclerl.retarget.kinematics import FREE, HINGE, SLIDE, KinematicTree, mat_to_quat, quat_mul
+from musclerl.retarget.tasks import MarkerTask, Task
+
+LAMBDA_INIT = 1e-3
+LAMBDA_MIN = 1e-9
+LAMBDA_MAX = 1e8
+
+
+@dataclasses.dataclass(frozen=True)
+class IKResult:
+    """Per-frame IK outcome for a clip of T frames.
+
+    q: (T, nq) solved qpos. converged: (T,) bool. iterations: (T,) LM iterations used.
+    residual_m: (T,) RMS of the point errors (markers, frame positions) in metres, NaN when a
+    frame has no position target. max_error_m: (T,) largest point error. cost: (T,) final
+    ``0.5 |r|^2``. timed_out: (T,) frames not solved before ``time_limit_s`` (held at the
+    previous solution). tendon_jump: (T,) frames whose muscle path still jumps (all False when no
+    TendonContinuity constraint ran); tendon_jumps_detected: jumps found before repair.
+    solve_s: seconds of solving (after compile). compile_s: seconds spent tracing/compiling.
+    """
+
+    q: np.ndarray
+    converged: np.ndarray
+    iterations: np.ndarray
+    residual_m: np.ndarray
+    max_error_m: np.ndarray
+    cost: np.ndarray
+    timed_out: np.ndarray
+    tendon_jump: np.ndarray
+    tendon_jumps_detected: int = 0
+    solve_s: float = 0.0
+    compile_s: float = 0.0
+
+    @property
+    def failed_frames(self) -> np.ndarray:
+        """Indices of frames that did not converge (or were not reached)."""
+        return np.flatnonzero(~self.converged)
+
+
+class IKProblem:
+    """Tasks and constraints on a kinematic tree; owns the compiled per-frame solver.
+
+    Terms are keyed by ``name`` in the ``targets`` dict of :func:`solve_clip`; names must be
+    unique. Compiled functions are cached per batch size, so reuse one problem for many clips.
+    """
+
+    def __init__(self, tree: KinematicTree, tasks: Sequence[Task],
+                 constraints: Sequence[Constraint] = ()):
+        require(len(tasks) > 0, "IKProblem", "needs at least one task")
+        names = [t.name for t in tasks] + [c.name for c in constraints]
+        require(len(set(names)) == len(names), "IKProblem", f"duplicate term names in {names}")
+        self.tree = tree
+        self.tasks = tuple(tasks)
+        self.constraints = tuple(constraints)
+        self._setup_variables()
+        self._compiled: dict[tuple, object] = {}
+
+    # ------------------------------------------------------------------ variables and bounds
+    def _setup_variables(self) -> None:
+        tree = self.tree
+        dofs = []
+        for j in tree.all_joints():
+            width = {FREE: 6, HINGE: 1, SLIDE: 1}.get(j.type, 3)
+            dofs.extend(range(j.dof_adr, j.dof_adr + width))
+        dependent = set()
+        for c in self.constraints:
+            dep = c.dependent_dofs(tree)
+            if dep is not None:
+                dependent.update(int(d) for d in dep)
+        self.free_dofs = np.array([d for d in dofs if d not in dependent], dtype=np.int64)
+        lo = np.full(tree.nq, -np.inf)
+        hi = np.full(tree.nq, np.inf)
+        for c in self.constraints:
+            bounds = c.qpos_bounds(tree)
+            if bounds is not None:
+                lo, hi = np.maximum(lo, bounds[0]), np.minimum(hi, bounds[1])
+        require(bool(np.all(lo <= hi)), "IKProblem", "constraint bounds are empty")
+        # Bounds of free scalar coordinates, in reduced-variable order (inf for rotations).
+        dof_to_qadr = {j.dof_adr: j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)}
+        self.var_qadr = np.array([dof_to_qadr.get(int(d), -1) for d in self.free_dofs])
+        scalar = self.var_qadr >= 0
+        self.var_lo = np.where(scalar, lo[np.maximum(self.var_qadr, 0)], -np.inf)
+        self.var_hi = np.where(scalar, hi[np.maximum(self.var_qadr, 0)], np.inf)
+        self.clip_qadr = self.var_qadr[scalar & (np.isfinite(self.var_lo) | np.isfinite(self.var_hi))]
+        self.qpos_lo, self.qpos_hi = lo, hi
+
+    @property
+    def n_vars(self) -> int:
+        return int(self.free_dofs.size)
+
+    def project(self, q: jnp.ndarray) -> jnp.ndarray:
+        """Clip bounded coordinates, then apply every constraint's projection (JAX)."""
+        if self.clip_qadr.size:
+            idx = self.clip_qadr
+            q = q.at[idx].set(jnp.clip(q[idx], self.qpos_lo[idx], self.qpos_hi[idx]))
+        return self._manifold(q)
+
+    def _manifold(self, q: jnp.ndarray) -> jnp.ndarray:
+        for c in self.constraints:
+            q = c.project(self.tree, q)
+        return q
+
+    def retract(self, q: jnp.ndarray, dx: jnp.ndarray) -> jnp.ndarray:
+        """Move ``q`` (nq,) by reduced tangent ``dx`` (n_vars,) and re-impose equalities."""
+        v = jnp.zeros(self.tree.nv, q.dtype).at[self.free_dofs].set(dx)
+        return self._manifold(self.tree.integrate(q, v))
+
+    # ------------------------------------------------------------------ residuals
+    def residual(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray], prev: Previous) -> jnp.ndarray:
+        """All weighted residual rows (m,) for one frame."""
+        rows = [t.residual(self.tree, q, frame.get(t.name)) for t in self.tasks]
+        for c in self.constraints:
+            r = c.residual(self.tree, q, frame.get(c.name), prev)
+            if r is not None:
+                rows.append(r)
+        return jnp.concatenate([jnp.ravel(r) for r in rows])
+
+    def point_errors_m(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
+        """Unweighted point errors (k,) of all positional tasks, NaN where missing."""
+        errs = [e for t in self.tasks
+                if (e := t.position_errors_m(self.tree, q, frame.get(t.name))) is not None]
+        return jnp.concatenate(errs) if errs else jnp.full((1,), jnp.nan, q.dtype)
+
+    # ------------------------------------------------------------------ one frame of LM
+    def _lm(self, q_init, frame, prev, max_iters, tol):
+        """LM on one frame. Returns (q, converged, iterations, cost).
+
+        Each iteration linearises at the candidate (one ``jacfwd``, which also gives the
+        residual); the candidate is accepted if it lowers the cost, and the next step is taken
+        from the best point so far. ``max_iters`` and ``tol`` are traced, so one compile serves
+        cold and warm starts.
+        """
+        lo = jnp.asarray(self.var_lo)
+        hi = jnp.asarray(self.var_hi)
+        has_bound = self.var_qadr >= 0
+        var_q = np.maximum(self.var_qadr, 0)
+
+        def lin(q):
+            def f(dx):
+                r = self.residual(self.retract(q, dx), frame, prev)
+                return r, r
+
+            return jax.jacfwd(f, has_aux=True)(jnp.zeros(self.n_vars, q.dtype))
+
+        def body(state):
+            q, jac, r, cost, cand, lam, it, _, _ = state
+            jac_c, r_c = lin(cand)
+            cost_c = 0.5 * r_c @ r_c
+            accept = cost_c < cost
+            small = accept & (it > 0) & ((cost - cost_c) <= tol * cost)
+            q = jnp.where(accept, cand, q)
+            jac = jnp.where(accept, jac_c, jac)
+            r = jnp.where(accept, r_c, r)
+            lam = jnp.where(it == 0, lam, jnp.where(accept, lam * 0.3, lam * 10.0))
+            lam = jnp.clip(lam, LAMBDA_MIN, LAMBDA_MAX)
+            cost = jnp.where(accept, cost_c, cost)
+            grad = jac.T @ r
+            qv = q[var_q]
+            at_lo = has_bound & (qv <= lo + 1e-12) & (grad > 0)
+            at_hi = has_bound & (qv >= hi - 1e-12) & (grad < 0)
+            free = ~(at_lo | at_hi)
+            grad = jnp.where(free, grad, 0.0)
+            hess = jac.T @ jac * (free[:, None] & free[None, :])
+            damp = lam * (jnp.diagonal(hess) + 1e-9) + jnp.where(free, 0.0, 1.0)
+            dx = -jnp.linalg.solve(hess + jnp.diag(damp), grad)
+            cand = self.project(self.retract(q, dx))
+            conv = small | (jnp.max(jnp.abs(grad)) <= 1e-14) | (lam >= LAMBDA_MAX)
+            return q, jac, r, cost, cand, lam, it + 1, conv, conv
+
+        def cond(state):
+            return (state[6] < max_iters + 1) & ~state[7]
+
+        q0 = self.project(q_init)
+        dtype = q0.dtype
+        m = jax.eval_shape(lambda q: self.residual(q, frame, prev), q0).shape[0]
+        state = (q0, jnp.zeros((m, self.n_vars), dtype), jnp.zeros(m, dtype),
+                 jnp.asarray(jnp.inf, dtype), q0, jnp.asarray(LAMBDA_INIT, dtype),
+                 jnp.asarray(0), jnp.asarray(False), jnp.asarray(False))
+        q, _, _, cost, _, _, it, _, conv = jax.lax.while_loop(cond, body, state)
+        return q, conv, jnp.maximum(it - 1, 0), cost
+
+    def _compiled_fn(self, kind: str, *args):
+        """The jitted, vmapped function ``kind`` compiled for ``args``; (fn, compile seconds).
+
+        ``lm`` takes (q_init (B, nq), frame targets, q_prev (B, nq), prev_weight (B,),
+        max_iters (), tol ()).
+        """
+        shapes = jax.tree.map(lambda a: (a.shape, str(a.dtype)), args)
+        key = (kind, str(shapes))
+        if key in self._compiled:
+            return self._compiled[key], 0.0
+        if kind == "lm":
+            fn = jax.vmap(lambda q, f, p, w, n, tol: self._lm(q, f, Previous(p, w), n, tol),
+                          in_axes=(0, 0, 0, 0, None, None))
+        elif kind == "align":
+            fn = jax.vmap(self._align_root)
+        else:
+            fn = jax.vmap(self.point_errors_m)
+        t0 = time.perf_counter()
+        compiled = jax.jit(fn).lower(*args).compile()
+        self._compiled[key] = compiled
+        return compiled, time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ cold start
+    def _align_root(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
+        """Rigidly move a free root so the markers best match their targets (weighted Kabsch)."""
+        root = self.tree.joints[0][0] if self.tree.joints and self.tree.joints[0] else None
+        markers = [t for t in self.tasks if isinstance(t, MarkerTask) and t.name in frame]
+        if root is None or root.type != FREE or not markers:
+            return q
+        pts = jnp.concatenate([t.positions(self.tree, q) for t in markers])
+        tgt = jnp.concatenate([frame[t.name] for t in markers])
+        w = jnp.concatenate([jnp.asarray(t.sqrt_w, q.dtype) ** 2 for t in markers])
+        w = jnp.where(jnp.all(jnp.isfinite(tgt), axis=-1), w, 0.0)
+        tgt = jnp.where(jnp.isfinite(tgt), tgt, 0.0)
+        wsum = jnp.sum(w)
+        cp = w @ pts / jnp.maximum(wsum, 1e-12)
+        ct = w @ tgt / jnp.maximum(wsum, 1e-12)
+        cov = ((pts - cp) * w[:, None]).T @ (tgt - ct)
+        u, _, vt = jnp.linalg.svd(cov)
+        d = jnp.sign(jnp.linalg.det(vt.T @ u.T))
+        rot = vt.T @ jnp.diag(jnp.array([1.0, 1.0, 1.0], q.dtype).at[2].set(d)) @ u.T
+        a = root.qpos_adr
+        new_pos = rot @ (q[a:a + 3] - cp) + ct
+        new_quat = quat_mul(mat_to_quat(rot), q[a + 3:a + 7])
+        aligned = q.at[a:a + 3].set(new_pos).at[a + 3:a + 7].set(new_quat)
+        enough = jnp.sum(w > 0) >= 3
+        return jnp.where(enough, aligned, q)
+
+    # ------------------------------------------------------------------ host entry points
+    def resolve_frames(self, frames: np.ndarray, targets: Mapping[str, np.ndarray],
+                       q_init: np.ndarray, q_prev: np.ndarray, prev_weight: np.ndarray,
+                       max_iters: int = 50, tol: float = 1e-6):
+        """Re-solve chosen ``frames`` (k,) from ``q_init`` (k, nq) smoothed towards ``q_prev``
+        (k, nq) with ``prev_weight`` (k,). Returns (q (k, nq), converged (k,), iterations (k,))."""
+        with jax.enable_x64(True):
+            frame = {name: jnp.asarray(arr[frames]) for name, arr in targets.items()}
+            args = (jnp.asarray(q_init), frame, jnp.asarray(q_prev),
+                    jnp.asarray(prev_weight, jnp.float64), jnp.asarray(max_iters), jnp.asarray(tol))
+            fn, _ = self._compiled_fn("lm", *args)
+            q, conv, it, _ = fn(*args)
+            return np.asarray(q), np.asarray(conv), np.asarray(it)
+
+
+def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.ndarray, *,
+               max_iters: int = 20, cold_iters: int = 100, tol: float = 1e-6,
+               chunk_len: int = 16, smooth_warm: bool = True,
+               time_limit_s: float | None = None) -> IKResult:
+    """Solve IK for every frame of a clip.
+
+    Args:
+        problem: tasks and constraints.
+        targets: task/constraint name -> per-frame array (T, ...) (see each task).
+        q0: (nq,) initial guess for cold starts (root re-aligned to the markers).
+        max_iters: LM iterations per warm-started frame. cold_iters: per cold-started frame.
+        tol: relative cost decrease below which a frame counts as converged.
+        chunk_len: frames solved sequentially per chunk (warm starts); chunks run in parallel.
+        smooth_warm: pass the previous frame to constraints (Smoothness) in warm sweeps.
+        time_limit_s: stop starting new sweeps after this many seconds; unreached frames are
+            returned with ``timed_out`` True and ``converged`` False.
+    """
+    tree = problem.tree
+    arrays, n_frames = _check_targets(problem, targets)
+    q0 = np.asarray(q0, dtype=np.float64)
+    require(q0.shape == (tree.nq,), "q0", f"must be ({tree.nq},), got {q0.shape}")
+    require(chunk_len >= 1 and max_iters >= 1 and cold_iters >= 1, "solve_clip",
+            "chunk_len, max_iters and cold_iters must be >= 1")
+    n_chunks = -(-n_frames // chunk_len)
+    padded = n_chunks * chunk_len
+    # Frame index grid (n_chunks, chunk_len); padding repeats the last frame.
+    grid = np.minimum(np.arange(padded).reshape(n_chunks, chunk_len), n_frames - 1)
+    q = np.empty((padded, tree.nq))
+    conv = np.zeros(padded, bool)
+    iters = np.zeros(padded, np.int64)
+    cost = np.full(padded, np.nan)
+    reached = np.zeros(padded, bool)
+    compile_s = 0.0
+    start = time.perf_counter()
+    with jax.enable_x64(True):
+        dev = {name: jnp.asarray(arr) for name, arr in arrays.items()}
+        for step in range(chunk_len):
+            rows = np.arange(n_chunks) * chunk_len + step
+            frame = {name: arr[grid[:, step]] for name, arr in dev.items()}
+            if step == 0:
+                q_start = jnp.broadcast_to(problem.project(jnp.asarray(q0)), (n_chunks, tree.nq))
+                align, dt_align = problem._compiled_fn("align", q_start, frame)
+                q_init = align(q_start, frame)
+                args = (q_init, frame, q_init, jnp.zeros(n_chunks), jnp.asarray(cold_iters),
+                        jnp.asarray(tol))
+                lm, dt_lm = problem._compiled_fn("lm", *args)
+            else:
+                if time_limit_s is not None and time.perf_counter() - start - compile_s > time_limit_s:
+                    break
+                prev_q = jnp.asarray(q[rows - 1])
+                args = (prev_q, frame, prev_q, jnp.full(n_chunks, 1.0 if smooth_warm else 0.0),
+                        jnp.asarray(max_iters), jnp.asarray(tol))
+                lm, dt_lm = problem._compiled_fn("lm", *args)
+                dt_align = 0.0
+            compile_s += dt_align + dt_lm
+            q_s, c_s, i_s, cost_s = (np.asarray(x) for x in lm(*args))
+            q[rows], conv[rows], iters[rows], cost[rows] = q_s, c_s, i_s, cost_s
+            reached[rows] = True
+    q_out = np.empty((n_frames, tree.nq))
+    # Keep the first occurrence of each real frame (padding repeats the last frame).
+    first = np.unique(grid.reshape(-1), return_index=True)[1]
+    q_out[:] = q[first]
+    conv_out, it_out, cost_out = conv[first], iters[first], cost[first]
+    reached_out = reached[first]
+    # Unreached frames hold the last reached frame of their chunk.
+    for f in np.flatnonzero(~reached_out):
+        q_out[f] = q_out[f - 1]
+    timed_out = ~reached_out
+    conv_out = conv_out & reached_out
+    result = IKResult(q=q_out, converged=conv_out, iterations=it_out, residual_m=np.zeros(0),
+                      max_error_m=np.zeros(0), cost=cost_out, timed_out=timed_out,
+                      tendon_jump=np.zeros(n_frames, bool))
+
+    def resolve(frames, q_init, q_prev, prev_weight):
+        return problem.resolve_frames(frames, arrays, q_init, q_prev, prev_weight,
+                                      max_iters=max(max_iters, 50), tol=tol)
+
+    for c in problem.constraints:
+        result = c.finalize(problem, arrays, result, resolve)
+    solve_s = time.perf_counter() - start - compile_s
+    rms, worst = frame_errors(problem, arrays, result.q)
+    return dataclasses.replace(result, residual_m=rms, max_error_m=worst, solve_s=solve_s,
+                               compile_s=compile_s)
+
+
+def frame_errors(problem: IKProblem, targets: Mapping[str, np.ndarray],
+                 qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """RMS and max point error (T,) each, metres, of ``qs`` (T, nq) against ``targets``."""
+    with jax.enable_x64(True):
+        args = (jnp.asarray(qs), {k: jnp.asarray(v) for k, v in targets.items()})
+        fn, _ = problem._compiled_fn("errors", *args)
+        errs = np.asarray(fn(*args))
+    valid = np.isfinite(errs)
+    count = valid.sum(axis=1)
+    sq = np.where(valid, errs, 0.0) ** 2
+    rms = np.where(count > 0, np.sqrt(sq.sum(axis=1) / np.maximum(count, 1)), np.nan)
+    worst = np.where(count > 0, np.where(valid, errs, -np.inf).max(axis=1), np.nan)
+    return rms, worst
+
+
+def _check_targets(problem: IKProblem, targets: Mapping[str, np.ndarray]):
+    terms = list(problem.tasks) + list(problem.constraints)
+    known = {t.name for t in terms}
+    unknown = set(targets) - known
+    require(not unknown, "targets", f"no task or constraint named {sorted(unknown)}")
+    arrays: dict[str, np.ndarray] = {}
+    n_frames = None
+    for term in terms:
+        shape = term.target_shape(problem.tree)
+        if term.name not in targets:
+            require(not (shape is not None and term.target_required), "targets",
+                    f"missing targets for {term.name!r}")
+            continue
+        require(shape is not None, term.name, "takes no per-frame targets")
+        arr = np.asarray(targets[term.name], dtype=np.float64)
+        require(arr.ndim == len(shape) + 1 and arr.shape[1:] == shape, term.name,
+                f"targets must be (T, {', '.join(map(str, shape))}), got {arr.shape}")
+        if n_frames is None:
+            n_frames = arr.shape[0]
+        require(arr.shape[0] == n_frames, term.name,
+                f"has {arr.shape[0]} frames, other targets have {n_frames}")
+        require(not np.any(np.isinf(arr)), term.name, "targets contain inf")
+        arrays[term.name] = arr
+    if n_frames is None or n_frames == 0:
+        raise InputError("targets", "no frames to solve (give at least one per-frame target)")
+    return arrays, n_frames
+
+
+def default_constraints(model) -> list[Constraint]:
+    """Joint limits and joint equalities of ``model`` (what every retarget should hold)."""
+    return [JointLimits(model), JointEqualities(model)]

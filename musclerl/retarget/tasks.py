@@ -1,0 +1,196 @@
+"""IK tasks: each adds weighted residual rows ``r`` to the least-squares cost ``0.5 * |r|^2``.
+
+A task is small and stateless once built. The solver calls, per frame,
+``task.residual(tree, q, target)`` with ``q`` the full qpos (nq,) and ``target`` this frame's
+slice of ``targets[task.name]`` (or ``None`` for tasks without per-frame targets). Tasks that
+measure distances also give ``task.position_errors_m(...)`` (unweighted point errors in metres,
+NaN where missing), which the solver folds into ``IKResult.residual_m``.
+
+=====================  ==============================================  ====================
+task                   cost added per frame                            target (per clip)
+=====================  ==============================================  ====================
+``MarkerTask``         ``sum_i w_i |p_i(q) - m_i|^2`` (m)              (T, M, 3) world, NaN=missing
+``FrameTask``          ``w |mask_p (p - p*)|^2 + w_r |mask_r log(R R*^T)|^2``  (T, 7) pos + quat wxyz
+``CoordinateTask``     ``w sum_j (q_j - c_j)^2`` (rad or m)            optional (T, J), NaN=free
+``PostureTask``        ``w sum_j (q_j - q_rest_j)^2`` over hinge/slide none
+=====================  ==============================================  ====================
+
+All weights are multiplied in as ``sqrt(w)`` on the residual rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from musclerl.errors import InputError, require
+from musclerl.retarget.kinematics import HINGE, SLIDE, KinematicTree, mat_log, quat_to_mat
+
+
+class Task:
+    """Base class. ``name`` keys the task's per-frame targets; ``target_shape`` is the shape of one
+    frame's target (None when the task takes no targets); ``target_required`` says whether
+    ``solve_clip`` must be given them."""
+
+    name: str = "task"
+    target_required: bool = True
+
+    def target_shape(self, tree: KinematicTree) -> tuple[int, ...] | None:
+        return None
+
+    def residual(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None) -> jnp.ndarray:
+        raise NotImplementedError
+
+    def position_errors_m(self, tree: KinematicTree, q: jnp.ndarray,
+                          target: jnp.ndarray | None) -> jnp.ndarray | None:
+        """Unweighted point errors (k,) in metres, NaN where the target is missing; None if the
+        task has no positional meaning."""
+        return None
+
+
+class MarkerTask(Task):
+    """Markers fixed on bodies should sit on measured positions.
+
+    Args:
+        tree: the kinematic tree (must contain ``bodies``).
+        bodies: (M,) body name of each marker.
+        local_points_m: (M, 3) marker positions in their body frames, metres.
+        weights: (M,) non-negative weights (OpenSim IK setup ``<weight>`` values fit here).
+        name: key of the (T, M, 3) world-frame targets; a marker with any NaN coordinate in a
+            frame is ignored in that frame.
+    """
+
+    def __init__(self, tree: KinematicTree, bodies: Sequence[str], local_points_m: np.ndarray,
+                 weights: np.ndarray | Sequence[float] | None = None, name: str = "markers"):
+        local = np.asarray(local_points_m, dtype=np.float64)
+        require(local.ndim == 2 and local.shape == (len(bodies), 3), name,
+                f"local_points_m must be ({len(bodies)}, 3), got {local.shape}")
+        w = np.ones(len(bodies)) if weights is None else np.asarray(weights, dtype=np.float64)
+        require(w.shape == (len(bodies),) and bool(np.all(w >= 0)) and bool(np.all(np.isfinite(w))),
+                name, "weights must be (M,) finite and non-negative")
+        self.name = name
+        self.body_names = tuple(bodies)
+        self.body_ids = np.array([tree.body_index(b) for b in bodies], dtype=np.int64)
+        self.local_points_m = local
+        self.sqrt_w = np.sqrt(w)
+
+    def target_shape(self, tree: KinematicTree) -> tuple[int, ...]:
+        return (len(self.body_ids), 3)
+
+    def positions(self, tree: KinematicTree, q: jnp.ndarray) -> jnp.ndarray:
+        """Model marker positions (M, 3), world frame."""
+        return tree.point_positions(q, self.body_ids, self.local_points_m)
+
+    def residual(self, tree, q, target):
+        valid = jnp.all(jnp.isfinite(target), axis=-1, keepdims=True)
+        diff = self.positions(tree, q) - jnp.where(valid, target, 0.0)
+        return jnp.where(valid, diff * jnp.asarray(self.sqrt_w, q.dtype)[:, None], 0.0).reshape(-1)
+
+    def position_errors_m(self, tree, q, target):
+        return jnp.linalg.norm(self.positions(tree, q) - target, axis=-1)
+
+
+class FrameTask(Task):
+    """A body or site frame should reach a pose.
+
+    Position rows: ``sqrt(weight) * pos_mask * (p - p*)`` (world axes, metres). Rotation rows:
+    ``sqrt(rot_weight) * rot_mask * log(R R*^T)`` (world-frame rotation vector, rad). Targets are
+    (T, 7): position (3) then quaternion (w, x, y, z); NaN position or NaN quaternion rows are
+    ignored in that frame. Several FrameTasks (several links) are solved jointly.
+    """
+
+    def __init__(self, tree: KinematicTree, frame: str, pos_mask=(1.0, 1.0, 1.0),
+                 rot_mask=(1.0, 1.0, 1.0), weight: float = 1.0, rot_weight: float | None = None,
+                 name: str | None = None):
+        require(weight >= 0 and (rot_weight is None or rot_weight >= 0), frame,
+                "weights must be non-negative")
+        self.name = name or f"frame:{frame}"
+        self.frame = frame
+        self.body, self.local_pos, self.local_quat = tree.frame(frame)
+        self.pos_scale = np.sqrt(weight) * np.asarray(pos_mask, dtype=np.float64)
+        self.rot_scale = np.sqrt(weight if rot_weight is None else rot_weight) * np.asarray(
+            rot_mask, dtype=np.float64)
+
+    def target_shape(self, tree):
+        return (7,)
+
+    def pose(self, tree: KinematicTree, q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """World position (3,) and rotation (3, 3) of the frame."""
+        pos, rot = tree.fk(q)
+        local_rot = quat_to_mat(jnp.asarray(self.local_quat, q.dtype))
+        return (pos[self.body] + rot[self.body] @ jnp.asarray(self.local_pos, q.dtype),
+                rot[self.body] @ local_rot)
+
+    def residual(self, tree, q, target):
+        p, rot = self.pose(tree, q)
+        pos_ok = jnp.all(jnp.isfinite(target[:3]))
+        rot_ok = jnp.all(jnp.isfinite(target[3:]))
+        quat = jnp.where(rot_ok, target[3:], jnp.array([1.0, 0.0, 0.0, 0.0], q.dtype))
+        rot_target = quat_to_mat(quat / jnp.linalg.norm(quat))
+        dp = jnp.where(pos_ok, (p - jnp.where(pos_ok, target[:3], 0.0)) * self.pos_scale, 0.0)
+        dr = jnp.where(rot_ok, mat_log(rot @ rot_target.T) * self.rot_scale, 0.0)
+        return jnp.concatenate([dp, dr])
+
+    def position_errors_m(self, tree, q, target):
+        if not np.any(self.pos_scale):
+            return None
+        return jnp.linalg.norm(self.pose(tree, q)[0] - target[:3])[None]
+
+
+def _scalar_joint_qadr(model: mujoco.MjModel, names: Sequence[str], source: str) -> np.ndarray:
+    out = []
+    for name in names:
+        j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if j < 0:
+            raise InputError(source, f"no joint named {name!r} in the model")
+        if int(model.jnt_type[j]) not in (HINGE, SLIDE):
+            raise InputError(source, f"joint {name!r} is not a hinge or slide joint")
+        out.append(int(model.jnt_qposadr[j]))
+    return np.array(out, dtype=np.int64)
+
+
+class CoordinateTask(Task):
+    """Coordinates (hinge rad, slide m) should take given values (OpenSim "coordinate tasks").
+
+    ``values`` maps joint name -> value. If ``targets[name]`` is given it overrides the values
+    per frame: (T, J) in the order of ``values``, NaN = no target for that coordinate and frame.
+    """
+
+    def __init__(self, values: Mapping[str, float], weight: float = 1.0, name: str = "coordinates"):
+        require(len(values) > 0, name, "needs at least one coordinate")
+        require(weight >= 0, name, "weight must be non-negative")
+        self.name = name
+        self.joint_names = tuple(values)
+        self.values = np.array([float(v) for v in values.values()])
+        self.sqrt_w = float(np.sqrt(weight))
+        self.target_required = False
+
+    def target_shape(self, tree):
+        return (len(self.joint_names),)
+
+    def residual(self, tree, q, target):
+        qadr = _scalar_joint_qadr(tree.model, self.joint_names, self.name)
+        goal = jnp.asarray(self.values, q.dtype) if target is None else target
+        ok = jnp.isfinite(goal)
+        return jnp.where(ok, (q[qadr] - jnp.where(ok, goal, 0.0)) * self.sqrt_w, 0.0)
+
+
+class PostureTask(Task):
+    """Rest-pose regulariser: every hinge/slide coordinate of the tree pulled towards ``q_rest``
+    (nq,) with ``weight``; it keeps redundant coordinates (those no marker sees) still."""
+
+    def __init__(self, q_rest: np.ndarray, weight: float = 1e-4, name: str = "posture"):
+        require(weight >= 0, name, "weight must be non-negative")
+        self.name = name
+        self.q_rest = np.asarray(q_rest, dtype=np.float64)
+        self.sqrt_w = float(np.sqrt(weight))
+
+    def residual(self, tree, q, target):
+        require(self.q_rest.shape == (tree.nq,), self.name,
+                f"q_rest must be ({tree.nq},), got {self.q_rest.shape}")
+        qadr = np.array([j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)],
+                        dtype=np.int64)
+        return (q[qadr] - jnp.asarray(self.q_rest[qadr], q.dtype)) * self.sqrt_w
