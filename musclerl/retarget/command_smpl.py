@@ -1,17 +1,239 @@
-"""``musclerl retarget smpl``: SMPL/AMASS .npz -> scaled model -> keypoint IK -> Trajectory."""
+"""``musclerl retarget smpl``: SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model Trajectory.
+
+The model is scaled per segment to the motion's skeleton, keypoints are fitted by IK, foot
+contact and the support surface (flat, slopes, steps) are recovered from the motion, and a second
+IK holds the feet on that surface (see :mod:`musclerl.retarget.smpl_pipeline`). The Trajectory
+stores the terrain heightfield and the contact flags of the sole points.
+
+One motion: ``--out OUT.npz`` plus optional ``--report R.json`` and ``--plot P.png`` (with
+``P_terrain.png`` beside it). Several motions (or a folder of ``.npz``/``.txt``): ``--out`` is a
+folder receiving ``<motion>.npz`` and ``<motion>.json`` (and ``.png`` files when ``--plot`` is
+given) and a ``summary.json``; finished motions are skipped, ``--jobs`` runs them in parallel
+processes.
+
+Report fields are those of :mod:`musclerl.retarget.report`, with the ground ones measured on the
+recovered terrain: ``penetration_frac``/``penetration_max_m`` (every collision geom's lowest
+surface point against the heightfield under it; a frame counts when deeper than 5 mm),
+``skating_mps`` (mean horizontal speed of the sole points over stance frames), plus
+``skating_max_mps``, ``stance_frac`` and ``scale_factors``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from pathlib import Path
+
+MOTION_SUFFIXES = (".npz", ".txt")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("motion", nargs="+", help="AMASS/SMPL .npz file(s) or a folder")
-    parser.add_argument("--model", default="myolegs")
-    parser.add_argument("--out", required=True, help="output Trajectory .npz (or folder for many)")
-    parser.add_argument("--report", help="quality report JSON")
-    parser.add_argument("--plot", help="quality plot PNG")
+    parser.add_argument("motion", nargs="+",
+                        help="AMASS/SMPL .npz or DeepMimic .txt file(s), or a folder of them")
+    parser.add_argument("--model", default="myolegs",
+                        help="registered model with a keypoint table: myolegs, myofullbody, "
+                        "musclemimic-fullbody, tiny")
+    parser.add_argument("--out", required=True, help="output Trajectory .npz (a folder for many motions)")
+    parser.add_argument("--report", help="quality report JSON (many motions: always written)")
+    parser.add_argument("--plot", help="quality plot PNG; with many motions any value turns plots on")
+    parser.add_argument("--no-scale", action="store_true", help="keep the model's own segment lengths")
+    parser.add_argument("--no-ground", action="store_true",
+                        help="keypoint IK only: no contact, terrain or ground constraint")
+    parser.add_argument("--y-up", action="store_true",
+                        help="AMASS file in SMPL's Y-up frame (not AMASS's Z-up)")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel processes for many motions")
+
+
+@dataclasses.dataclass(frozen=True)
+class SmplOptions:
+    model: str = "myolegs"
+    scale: bool = True
+    ground: bool = True
+    y_up: bool = False
+
+
+def read_motion(path: Path, y_up: bool = False):
+    """A :class:`~musclerl.motion.keypoints.KeypointMotion` from an AMASS .npz or a DeepMimic .txt."""
+    from musclerl.errors import InputError
+
+    if path.suffix.lower() == ".npz":
+        from musclerl.motion.smpl import read_amass
+
+        return read_amass(path, y_up=y_up).keypoints()
+    if path.suffix.lower() in (".txt", ".json"):
+        from musclerl.motion.deepmimic import read_deepmimic
+
+        return read_deepmimic(path)
+    raise InputError(path, "unknown motion format: expected an AMASS .npz or a DeepMimic .txt")
+
+
+def retarget_file(path: Path, options: SmplOptions, progress: bool = True):
+    """Retarget one file; returns (RetargetResult, report dict, plot series)."""
+    import time
+
+    from musclerl.retarget.report import quality_report
+    from musclerl.retarget.smpl_pipeline import PipelineParams, retarget_keypoints
+
+    motion = read_motion(path, options.y_up)
+    start = time.perf_counter()
+    params = PipelineParams(scale=options.scale, ground=options.ground, progress=progress)
+    result = retarget_keypoints(motion, options.model, params)
+    seconds = time.perf_counter() - start
+    names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
+    report, series = quality_report(result.prepared.model, result.trajectory.qpos, result.trajectory.rate_hz,
+                                    target_errors_m=result.keypoint_error_m, target_names=names,
+                                    converged=result.converged, solve_seconds=seconds,
+                                    terrain=result.trajectory.terrain)
+    for key in ("penetration_frac", "penetration_max_m", "skating_mps", "skating_max_mps", "stance_frac",
+                "terrain"):
+        if key in result.metrics:
+            report[key] = result.metrics[key]
+    report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
+    report["trial"] = str(path)
+    report["model"] = options.model
+    return result, report, series
+
+
+def plot_terrain(path: Path, result) -> None:
+    """PNG: recovered heightfield with the stance sole points, and the height along the walk."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from musclerl.fileio import atomic_path
+
+    traj = result.trajectory
+    terrain = traj.terrain
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    sole = traj.site_pos_m[:, -len(traj.contact_names):]
+    planted = sole[traj.contact]
+    if terrain is not None:
+        rows, cols = terrain.height_m.shape
+        extent = [terrain.origin_m[0], terrain.origin_m[0] + (cols - 1) * terrain.cell_m,
+                  terrain.origin_m[1], terrain.origin_m[1] + (rows - 1) * terrain.cell_m]
+        image = axes[0].imshow(terrain.height_m, origin="lower", extent=extent, cmap="viridis",
+                               aspect="equal")
+        fig.colorbar(image, ax=axes[0], label="height (m)")
+        path_xy = sole.mean(axis=1)[:, :2]
+        axes[1].plot(path_xy[:, 0], terrain.height_at(path_xy), label="terrain under the feet")
+    axes[0].scatter(planted[:, 0], planted[:, 1], s=2, c="w")
+    axes[0].set_xlabel("x (m)")
+    axes[0].set_ylabel("y (m)")
+    axes[0].set_title("recovered terrain and stance sole points")
+    axes[1].scatter(planted[:, 0], planted[:, 2], s=2, c="k", label="stance sole points")
+    axes[1].set_xlabel("x (m)")
+    axes[1].set_ylabel("z (m)")
+    axes[1].legend()
+    axes[1].set_title(f"{traj.clip_names[0]}: {np.count_nonzero(traj.contact.any(axis=1))} stance frames")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+
+
+def write_outputs(path: Path, options: SmplOptions, out: Path, report: Path | None, plot: Path | None,
+                  progress: bool = True) -> dict:
+    """Retarget ``path`` and write the Trajectory, report and plots; returns the report."""
+    import numpy as np
+
+    from musclerl.retarget.report import plot_report, write_report
+
+    result, report_dict, series = retarget_file(path, options, progress)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result.trajectory.save(out)
+    if report is not None:
+        write_report(report, report_dict)
+    if plot is not None:
+        traj = result.trajectory
+        model = result.prepared.model
+        coords = {name: np.degrees(traj.qpos[:, model.jnt_qposadr[model.joint(name).id]])
+                  for name in ("hip_flexion_r", "knee_angle_r", "ankle_angle_r") if name in traj.joint_names}
+        plot_report(plot, report_dict, series, coords, title=path.name)
+        if traj.terrain is not None:
+            plot_terrain(plot.with_name(plot.stem + "_terrain.png"), result)
+    return report_dict
+
+
+def expand_motions(inputs: list[str]) -> list[Path]:
+    """Motion files from files and folders (folders: their .npz/.txt, sorted)."""
+    from musclerl.errors import InputError
+
+    found: list[Path] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            found += sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in MOTION_SUFFIXES)
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise InputError(path, "motion file or folder not found")
+    if not found:
+        raise InputError(", ".join(inputs), "no .npz or .txt motions found")
+    return found
+
+
+def _run_one(path: Path, options: SmplOptions, out_dir: Path, plot: bool) -> dict:
+    from musclerl.errors import InputError
+
+    try:
+        return write_outputs(path, options, out_dir / f"{path.stem}.npz", out_dir / f"{path.stem}.json",
+                             out_dir / f"{path.stem}.png" if plot else None, progress=False)
+    except InputError as err:
+        return {"trial": str(path), "error": str(err)}
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("retarget smpl: in progress")
+    import concurrent.futures
+    import json
+    import multiprocessing
+
+    from tqdm import tqdm
+
+    from musclerl.errors import InputError
+    from musclerl.retarget import batch
+
+    options = SmplOptions(model=args.model, scale=not args.no_scale, ground=not args.no_ground,
+                          y_up=args.y_up)
+    motions = expand_motions(args.motion)
+    if len(motions) == 1 and not Path(args.motion[0]).is_dir():
+        out = Path(args.out)
+        if out.suffix.lower() != ".npz":
+            raise InputError(out, "--out must be a .npz file for one motion")
+        write_outputs(motions[0], options, out, Path(args.report) if args.report else None,
+                      Path(args.plot) if args.plot else None)
+        return 0
+    out_dir = Path(args.out)
+    if out_dir.suffix.lower() == ".npz":
+        raise InputError(out_dir, "--out must be a folder when several motions are given")
+    stems = [m.stem for m in motions]
+    if len(set(stems)) != len(stems):
+        raise InputError(out_dir, "two motions share a file name; outputs would collide")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows: dict[Path, dict] = {}
+    todo = []
+    for m in motions:
+        done, report = out_dir / f"{m.stem}.npz", out_dir / f"{m.stem}.json"
+        if done.exists():
+            rows[m] = {**(json.loads(report.read_text()) if report.exists() else {}), "trial": str(m),
+                       "skipped": True}
+        else:
+            todo.append(m)
+    bar = tqdm(total=len(todo), desc="retarget smpl", unit="motion")
+    if args.jobs <= 1:
+        for m in todo:
+            rows[m] = _run_one(m, options, out_dir, bool(args.plot))
+            bar.update()
+    else:
+        context = multiprocessing.get_context("spawn")  # no fork with JAX/XLA threads around
+        with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
+            futures = {pool.submit(_run_one, m, options, out_dir, bool(args.plot)): m for m in todo}
+            for future in concurrent.futures.as_completed(futures):
+                rows[futures[future]] = future.result()
+                bar.update()
+    bar.close()
+    table = batch.summary_rows([rows[m] for m in motions])
+    batch.write_summary(out_dir, table)
+    print(batch.format_table(table))
+    return 1 if any(r["status"] == "error" for r in table) else 0

@@ -220,3 +220,4 @@ def skating_mps(sole_m: np.ndarray, flags: np.ndarray, rate_hz: float) -> np.nda
     both = flags[1:] & flags[:-1]
     out[1:] = np.where(both, step, 0.0)
     return out
+

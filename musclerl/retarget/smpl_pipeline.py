@@ -210,7 +210,8 @@ def prepare_model(model_name: str, motion: KeypointMotion, scale: bool = True,
 
 
 def _calibrated_toes(model: mujoco.MjModel, key: str, kind: str, motion: KeypointMotion,
-                     rest: dict[str, np.ndarray], contact: ContactParams | None) -> dict[str, tuple[int, np.ndarray]]:
+                     rest: dict[str, np.ndarray],
+                     contact: ContactParams | None) -> dict[str, tuple[int, np.ndarray]]:
     """Toe landmarks placed from the motion's flat-foot stance, as a marker placer would.
 
     A skeleton's toe joint need not sit on the foot where the model's MTP joint does: SMPL's
@@ -236,7 +237,8 @@ def _calibrated_toes(model: mujoco.MjModel, key: str, kind: str, motion: Keypoin
         forward = rest[f"toe_{side}"] - rest[f"ankle_{side}"]
         forward[2] = 0.0
         forward /= np.linalg.norm(forward)
-        point = rest[f"ankle_{side}"] + length * (np.cos(drop) * forward - np.sin(drop) * np.array([0, 0, 1.0]))
+        down = np.array([0.0, 0.0, -1.0])
+        point = rest[f"ankle_{side}"] + length * (np.cos(drop) * forward + np.sin(drop) * down)
         body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, corr.FOOT_BODIES[key][side][0])
         out[f"toe_{side}"] = (body, data.xmat[body].reshape(3, 3).T @ (point - data.xpos[body]))
     return out

@@ -45,7 +45,8 @@ class SmplWalk:
     fit_error_m: np.ndarray  # (T, 2) worst ankle/foot miss per leg
 
 
-def _leg_points(params: np.ndarray, hip_m: np.ndarray, root: np.ndarray, joints: tuple[int, ...]) -> np.ndarray:
+def _leg_points(params: np.ndarray, hip_m: np.ndarray, root: np.ndarray,
+                joints: tuple[int, ...]) -> np.ndarray:
     """Ankle and foot joint (2, 3) for hip rotvec (3), knee flexion (1), ankle rotvec (3)."""
     off = SMPL_NEUTRAL_OFFSETS_M
     _, knee, ankle, foot = joints
@@ -57,33 +58,38 @@ def _leg_points(params: np.ndarray, hip_m: np.ndarray, root: np.ndarray, joints:
     return np.stack([ankle_m, ankle_m + r_ankle @ off[foot]])
 
 
-def _foot_targets(gait: SyntheticGait, foot: int, side: str) -> tuple[np.ndarray, np.ndarray]:
+def _foot_targets(gait: SyntheticGait, foot: int, side: str,
+                  heel_to_ankle_m: float) -> tuple[np.ndarray, np.ndarray]:
     """Ankle (T, 3) and foot-joint (T, 3) targets: the foot joint hangs at SMPL's bone length
     and angle below-ahead of the ankle, turned by the foot's pitch."""
     off = SMPL_NEUTRAL_OFFSETS_M[_LEGS[side][3]]  # body frame: x left, y up, z forward
     drop = np.arctan2(off[1], np.hypot(off[2], off[0]))
     length = float(np.linalg.norm(off))
-    ankle = gait.heel_m[:, foot] + np.stack([np.cos(gait.pitch_rad[:, foot]) * 0.05, np.zeros(len(gait.heel_m)),
-                                             np.sin(gait.pitch_rad[:, foot]) * 0.05], axis=-1)
+    pitch = gait.pitch_rad[:, foot]
+    ankle = gait.heel_m[:, foot] + heel_to_ankle_m * np.stack([np.cos(pitch), np.zeros_like(pitch),
+                                                               np.sin(pitch)], axis=-1)
     ankle[:, 2] += ANKLE_ABOVE_SOLE_M / np.cos(gait.pitch_rad[:, foot])
     angle = gait.pitch_rad[:, foot] + drop
     foot_pt = ankle + length * np.stack([np.cos(angle), np.zeros_like(angle), np.sin(angle)], axis=-1)
     return ankle, foot_pt
 
 
-def smpl_walk(course: Course, gait_params: GaitParams | None = None, pelvis_above_ankles_m: float = 0.84) -> SmplWalk:
+def smpl_walk(course: Course, gait_params: GaitParams | None = None,
+              pelvis_above_ankles_m: float = 0.84) -> SmplWalk:
     """Generate the SMPL walk over ``course`` (see the module docstring)."""
     gp = gait_params or GaitParams(stance_width_m=0.16, ankle_height_m=ANKLE_ABOVE_SOLE_M)
     gait = walk_feet(course, gp)
     n = len(gait.heel_m)
     off = SMPL_NEUTRAL_OFFSETS_M
-    targets = {side: _foot_targets(gait, f, side) for f, side in enumerate(("left", "right"))}
+    targets = {side: _foot_targets(gait, f, side, gp.heel_to_ankle_m)
+               for f, side in enumerate(("left", "right"))}
     ankles = np.stack([targets["left"][0], targets["right"][0]], axis=1)  # (T, 2, 3)
     smooth = max(int(round(0.25 * gp.rate_hz)), 1)
     pelvis = np.zeros((n, 3))
     pelvis[:, 0] = uniform_filter1d(ankles[:, :, 0].mean(axis=1), smooth, mode="nearest") + 0.03
     pelvis[:, 1] = 0.015 * np.sin(np.pi * np.arange(n) / (gp.step_time_s * gp.rate_hz))
-    pelvis[:, 2] = uniform_filter1d(ankles[:, :, 2].mean(axis=1), smooth, mode="nearest") + pelvis_above_ankles_m
+    pelvis[:, 2] = uniform_filter1d(ankles[:, :, 2].mean(axis=1), smooth, mode="nearest")
+    pelvis[:, 2] += pelvis_above_ankles_m
     root = BODY_TO_WORLD
     reach = 0.985 * (np.linalg.norm(off[4]) + np.linalg.norm(off[7]))
     for _ in range(3):  # lower the pelvis wherever a leg could not reach, then smooth again
@@ -92,7 +98,8 @@ def smpl_walk(course: Course, gait_params: GaitParams | None = None, pelvis_abov
             d = ankles[:, f] - hip
             horiz = np.hypot(d[:, 0], d[:, 1])
             max_drop = np.sqrt(np.maximum(reach**2 - horiz**2, 0.0))
-            pelvis[:, 2] = np.minimum(pelvis[:, 2], ankles[:, f, 2] + max_drop - off[_LEGS[side][0]] @ root.T[:, 2])
+            hip_below_pelvis = -(root @ off[_LEGS[side][0]])[2]
+            pelvis[:, 2] = np.minimum(pelvis[:, 2], ankles[:, f, 2] + max_drop + hip_below_pelvis)
         pelvis[:, 2] = np.minimum(pelvis[:, 2], uniform_filter1d(pelvis[:, 2], 5, mode="nearest"))
     body_pose = np.zeros((n, 23, 3))
     body_pose[:, 15] = [0.0, 0.0, -1.2]  # left shoulder: arm down from the T-pose
@@ -109,8 +116,8 @@ def smpl_walk(course: Course, gait_params: GaitParams | None = None, pelvis_abov
             hip = pelvis[t] + root @ off[hip_j]
             goal = np.stack([targets[side][0][t], targets[side][1][t]])
 
-            def residual(p, hip=hip, goal=goal):
-                miss = (_leg_points(p, hip, root, _LEGS[side]) - goal).ravel()
+            def residual(p, hip=hip, goal=goal, joints=_LEGS[side]):
+                miss = (_leg_points(p, hip, root, joints) - goal).ravel()
                 return np.concatenate([miss, 0.02 * p, [0.1 * p[1], 0.1 * p[5]]])
 
             x = least_squares(residual, np.clip(x, lower, upper), bounds=(lower, upper), xtol=1e-10).x

@@ -1,0 +1,237 @@
+"""SMPL / DeepMimic keypoints -> model: correspondence, ground constraint, pipeline, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import mujoco
+import numpy as np
+import pytest
+
+from musclerl.cli import main
+from musclerl.models.registry import load_model
+from musclerl.motion.smpl import read_amass
+from musclerl.motion.trajectory import Terrain, Trajectory
+from musclerl.retarget import correspondence as corr
+from musclerl.retarget import synthetic_gait as sg
+from musclerl.retarget.ground import (
+    GeomSurface,
+    GroundContact,
+    geom_surface_samples,
+    skating_mps,
+)
+from musclerl.retarget.smpl_pipeline import PipelineParams, retarget_keypoints
+from musclerl.retarget.synthetic_smpl import smpl_walk, write_walk_npz
+
+FLAT = Terrain(height_m=np.zeros((3, 3)), origin_m=np.array([-5.0, -5.0]), cell_m=5.0)
+
+
+# ------------------------------------------------------------------ correspondence table
+@pytest.mark.parametrize("name", ["myolegs", "myofullbody", "tiny"])
+def test_correspondence_bodies_exist(name):
+    model = load_model(name)
+    for landmark, (body, _) in corr.MODEL_LANDMARKS[name].items():
+        assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body) >= 0, (landmark, body)
+    for bodies in corr.FOOT_BODIES[name].values():
+        assert all(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b) >= 0 for b in bodies)
+    assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, corr.TRUNK_BODY[name]) >= 0
+
+
+def test_source_tables_use_real_keypoint_names():
+    from musclerl.motion.deepmimic import DEEPMIMIC_KEYPOINT_NAMES
+    from musclerl.motion.smpl import SMPL_JOINT_NAMES
+
+    assert set(corr.SOURCE_LANDMARKS["smpl"].values()) <= set(SMPL_JOINT_NAMES)
+    assert set(corr.SOURCE_LANDMARKS["deepmimic"].values()) <= set(DEEPMIMIC_KEYPOINT_NAMES)
+    assert corr.source_kind(SMPL_JOINT_NAMES) == "smpl"
+    assert corr.source_kind(DEEPMIMIC_KEYPOINT_NAMES) == "deepmimic"
+
+
+# ------------------------------------------------------------------ ground geometry
+def test_geom_lowest_points_match_analytic():
+    xml = """<mujoco><worldbody><body pos="0 0 1" euler="30 20 0">
+      <geom name="cap" type="capsule" fromto="0 0 0 0.3 0 0" size="0.05"/>
+      <geom name="box" type="box" pos="0 0.4 0" size="0.1 0.05 0.02"/>
+      <geom name="ell" type="ellipsoid" pos="0 -0.4 0" size="0.1 0.05 0.08"/></body></worldbody></mujoco>"""
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    surface = GeomSurface.of(model, np.arange(3), n=4000)
+    low = surface.lowest_points(data)[:, 2]
+    rot = data.geom_xmat.reshape(-1, 3, 3)
+    # capsule: lower end point minus the radius
+    axis = rot[0][:, 2]
+    cap = data.geom_xpos[0, 2] - abs(axis[2]) * model.geom_size[0, 1] - model.geom_size[0, 0]
+    box = data.geom_xpos[1, 2] - np.sum(np.abs(rot[1][2]) * model.geom_size[1])
+    ell = data.geom_xpos[2, 2] - np.sqrt(np.sum((rot[2][2] * model.geom_size[2]) ** 2))
+    np.testing.assert_allclose(low, [cap, box, ell], atol=1.5e-3)
+    assert geom_surface_samples(model, 1).shape[1] == 3
+
+
+def test_ground_contact_anchors_and_lifts():
+    t = np.arange(20)
+    sole = np.zeros((20, 1, 3))
+    sole[:, 0, 0] = 0.001 * t  # a planted point drifting 1 mm per frame
+    sole[10:, 0, 2] = -0.02  # then (in swing) 2 cm inside the ground
+    flags = (t < 10)[:, None]
+    ground = GroundContact.from_motion(sole, flags, FLAT)
+    targets = ground.sole_targets(sole)
+    np.testing.assert_allclose(targets[:10, 0, 0], np.median(sole[:10, 0, 0]))  # one anchor, no skating
+    np.testing.assert_allclose(targets[:10, 0, 2], 0.0)
+    np.testing.assert_allclose(targets[10:, 0, 2], 0.0)  # swing point lifted onto the surface
+    np.testing.assert_allclose(targets[10:, 0, :2], sole[10:, 0, :2])
+    speed = skating_mps(sole, flags, 100.0)
+    np.testing.assert_allclose(speed[1:10, 0], 0.1)
+    assert np.all(speed[10:] == 0)
+
+
+# ------------------------------------------------------------------ pipeline
+def _check_ground_quality(result, true_height, max_terrain_err_m=0.02):
+    traj = result.trajectory
+    m = result.metrics
+    assert m["joint_limit_violation_frac"] == 0.0
+    assert m["equality_residual_max"] < 1e-6
+    assert m["penetration_max_m"] <= 0.005
+    assert m["skating_mps"] <= 0.05
+    sole = traj.site_pos_m[:, -len(traj.contact_names):]
+    planted = sole[traj.contact]
+    err = traj.terrain.height_at(planted[:, :2]) - true_height(planted[:, 0])
+    assert np.abs(err).max() <= max_terrain_err_m, f"terrain off by {np.abs(err).max():.3f} m under the feet"
+    # The feet stand on the recovered ground: sole points within a centimetre of it in stance.
+    gap = planted[:, 2] - traj.terrain.height_at(planted[:, :2])
+    assert np.percentile(np.abs(gap), 90) < 0.01
+
+
+def test_deepmimic_walk_on_myolegs(shared_data):
+    from musclerl.motion.deepmimic import read_deepmimic
+
+    motion = read_deepmimic(shared_data / "deepmimic" / "humanoid3d_walk.txt")
+    result = retarget_keypoints(motion, "myolegs", PipelineParams(progress=False))
+    _check_ground_quality(result, lambda x: np.zeros_like(x))
+    assert result.metrics["marker_rms_m"] < 0.02
+    assert result.metrics["terrain"]["kind"] == "flat"
+    assert result.trajectory.clip_loop[0]
+    assert result.prepared.scale_factors["femur_l"] == pytest.approx(1.04, abs=0.05)
+
+
+@pytest.fixture(scope="module")
+def step_clip(tmp_path_factory):
+    course = sg.step_course(0.10, edge_x_m=0.9)
+    walk = smpl_walk(course, sg.GaitParams(stance_width_m=0.16, ankle_height_m=0.07, n_steps=5))
+    path = tmp_path_factory.mktemp("smpl") / "step_walk.npz"
+    write_walk_npz(path, walk)
+    return path, course, walk
+
+
+def test_generated_smpl_clip_reads_back(step_clip):
+    path, _, walk = step_clip
+    motion = read_amass(path)
+    assert walk.fit_error_m.max() < 0.01
+    left_ankle = motion.joints_m[:, 7]
+    np.testing.assert_allclose(left_ankle[:, :2], (walk.gait.ankle_m[:, 0, :2]), atol=0.012)
+
+
+def test_smpl_step_clip_on_myolegs(step_clip):
+    path, course, _ = step_clip
+    motion = read_amass(path).keypoints()
+    result = retarget_keypoints(motion, "myolegs", PipelineParams(progress=False))
+    _check_ground_quality(result, course.height_m)
+    assert result.metrics["marker_rms_m"] < 0.02
+    summary = result.metrics["terrain"]
+    assert summary["kind"] == "steps"
+    assert summary["height_max_m"] - summary["height_min_m"] == pytest.approx(0.10, abs=0.02)
+
+
+def test_without_ground_no_terrain(step_clip):
+    path, _, _ = step_clip
+    motion = read_amass(path).keypoints()
+    result = retarget_keypoints(motion, "tiny", PipelineParams(progress=False, ground=False))
+    assert result.trajectory.terrain is None
+    assert result.metrics["joint_limit_violation_frac"] == 0.0
+
+
+# ------------------------------------------------------------------ CLI
+def test_cli_single_and_folder(shared_data, tmp_path, capsys):
+    walk = shared_data / "deepmimic" / "humanoid3d_walk.txt"
+    out, report, plot = tmp_path / "walk.npz", tmp_path / "walk.json", tmp_path / "walk.png"
+    assert main(["retarget", "smpl", str(walk), "--out", str(out), "--report", str(report),
+                 "--plot", str(plot)]) == 0
+    traj = Trajectory.load(out)
+    assert traj.terrain is not None and traj.contact is not None and traj.contact.any()
+    data = json.loads(report.read_text())
+    for key in ("frames", "fps", "marker_rms_m", "marker_max_m", "failed_frames",
+                "joint_limit_violation_frac",
+                "equality_residual_max", "penetration_frac", "penetration_max_m", "skating_mps",
+                "tendon_jump_frac", "terrain"):
+        assert key in data
+    assert plot.is_file() and (tmp_path / "walk_terrain.png").is_file()
+    # A folder: one output per motion, a summary; a second run skips the finished motion.
+    folder = tmp_path / "motions"
+    folder.mkdir()
+    (folder / "walk.txt").write_text(walk.read_text())
+    assert main(["retarget", "smpl", str(folder), "--out", str(tmp_path / "batch")]) == 0
+    assert (tmp_path / "batch" / "walk.npz").is_file() and (tmp_path / "batch" / "summary.json").is_file()
+    assert main(["retarget", "smpl", str(folder), "--out", str(tmp_path / "batch")]) == 0
+    rows = json.loads((tmp_path / "batch" / "summary.json").read_text())
+    assert rows[0]["status"] == "skipped"
+
+
+def test_cli_bad_input(tmp_path, capsys):
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, betas=np.zeros(10))
+    out = tmp_path / "out.npz"
+    assert main(["retarget", "smpl", str(bad), "--out", str(out)]) == 2
+    assert "bad.npz" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["retarget", "smpl", str(tmp_path / "x.csv"), "--out", str(out)]) == 2
+
+
+# ------------------------------------------------------------------ the JAX solver's ground constraint
+def test_terrain_height_jax_matches_numpy():
+    import jax
+
+    from musclerl.retarget.ground_constraint import terrain_height_jax
+
+    rng = np.random.default_rng(1)
+    terrain = Terrain(height_m=rng.normal(size=(5, 7)) * 0.1, origin_m=np.array([0.3, -0.2]), cell_m=0.05)
+    xy = rng.uniform(-0.2, 0.8, size=(200, 2))
+    with jax.enable_x64(True):  # as the solver runs
+        got = np.asarray(terrain_height_jax(terrain, jax.numpy.asarray(xy)))
+    np.testing.assert_allclose(got, terrain.height_at(xy), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_sole_contact_in_batched_solver():
+    """tiny, 4 frames: markers pull the body 3 cm into the ground; the soles stay on it, and a
+    pinned heel goes to its anchor (about 30 s, mostly the JAX compile)."""
+    from musclerl.models.registry import compile_spec, load_spec
+    from musclerl.retarget.constraints import JointEqualities, JointLimits
+    from musclerl.retarget.ground_constraint import SoleContact
+    from musclerl.retarget.kinematics import KinematicTree
+    from musclerl.retarget.solver import IKProblem, solve_clip
+    from musclerl.retarget.tasks import MarkerTask, PostureTask
+
+    spec = load_spec("tiny")
+    for s in ("l", "r"):
+        spec.body(f"foot_{s}").add_site(name=f"gc_heel_{s}", pos=[-0.06, 0, -0.055])
+        spec.body(f"foot_{s}").add_site(name=f"gc_toe_{s}", pos=[0.16, 0, -0.055])
+    model = compile_spec(spec)
+    sites = ("gc_heel_l", "gc_toe_l", "gc_heel_r", "gc_toe_r")
+    tree = KinematicTree.from_model(model)
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    bodies = ["foot_l", "foot_r", "tibia_l", "tibia_r", "pelvis"]
+    targets = np.repeat(np.array([data.body(b).xpos for b in bodies])[None], 4, axis=0)
+    targets[..., 2] -= data.site("gc_heel_l").xpos[2] + 0.03
+    problem = IKProblem(tree, [MarkerTask(tree, bodies, np.zeros((5, 3))), PostureTask(model.qpos0)],
+                        [JointLimits(model), JointEqualities(model), SoleContact(model, tree, sites, FLAT)])
+    anchors = np.full((4, 4, 3), np.nan)
+    anchors[2:, 0] = [0.0, 0.1, 0.0]
+    result = solve_clip(problem, {"markers": targets, "ground": anchors}, model.qpos0)
+    for t, q in enumerate(result.q):
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        soles = np.array([data.site(s).xpos for s in sites])
+        assert soles[:, 2].min() > -0.002, soles
+        if t >= 2:
+            np.testing.assert_allclose(soles[0], [0.0, 0.1, 0.0], atol=0.002)
