@@ -34,6 +34,9 @@ def test_rmse_and_normalised_rmse_known_offset():
     sim = ref + 0.5
     assert metrics.rmse(sim, ref) == pytest.approx(0.5, abs=1e-12)
     assert metrics.normalised_rmse(sim, ref) == pytest.approx(0.5 / np.ptp(ref), rel=1e-12)
+    flat = np.full(200, -3e-6) + 1e-7 * np.sin(t)  # e.g. an IK coordinate locked at 0
+    assert np.isnan(metrics.normalised_rmse(sim, flat))
+    assert metrics.rmse(sim, flat) > 0
 
 
 def test_nan_and_mask_ignored_like_manual_subset():

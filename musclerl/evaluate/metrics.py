@@ -26,6 +26,7 @@ import dataclasses
 import numpy as np
 
 MIN_SAMPLES = 3
+FLAT_RANGE = 1e-4  # a reference whose range is below this (x (1 + max|ref|)) is flat
 
 
 def usable(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
@@ -55,8 +56,9 @@ def normalised_rmse(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None =
         return float("nan")
     r = np.asarray(ref, dtype=float)[m]
     span = float(r.max() - r.min())
-    # a (numerically) constant reference has no scale to normalise by
-    if span <= 1e-9 + 1e-6 * float(np.abs(r).max()):
+    # a (numerically) constant reference (range below FLAT_RANGE, absolute and relative) has no
+    # scale to normalise by
+    if span <= FLAT_RANGE * (1.0 + float(np.abs(r).max())):
         return float("nan")
     return rmse(sim, ref, m) / span
 
