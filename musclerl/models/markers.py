@@ -94,7 +94,10 @@ def _body_name(element: ET.Element, path: Path, marker: str) -> str:
         frame = element.findtext("socket_parent_frame")
         if frame is None:
             raise InputError(path, f"marker {marker!r} names no <body> or <socket_parent_frame>")
-        body = frame.strip().rstrip("/").split("/")[-1]
+        parts = [p for p in frame.strip().split("/") if p]
+        # "/bodyset/femur_r" -> femur_r; other frames (offset frames in a joint) keep their own
+        # name, which no body has, so the marker is reported as missing its body.
+        body = parts[parts.index("bodyset") + 1] if "bodyset" in parts[:-1] else (parts[-1] if parts else "")
     body = body.strip()
     if not body:
         raise InputError(path, f"marker {marker!r} has an empty body name")
