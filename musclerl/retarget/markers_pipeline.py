@@ -481,6 +481,10 @@ def retarget_markers(
     )
     report["trial"] = str(trc)
     report["model"] = options.model
+    joints = {model.joint(j).name for j in range(model.njnt)}
+    tasks = [c.name for c in ik_setup.coordinate_targets] if ik_setup else []
+    report["coordinate_tasks_without_joint"] = [name for name in tasks if name not in joints]
+    report["trial_markers_unused"] = [name for name in markers.names if name not in solution.names]
     report["compile_s"] = solution.compile_s
     report["solver"] = options.solver
     report["static_rms_m"] = calibrated.static_rms_m
