@@ -70,24 +70,29 @@ class CpuPhysics:
         self.ctrl[ids] = 0.0
         self.warmstart[ids] = 0.0
         self.time[ids] = 0.0
+        before = self._warnings()[ids]
         bad = np.zeros(len(ids), dtype=bool)
         try:
             self.batch.forward(ids)
         except mujoco.batch.SimulationError as err:
             bad[np.isin(ids, err.ids)] = True
-        return bad
+        return bad | (self._warnings()[ids] > before)
 
     def step(self, ctrl: np.ndarray, substeps: int) -> np.ndarray:
         """Apply excitations ``ctrl`` (N, nu) for ``substeps`` mj_step; returns (N,) bool of envs
         whose state diverged (MuJoCo warned and reset them, or raised)."""
         self.ctrl[:] = ctrl
-        before = self.batch.warning[:, _BAD_WARNINGS, 1].sum(axis=1)
+        before = self._warnings()
         bad = np.zeros(self.num_envs, dtype=bool)
         try:
             self.batch.step(nstep=substeps, stage=mujoco.mjtStage.mjSTAGE_VEL)
         except mujoco.batch.SimulationError as err:
             bad[err.ids] = True
-        return bad | (self.batch.warning[:, _BAD_WARNINGS, 1].sum(axis=1) > before)
+        return bad | (self._warnings() > before)
+
+    def _warnings(self) -> np.ndarray:
+        """(N,) count of divergence warnings each env has raised so far."""
+        return self.batch.warning[:, _BAD_WARNINGS, 1].sum(axis=1)
 
     def kinematics(self, ids: np.ndarray | None = None) -> Kinematics:
         """Copies of what observations and rewards read, for envs ``ids`` (n,) (default all)."""

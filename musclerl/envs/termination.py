@@ -46,5 +46,5 @@ def truncated(
 ) -> Any:
     """(N,) bool: horizon reached or the next step would run past a non-looping clip's last frame."""
     last_s = (ref["clip_lengths"][clip] - 1) / ref["rate_hz"]
-    past_end = ~ref["clip_loop"][clip] & (time_s + control_dt_s > last_s + 0.5 / ref["rate_hz"])
+    past_end = ~ref["clip_loop"][clip] & (time_s + control_dt_s > last_s + 1e-6)
     return (steps >= cfg.horizon) | past_end

@@ -1,0 +1,276 @@
+"""TrackingEnv on the cpu backend (tiny model): API, rewards by hand, termination vs truncation,
+RSI coverage, NaN resets, terrain, config errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import numpy as np
+import pytest
+
+from musclerl.envs import EnvConfig, TrackingEnv
+from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS
+from musclerl.envs.motions import sine_dataset, sine_gait
+from musclerl.envs.reference import lookup
+from musclerl.envs.rewards import reward_terms, tracking_errors
+from musclerl.errors import InputError
+from musclerl.motion.trajectory import Terrain
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return sine_dataset("tiny", num_clips=3, duration_s=2.0, rate_hz=50.0)
+
+
+@pytest.fixture(scope="module")
+def env(dataset):
+    return TrackingEnv("tiny", dataset, EnvConfig(), backend="cpu", num_envs=8, threads=1)
+
+
+def test_reset_and_step_shapes(env):
+    state = env.reset(0)
+    n = env.num_envs
+    assert state.obs.shape == (n, env.observation_size)
+    assert env.action_size == env.model.nu == 6
+    assert sum(env.obs_pieces.values()) == env.observation_size
+    state = env.step(state, np.full((n, env.action_size), 2.0))  # out of range: clipped
+    assert np.all(state.info["last_action"] == 1.0)
+    for key in [f"reward/{t}" for t in (*TRACKING_TERMS, *PENALTY_TERMS)] + ["site_err_m", "nan_reset"]:
+        assert state.metrics[key].shape == (n,)
+    np.testing.assert_allclose(
+        sum(state.metrics[f"reward/{t}"] for t in (*TRACKING_TERMS, *PENALTY_TERMS)), state.reward, rtol=1e-12
+    )
+    assert np.all(np.isfinite(state.obs)) and np.all(np.isfinite(state.reward))
+    assert np.all(state.info["steps"][~state.done] == 1)
+
+
+def test_reset_at_reference_reproduces_reference_sites(env, dataset):
+    clip, t = np.array([0, 1, 2, 2, 0, 1, 2, 0]), np.array([0.0, 0.2, 0.4, 1.98, 1.0, 1.5, 0.0, 0.5])
+    state = env.reset(1, clip=clip, time_s=t)
+    kin = env.kinematics(state)
+    target = lookup(env.reference.as_arrays(np), clip, t, np)
+    np.testing.assert_allclose(kin.qpos, target["qpos"], atol=1e-12)
+    np.testing.assert_allclose(kin.site_pos_m, target["site_pos_m"], atol=1e-9)
+    np.testing.assert_allclose(
+        kin.site_vel_mps, target["site_vel_mps"], atol=1e-9
+    )  # cvel formula = mj_objectVelocity
+    errors = tracking_errors(kin, target, np)
+    assert np.all(errors["site_err_m"] < 1e-9) and np.all(errors["site_ori"] < 1e-12)
+
+
+def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, last, cfg):
+    """Reward terms of one env from MuJoCo C directly (mj_objectVelocity, quaternion angles)."""
+
+    def sites(q, v):
+        d = mujoco.MjData(model)
+        d.qpos[:], d.qvel[:] = q, v
+        mujoco.mj_forward(model, d)
+        pos = d.site_xpos[site_ids].copy()
+        quat = np.zeros((len(site_ids), 4))
+        vel = np.zeros((len(site_ids), 3))
+        for i, s in enumerate(site_ids):
+            mujoco.mju_mat2Quat(quat[i], d.site_xmat[s])
+            v6 = np.zeros(6)
+            mujoco.mj_objectVelocity(model, d, mujoco.mjtObj.mjOBJ_SITE, int(s), v6, 0)
+            vel[i] = v6[3:]
+        return pos, quat, vel
+
+    pos, quat, vel = sites(qpos, qvel)
+    rpos, rquat, rvel = sites(ref_qpos, ref_qvel)
+    angle = np.array(
+        [2 * np.arccos(min(abs(float(np.dot(a, b))), 1.0)) for a, b in zip(quat, rquat, strict=True)]
+    )
+    mse = {
+        "joint_pos": np.mean((qpos[7:] - ref_qpos[7:]) ** 2),
+        "joint_vel": np.mean((qvel[6:] - ref_qvel[6:]) ** 2),
+        "root_pos": np.mean((qpos[:3] - ref_qpos[:3]) ** 2),
+        "root_vel": np.mean((qvel[:6] - ref_qvel[:6]) ** 2),
+        "site_pos": np.mean(((pos - qpos[:3]) - (rpos - ref_qpos[:3])) ** 2),
+        "site_ori": np.mean(angle**2),
+        "site_vel": np.mean((vel - rvel) ** 2),
+    }
+    out = {t: cfg.reward.weights[t] * np.exp(-cfg.reward.scales[t] * mse[t]) for t in TRACKING_TERMS}
+    out["activation_energy"] = -cfg.reward.activation_energy * np.mean(act**2)
+    out["action_rate"] = -cfg.reward.action_rate * np.mean((action - last) ** 2)
+    return out, float(np.mean(np.linalg.norm(pos - rpos, axis=1)))
+
+
+def test_reward_terms_match_hand_computation(env):
+    state = env.reset(2, clip=np.zeros(8, int), time_s=np.full(8, 0.5))
+    rng = np.random.default_rng(3)
+    qpos = env.kinematics(state).qpos.copy()
+    qvel = env.kinematics(state).qvel.copy()
+    qpos[:, :3] += rng.normal(0, 0.03, (8, 3))
+    qpos[:, 7:] += rng.normal(0, 0.1, (8, 6))
+    quat = qpos[:, 3:7] + rng.normal(0, 0.05, (8, 4))
+    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    qvel += rng.normal(0, 0.3, qvel.shape)
+    act = rng.uniform(0, 1, (8, 6))
+    fixed = env.with_physics(state, qpos, qvel, act)
+    kin = env.kinematics(fixed)
+    target = lookup(env.reference.as_arrays(np), fixed.info["clip"], fixed.info["time_s"], np)
+    action, last = rng.uniform(0, 1, (8, 6)), rng.uniform(0, 1, (8, 6))
+    errors = tracking_errors(kin, target, np)
+    terms = reward_terms(errors, kin.act, action, last, env.config, np)
+    for i in range(8):
+        hand, site_err = _hand_terms(
+            env.model,
+            env.world.site_ids,
+            qpos[i],
+            qvel[i],
+            target["qpos"][i],
+            target["qvel"][i],
+            act[i],
+            action[i],
+            last[i],
+            env.config,
+        )
+        for term, value in hand.items():
+            assert terms[f"reward/{term}"][i] == pytest.approx(value, rel=1e-6, abs=1e-9), term
+        assert errors["site_err_m"][i] == pytest.approx(site_err, rel=1e-9)
+    for term in TRACKING_TERMS:  # the state is really off the reference in every term
+        assert np.all(terms[f"reward/{term}"] < (1 - 1e-4) * env.config.reward.weights[term]), term
+    # penalties are bounded by their weights
+    assert np.all(terms["reward/activation_energy"] >= -env.config.reward.activation_energy)
+    assert np.all(terms["reward/action_rate"] >= -env.config.reward.action_rate)
+
+
+def test_truncation_at_horizon_is_not_termination(dataset):
+    cfg = EnvConfig.from_dict(
+        {"horizon": 3, "termination": {"site_deviation_m": 10.0, "root_height_min_m": 0.0}}
+    )
+    env = TrackingEnv("tiny", dataset, cfg, num_envs=4)
+    state = env.reset(0, clip=np.array([2, 2, 2, 2]), time_s=np.zeros(4))  # looping clip: no clip end
+    for _ in range(2):
+        state = env.step(state, np.full((4, 6), 0.1))
+        assert not state.done.any()
+    state = env.step(state, np.full((4, 6), 0.1))
+    assert state.truncated.all() and not state.terminated.any() and state.done.all()
+    assert np.all(state.info["steps"] == 0)  # auto-reset happened
+    assert not np.allclose(state.info["terminal_obs"], state.obs)  # obs before vs after the reset
+
+
+def test_truncation_at_end_of_non_looping_clip(dataset):
+    cfg = EnvConfig.from_dict({"termination": {"site_deviation_m": 10.0, "root_height_min_m": 0.0}})
+    env = TrackingEnv("tiny", dataset, cfg, num_envs=2)
+    last_s = (env.reference.clip_lengths[0] - 1) / env.reference.rate_hz
+    start = last_s - 1.5 * env.control_dt_s  # exactly one more step fits into clip 0
+    state = env.reset(0, clip=np.array([0, 2]), time_s=np.array([start, last_s]))
+    state = env.step(state, np.full((2, 6), 0.1))
+    assert state.truncated[0] and not state.terminated[0]
+    assert not state.done[1]  # clip 2 loops: its end does not truncate
+
+
+def test_termination_on_site_deviation_and_root_height(env):
+    state = env.reset(0, clip=np.zeros(8, int), time_s=np.full(8, 0.3))
+    kin = env.kinematics(state)
+    qpos = kin.qpos.copy()
+    qpos[0, 0] += 1.0  # 1 m off the reference: site deviation
+    qpos[1, 2] = 0.2  # root below the height band
+    state = env.with_physics(state, qpos, kin.qvel, kin.act)
+    state = env.step(state, np.zeros((8, 6)))
+    assert state.terminated[0] and state.terminated[1]
+    assert not state.truncated[0] and not state.truncated[1]
+    assert state.metrics["site_err_m"][0] > env.config.termination.site_deviation_m
+    assert not state.terminated[2:].any()
+
+
+def test_rsi_covers_all_clips_and_valid_frames(dataset):
+    env = TrackingEnv("tiny", dataset, EnvConfig(), num_envs=300)
+    state = env.reset(5)
+    clips = state.info["clip"]
+    assert set(np.unique(clips)) == {0, 1, 2}
+    ref = env.reference
+    for c in range(3):
+        times = state.info["time_s"][clips == c]
+        last_s = (ref.clip_lengths[c] - 1) / ref.rate_hz
+        assert times.min() >= 0
+        limit = last_s if ref.clip_loop[c] else last_s - env.control_dt_s + 1e-9
+        assert times.max() <= limit + 1.0 / ref.rate_hz
+        assert len(np.unique(times)) > 10  # random times, not a fixed start
+    frames = state.info["frame"]
+    np.testing.assert_allclose(env.kinematics(state).qpos[:, 3:], ref.qpos[frames, 3:], atol=1e-12)
+    # auto-resets also sample: done envs after a forced failure land on several clips
+    qpos = env.kinematics(state).qpos.copy()
+    qpos[:, 2] = 0.1
+    state = env.with_physics(state, qpos, env.kinematics(state).qvel, env.kinematics(state).act)
+    state = env.step(state, np.zeros((300, 6)))
+    assert state.done.all() and set(np.unique(state.info["clip"])) == {0, 1, 2}
+
+
+def test_clip_weights_and_adaptive_sampling(dataset):
+    env = TrackingEnv(
+        "tiny", dataset, EnvConfig.from_dict({"sampling": {"clip_weights": [0, 1, 0]}}), num_envs=50
+    )
+    assert np.all(env.reset(0).info["clip"] == 1)
+    cfg = EnvConfig.from_dict({"sampling": {"adaptive": True, "adaptive_ema": 1.0, "adaptive_floor": 0.01}})
+    env = TrackingEnv("tiny", dataset, cfg, num_envs=200)
+    state = env.reset(0, clip=np.repeat([0, 1], 100), time_s=np.full(200, 0.2))
+    kin = env.kinematics(state)
+    qpos = kin.qpos.copy()
+    qpos[:100, 2] = 0.1  # every episode of clip 0 fails
+    state = env.step(env.with_physics(state, qpos, kin.qvel, kin.act), np.zeros((200, 6)))
+    assert state.info["clip_fail_rate"][0] == pytest.approx(1.0)
+    assert state.info["clip_fail_rate"][1] == pytest.approx(0.0)
+    # the 100 resets now favour the failing clip (weights 1.01 : 0.01 : 0.01)
+    assert np.mean(state.info["clip"][:100] == 0) > 0.9
+
+
+def test_nan_state_resets_only_that_env(env):
+    state = env.reset(0, clip=np.zeros(8, int), time_s=np.full(8, 0.3))
+    kin = env.kinematics(state)
+    qvel = kin.qvel.copy()
+    qvel[5, 8] = 1e6  # exploding
+    state = env.with_physics(state, kin.qpos, qvel, kin.act)
+    # a state that diverges inside the step: MuJoCo C warns and resets that MjData to qpos0
+    # (with_physics cannot set it: mj_forward would already reset it), so write the batch row
+    env._physics.qvel[3, 7] = np.nan
+    state = env.step(state, np.full((8, 6), 0.2))
+    expected = np.zeros(8)
+    expected[[3, 5]] = 1
+    np.testing.assert_array_equal(state.metrics["nan_reset"], expected)
+    assert state.terminated[3] and state.terminated[5] and state.reward[3] == 0
+    assert np.all(np.isfinite(state.obs)) and np.all(np.isfinite(state.info["terminal_obs"]))
+    assert np.all(np.isfinite(env.kinematics(state).qvel))
+    others = [0, 1, 2, 4, 6, 7]
+    assert not state.done[others].any() and np.all(state.info["steps"][others] == 1)
+
+
+def test_terrain_goes_into_the_world():
+    base = sine_gait("tiny", duration_s=1.0)
+    h = np.zeros((6, 8))
+    h[:, 4:] = 0.05  # a 5 cm step along +x
+    traj = dataclasses.replace(base, terrain=Terrain(h, np.array([-1.0, -1.0]), 0.5))
+    env = TrackingEnv("tiny", traj, EnvConfig(), num_envs=2)
+    assert env.model.nhfield == 1
+    hid = mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_GEOM, "terrain")
+    assert env.model.geom_type[hid] == mujoco.mjtGeom.mjGEOM_HFIELD
+    # a ray straight down at x = 1.2 (on the step) hits the heightfield at 5 cm
+    d = mujoco.MjData(env.model)
+    mujoco.mj_forward(env.model, d)
+    geomid = np.zeros(1, dtype=np.int32)
+    dist = mujoco.mj_ray(env.model, d, np.array([1.2, 0.0, 1.0]), np.array([0, 0, -1.0]), None, 1, -1, geomid)
+    assert geomid[0] == hid and 1.0 - dist == pytest.approx(0.05, abs=2e-3)
+    state = env.reset(0, clip=np.zeros(2, int), time_s=np.zeros(2))
+    kin = env.kinematics(state)
+    qpos = kin.qpos.copy()
+    qpos[1, 0] = 1.2
+    state = env.with_physics(state, qpos, kin.qvel, kin.act)
+    heights = state.obs[:, 0]  # root_height piece: above the ground under the root
+    assert heights[0] - heights[1] == pytest.approx(0.05, abs=1e-9)
+
+
+def test_config_errors_are_input_errors(dataset):
+    with pytest.raises(InputError, match="unknown EnvConfig keys"):
+        EnvConfig.from_dict({"horizn": 3})
+    with pytest.raises(InputError, match="unknown reward term"):
+        EnvConfig.from_dict({"reward": {"weights": {"site_posn": 1.0}}})
+    with pytest.raises(InputError, match="clip_weights"):
+        TrackingEnv("tiny", dataset, EnvConfig.from_dict({"sampling": {"clip_weights": [1, 2]}}))
+    with pytest.raises(InputError, match="tracked site"):
+        TrackingEnv("tiny", dataset, EnvConfig.from_dict({"sites": ["no_such_site"]}))
+    cfg = EnvConfig.from_dict({"obs": {"goal": False, "muscle_force": False}, "substeps": 2})
+    env = TrackingEnv("tiny", dataset, cfg)
+    assert "goal" not in env.obs_pieces and env.control_dt_s == pytest.approx(0.004)
+    assert env.reset(0).obs.shape == (1, env.observation_size)
