@@ -14,6 +14,8 @@ import numpy as np
 
 from musclerl.errors import InputError
 
+OVERVIEW_PAGE = 20  # columns per overview PNG (5 rows of 4)
+
 #: Reference conventions that differ from Rajagopal/myolegs: gait2354/gait2392 measure knee
 #: flexion negative, so their knee angles and moments are negated.
 SIGN_PRESETS: dict[str, dict[str, float]] = {
@@ -187,10 +189,19 @@ def run(args: argparse.Namespace) -> int:
         made: dict[str, list[Path]] = {"tracking": [plots.plot_tracking(rec, tmp / "plots" / "tracking.png")]}
         for kind, series in groups.items():
             cyc = cycles.get(kind)
-            grid = plots.plot_grid(
-                series, tmp / "plots" / f"{kind}_overview.png", f"{kind}: simulation vs reference", cyc
-            )
-            made[f"{kind}_grid"] = [grid] if grid else []
+            made[f"{kind}_grid"] = []
+            pages = range(0, len(series), OVERVIEW_PAGE)
+            for n, start in enumerate(pages):
+                stop = start + OVERVIEW_PAGE
+                suffix = f"_{n + 1}" if len(pages) > 1 else ""
+                made[f"{kind}_grid"].append(
+                    plots.plot_grid(
+                        series[start:stop],
+                        tmp / "plots" / f"{kind}_overview{suffix}.png",
+                        f"{kind}: simulation vs reference" + (f" ({n + 1}/{len(pages)})" if suffix else ""),
+                        cyc[start:stop] if cyc else None,
+                    )
+                )
             made[kind] = []
             by_name = {r["column"]: r for r in table if r["kind"] == kind}
             for i, s in enumerate(series):

@@ -113,7 +113,7 @@ def plot_grid(
         else:
             ax.axis("off")
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     path = Path(path)
     fig.savefig(path)
     plt.close(fig)
