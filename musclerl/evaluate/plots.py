@@ -67,8 +67,8 @@ def _draw(ax, series: Series, cycle: CycleComparison | None, legend: bool) -> No
         ref = np.where(series.valid, series.ref, np.nan)
         ax.plot(series.time_s, ref, color=REF_COLOUR, lw=1.5, label="reference")
         ax.plot(series.time_s, series.sim, color=SIM_COLOUR, lw=1.2, label="simulation")
-        for a, b in invalid_spans(series.time_s, series.valid):
-            ax.axvspan(a, b, color="0.85", lw=0, label=None)
+        for k, (a, b) in enumerate(invalid_spans(series.time_s, series.valid)):
+            ax.axvspan(a, b, color="0.85", lw=0, label="reference invalid" if k == 0 else None)
         ax.set_xlabel("time (s)")
     ax.set_title(series.name, fontsize=9)
     ax.set_ylabel(series.unit, fontsize=8)
