@@ -97,6 +97,8 @@ def _options(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from musclerl.errors import InputError
     from musclerl.retarget import batch
     from musclerl.retarget.markers_pipeline import load_inputs, retarget_markers
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     trials = batch.expand_trials(args.trc)
     single = len(trials) == 1 and Path(args.trc[0]).is_file() and Path(args.out).suffix == ".npz"
     if single:
-        result = retarget_markers(trials[0], options)
+        result = retarget_markers(trials[0], dataclasses.replace(options, progress=True))
         write_outputs(
             result,
             Path(args.out),

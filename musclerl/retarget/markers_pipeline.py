@@ -26,6 +26,7 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from pathlib import Path
 
@@ -59,6 +60,7 @@ class MarkerOptions:
     end_s: float | None = None
     robust: bool = True
     solver: str = "sequential"
+    progress: bool = False  # per-frame progress bar (sequential solver)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,11 +272,15 @@ def calibrate(
     return CalibratedModel(model, spec, placed, factors, rms, missing, model_name, mass, markers_scaled=False)
 
 
-def _solve_pass(fit: PoseFit, targets: np.ndarray, qpos_init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _solve_pass(
+    fit: PoseFit, targets: np.ndarray, qpos_init: np.ndarray, progress: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    from tqdm import tqdm
+
     qpos = np.zeros((len(targets), fit.model.nq))
     converged = np.zeros(len(targets), dtype=bool)
     q = qpos_init
-    for t in range(len(targets)):
+    for t in tqdm(range(len(targets)), desc="IK", unit="frame", disable=not progress, leave=False):
         if np.sum(~np.isnan(targets[t, :, 0]) & (fit.weights > 0)) < 3:
             qpos[t] = q
             continue
@@ -292,7 +298,12 @@ def _first_full_frame(targets: np.ndarray) -> int:
 
 
 def _solve_sequential(
-    model: mujoco.MjModel, names: list[str], weights: np.ndarray, coordinates: dict, targets: np.ndarray
+    model: mujoco.MjModel,
+    names: list[str],
+    weights: np.ndarray,
+    coordinates: dict,
+    targets: np.ndarray,
+    progress: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Frame by frame on MuJoCo C (:class:`PoseFit`), warm-started.
 
@@ -300,7 +311,7 @@ def _solve_sequential(
     fit = PoseFit(model, names, weights, coordinates)
     first = _first_full_frame(targets)
     q0 = fit.solve(targets[first], align_root(model, model.qpos0, names, targets[first])).qpos
-    qpos, converged = _solve_pass(fit, targets, q0)
+    qpos, converged = _solve_pass(fit, targets, q0, progress)
     return qpos, converged, 0.0
 
 
@@ -338,6 +349,7 @@ def solve_trial(
     setup: IKSetup | None = None,
     robust: bool = True,
     solver: str = "sequential",
+    progress: bool = False,
 ) -> TrialSolution:
     """IK of ``markers`` on the calibrated model with ``solver`` (see module docstring)."""
     if solver not in SOLVERS:
@@ -352,7 +364,7 @@ def solve_trial(
         raise InputError(markers.source, "every marker shared with the marker set is missing in every frame")
     weights = _weights(names, setup)
     coordinates = _coordinate_targets(setup)
-    solve = _solve_batched if solver == "batched" else _solve_sequential
+    solve = _solve_batched if solver == "batched" else functools.partial(_solve_sequential, progress=progress)
     probe = PoseFit(model, names, weights)
     start = time.perf_counter()
     qpos, converged, compile_s = solve(model, names, weights, coordinates, targets)
@@ -456,7 +468,9 @@ def retarget_markers(
         else (ik_setup.time_range_s[1] if ik_setup and ik_setup.time_range_s else None)
     )
     markers = time_window(markers, start, end)
-    solution = solve_trial(calibrated, markers, ik_setup, robust=options.robust, solver=options.solver)
+    solution = solve_trial(
+        calibrated, markers, ik_setup, robust=options.robust, solver=options.solver, progress=options.progress
+    )
     model = calibrated.model
     rate = float(markers.rate_hz)
     fit = PoseFit(model, list(solution.names), solution.weights)
