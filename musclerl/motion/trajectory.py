@@ -193,6 +193,7 @@ class Trajectory:
             arrays["terrain_origin_m"] = np.asarray(self.terrain.origin_m, dtype=np.float64)
             arrays["terrain_cell_m"] = np.array(float(self.terrain.cell_m))
         path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp.npz")
         np.savez_compressed(tmp, **arrays)
         os.replace(tmp, path)
