@@ -114,6 +114,18 @@ def test_deepmimic_walk_on_myolegs(shared_data):
     assert result.prepared.scale_factors["femur_l"] == pytest.approx(1.04, abs=0.05)
 
 
+def test_deepmimic_run_on_myolegs(shared_data):
+    from musclerl.motion.deepmimic import read_deepmimic
+
+    motion = read_deepmimic(shared_data / "deepmimic" / "humanoid3d_run.txt")
+    # The clip's own planted feet sink up to 2.3 cm into DeepMimic's floor (heel at -1.4 cm,
+    # down to -6 cm at heel strike), so the ground under the feet is held to 2.5 cm of z = 0.
+    result = retarget_keypoints(motion, "myolegs", PipelineParams(progress=False))
+    _check_ground_quality(result, lambda x: np.zeros_like(x), max_terrain_err_m=0.025)
+    assert result.metrics["marker_rms_m"] < 0.02
+    assert 0.05 < result.metrics["stance_frac"] < 0.4  # running: short stances, flight phases
+
+
 @pytest.fixture(scope="module")
 def step_clip(tmp_path_factory):
     course = sg.step_course(0.10, edge_x_m=0.9)
@@ -148,6 +160,28 @@ def test_without_ground_no_terrain(step_clip):
     result = retarget_keypoints(motion, "tiny", PipelineParams(progress=False, ground=False))
     assert result.trajectory.terrain is None
     assert result.metrics["joint_limit_violation_frac"] == 0.0
+
+
+@pytest.mark.slow
+def test_smpl_step_and_slope_walk_evidence(tmp_path):
+    """The issue's evidence: a generated SMPL clip (8.3 s, 60 Hz) walking up a 12 cm step and an
+    8 degree slope, through write_amass_npz/read_amass, onto myolegs (about a minute)."""
+    course = sg.step_and_slope_course(0.12, 8.0)
+    walk = smpl_walk(course, sg.GaitParams(stance_width_m=0.16, ankle_height_m=0.07, n_steps=14))
+    write_walk_npz(tmp_path / "walk.npz", walk)
+    motion = read_amass(tmp_path / "walk.npz").keypoints()
+    result = retarget_keypoints(motion, "myolegs", PipelineParams(progress=False))
+    _check_ground_quality(result, course.height_m)
+    assert result.metrics["marker_rms_m"] < 0.02
+    # The recovered terrain along the walk, away from the step edge (where no foot says where
+    # the riser is), is within 2 cm of the truth.
+    traj = result.trajectory
+    x = np.linspace(0.0, traj.site_pos_m[..., 0].max() - 0.1, 400)
+    x = x[np.abs(x - course.edges_x_m()[0]) > 0.15]
+    for y in (-0.08, 0.0, 0.08):
+        err = traj.terrain.height_at(np.column_stack([x, np.full_like(x, y)])) - course.height_m(x)
+        assert np.abs(err).max() < 0.02, f"y={y}: {np.abs(err).max():.3f} m"
+    assert result.metrics["terrain"]["max_slope_deg"] == pytest.approx(8.0, abs=2.5)
 
 
 # ------------------------------------------------------------------ CLI

@@ -160,8 +160,10 @@ def foot_flags(flags: np.ndarray, foot_of_point: np.ndarray) -> np.ndarray:
     return out
 
 
-def dilate_flags(flags: np.ndarray, frames: int) -> np.ndarray:
-    """Grow stance runs by ``frames`` on each side (T, P) — a margin for the ground constraint."""
+def dilate_flags(flags: np.ndarray, frames: int, loop: bool = False) -> np.ndarray:
+    """Grow stance runs by ``frames`` on each side (T, P), across the clip's end when ``loop``."""
     if frames <= 0:
         return np.asarray(flags, dtype=bool)
-    return maximum_filter1d(np.asarray(flags, dtype=np.uint8), size=2 * frames + 1, axis=0).astype(bool)
+    grown = maximum_filter1d(np.asarray(flags, dtype=np.uint8), size=2 * frames + 1, axis=0,
+                             mode="wrap" if loop else "nearest")
+    return grown.astype(bool)

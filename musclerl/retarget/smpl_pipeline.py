@@ -140,6 +140,21 @@ def _median_length(a_m: np.ndarray, b_m: np.ndarray) -> float:
     return float(np.median(np.linalg.norm(a_m - b_m, axis=-1)))
 
 
+def _trunk_ratio(rest: dict[str, np.ndarray], motion: KeypointMotion,
+                 src: dict[str, str]) -> float | None:
+    """Source / model distance from the hip midpoint to the shoulder midpoint (None if unknown)."""
+    needed = ("hip_l", "hip_r", "shoulder_l", "shoulder_r")
+    if not all(k in rest and src.get(k) in motion.names for k in needed):
+        return None
+    def mid(a, b):
+        return 0.5 * (a + b)
+    source = _median_length(mid(motion.keypoint(src["hip_l"]), motion.keypoint(src["hip_r"])),
+                            mid(motion.keypoint(src["shoulder_l"]), motion.keypoint(src["shoulder_r"])))
+    model = float(np.linalg.norm(mid(rest["hip_l"], rest["hip_r"])
+                                 - mid(rest["shoulder_l"], rest["shoulder_r"])))
+    return source / max(model, 1e-6)
+
+
 def _site_ids(model: mujoco.MjModel, names) -> np.ndarray:
     return np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in names], dtype=int)
 
@@ -168,7 +183,9 @@ def prepare_model(model_name: str, motion: KeypointMotion, scale: bool = True,
         factors = {b: float(np.mean(r)) for b, r in ratios.items()}
         if not factors:
             raise InputError(model_name, "no segment of the model could be measured on the motion")
-        overall = float(np.median(list(factors.values())))
+        # Bodies no segment covers (spine, head, shoulder girdle, hands) take the trunk's ratio,
+        # hip midpoint to shoulder midpoint, when the model has shoulders; else the median.
+        overall = _trunk_ratio(rest, motion, src) or float(np.median(list(factors.values())))
         for i in range(1, base.nbody):
             factors.setdefault(base.body(i).name, overall)
         if not all(0.5 < f < 2.0 for f in factors.values()):
@@ -323,7 +340,7 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
         axis = np.flatnonzero(np.isin(np.tile(np.arange(len(SOLE_POINTS)), 2), [0, 1]))
         patches = support_patches(sole1[:, axis], flags[:, axis], prepared.sole_foot[axis], 0.0,
                                   params.terrain.slope_ridge)
-        margin = dilate_flags(flags, int(round(0.1 * motion.rate_hz)))
+        margin = dilate_flags(flags, int(round(0.1 * motion.rate_hz)), loop=wraps_in_place(motion))
         free = sole1[~margin]
         terrain = recover_terrain(patches, free, params.terrain, extent_xy_m=sole1[..., :2].reshape(-1, 2))
         ground = GroundContact.from_motion(sole1, flags, terrain, params.ground_params)
@@ -391,8 +408,21 @@ def source_contact_flags(motion: KeypointMotion, kind: str, params: ContactParam
     """Stance flags (T, 2, 2) of the source's heel and toe keypoints, [side, (heel, toe)]."""
     names = [kp for side in corr.SIDES for kp in corr.CONTACT_KEYPOINTS[kind][side]]
     pts = np.stack([motion.keypoint(nm) for nm in names], axis=1)
-    flags = detect_contacts(pts, motion.rate_hz, loop=motion.loop, params=params)
+    flags = detect_contacts(pts, motion.rate_hz, loop=wraps_in_place(motion), params=params)
     return flags.reshape(len(flags), 2, 2)
+
+
+def wraps_in_place(motion: KeypointMotion, tol_m: float = 0.05) -> bool:
+    """A cyclic clip whose last frame leads back to its first without moving: time wraps.
+
+    DeepMimic's cyclic walk and run cycle the pose but travel forward, so their last and first
+    frames are a stride apart and must not be treated as neighbours.
+    """
+    if not motion.loop or motion.num_frames < 3:
+        return False
+    jump = np.linalg.norm(motion.positions_m[-1] - motion.positions_m[0], axis=-1).max()
+    step = np.linalg.norm(np.diff(motion.positions_m, axis=0), axis=-1).max()
+    return bool(jump <= max(step, tol_m))
 
 
 def contact_flags(motion: KeypointMotion, kind: str, params: ContactParams) -> np.ndarray:

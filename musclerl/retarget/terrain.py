@@ -82,13 +82,14 @@ def fit_patch(samples_m: np.ndarray, foot: int, frames: tuple[int, int], ridge: 
 
 def support_patches(points_m: np.ndarray, flags: np.ndarray, foot_of_point: np.ndarray,
                     sole_offset_m: np.ndarray | float = 0.0, ridge: float = 1e-3,
-                    settle_m: float = 0.01) -> list[SupportPatch]:
+                    settle_m: float = 0.01, min_frames: int = 3) -> list[SupportPatch]:
     """One :class:`SupportPatch` per stance run of each foot.
 
     ``points_m`` (T, P, 3) foot points; ``flags`` (T, P) stance per point; ``foot_of_point`` (P,)
     foot index per point; ``sole_offset_m`` (P,) or scalar: each point's height above the ground
     when planted. Only points flagged in stance contribute samples, and of those only the frames
-    within ``settle_m`` of the point's lowest height in the phase.
+    within ``settle_m`` of the point's lowest height in the phase; stance runs shorter than
+    ``min_frames`` give no patch.
     """
     pts = np.asarray(points_m, dtype=float)
     flags = np.asarray(flags, dtype=bool)
@@ -99,6 +100,8 @@ def support_patches(points_m: np.ndarray, flags: np.ndarray, foot_of_point: np.n
     for f in range(feet.shape[1]):
         cols = np.flatnonzero(foot_of_point == f)
         for start, end in stance_phases(feet[:, f]):
+            if end - start < min_frames:
+                continue  # a touch too short to tell ground from a passing toe (e.g. at a clip's end)
             sel = flags[start:end][:, cols]
             ground = pts[start:end][:, cols].copy()
             ground[..., 2] -= offset[cols]
