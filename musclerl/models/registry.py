@@ -58,11 +58,28 @@ def _quiet_mujoco_warnings(fn: Callable[[], mujoco.MjSpec]) -> mujoco.MjSpec:
         mujoco.set_mju_user_warning(previous)
 
 
+def _flat_ground(spec: mujoco.MjSpec) -> mujoco.MjSpec:
+    """Replace MyoSuite's stage with a plain floor plane at z = 0.
+
+    ``myo_sim`` composes its models into the MyoSuite scene: a floor at z = -0.4 m, a pedestal
+    cylinder whose top (z = 0.015 m) is what the feet actually stand on, and decorative meshes.
+    For motion tracking the ground must be the z = 0 plane the motions are expressed in, so the
+    unnamed world geoms are deleted and the floor moved to z = 0.
+    """
+    for geom in list(spec.worldbody.geoms):
+        if geom.name == "floor":
+            geom.pos = [0.0, 0.0, 0.0]
+            geom.size = [50.0, 50.0, 0.1]
+        elif not geom.name:
+            spec.delete(geom)
+    return spec
+
+
 def _myo_sim_spec(name: str) -> Callable[[], mujoco.MjSpec]:
     def build() -> mujoco.MjSpec:
         import myo_sim
 
-        return _quiet_mujoco_warnings(lambda: myo_sim.load_spec(name))
+        return _flat_ground(_quiet_mujoco_warnings(lambda: myo_sim.load_spec(name)))
 
     return build
 
