@@ -298,8 +298,8 @@ def qpos_to_pelvis(model: mujoco.MjModel, qpos: np.ndarray, pelvis_body: str = "
 def floor_clearance_m(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
     """Per frame (T,), the smallest signed distance between a moving colliding geom and the ground.
 
-    "Ground" is every colliding geom of the world body (myolegs: its floor plane at z = -0.4 m and
-    a platform cylinder whose top is at z = 0.015 m).
+    "Ground" is every colliding geom of the world body (for the registered myo_sim models, the
+    floor plane at z = 0).
     """
     colliding = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
     ground = [g for g in colliding if model.geom_bodyid[g] == 0]
