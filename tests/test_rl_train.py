@@ -81,11 +81,11 @@ def test_run_folder_layout_and_policy_export(tmp_path):
 
 
 def test_existing_run_without_resume_and_missing_policy(tmp_path):
-    cfg = load_config(None, [*TOY, "backend=mjx", "ppo.total_env_steps=256"])
+    cfg = load_config(None, [*TOY, "backend=mjx"])
     train(cfg, tmp_path / "run", quiet=True)
     with pytest.raises(InputError, match="already holds checkpoints"):
         train(cfg, tmp_path / "run", quiet=True)
-    changed = load_config(None, [*TOY, "backend=mjx", "ppo.total_env_steps=256", "ppo.gamma=0.5"])
+    changed = load_config(None, [*TOY, "backend=mjx", "ppo.gamma=0.5"])
     with pytest.raises(InputError, match="different config"):
         train(changed, tmp_path / "run", resume=True, quiet=True)
     with pytest.raises(InputError, match="not a policy folder"):
@@ -94,7 +94,9 @@ def test_existing_run_without_resume_and_missing_policy(tmp_path):
 
 def test_cli_train_and_bad_input(tmp_path, capsys):
     out = tmp_path / "cli"
-    assert main(["train", "--out", str(out), "--quiet", *TOY, "backend=mjx", "ppo.total_env_steps=256"]) == 0
+    config = tmp_path / "plain.yaml"
+    config.write_text("seed: 0\n")  # the defaults: same program as the tests above, compiled once
+    assert main(["train", "--config", str(config), "--out", str(out), "--quiet", *TOY, "backend=mjx"]) == 0
     printed = capsys.readouterr().out
     assert str(out / "policy") in printed and str(out / "curves.png") in printed
     assert main(["train", "--out", str(tmp_path / "x"), "ppo.bogus=1"]) == 2

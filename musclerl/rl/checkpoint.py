@@ -52,6 +52,14 @@ class Checkpointer:
         self.manager.wait_until_finished()
         return self.directory / str(update)
 
+    def read_meta(self, update: int | None = None) -> dict[str, Any]:
+        """The JSON part (config, update, env steps) of checkpoint ``update`` (default latest)."""
+        step = self.latest_update() if update is None else update
+        if step is None:
+            raise InputError(self.directory, "no checkpoint to resume from")
+        restored = self.manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+        return dict(restored["meta"])
+
     def restore(self, like: Any, update: int | None = None) -> tuple[Any, dict[str, Any]]:
         """Restore checkpoint ``update`` (default latest) into the structure of ``like``.
 

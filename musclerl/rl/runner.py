@@ -178,12 +178,10 @@ def train(
             out_dir, "already holds checkpoints; pass --resume to continue or choose another --out"
         )
     t0 = time.perf_counter()
-    env, learner, init, update_step, after_checkpoint = _compiled(cfg, total_updates)
-    carry = init(jax.random.PRNGKey(cfg["seed"]))
     checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
     start = 0
     if resume:
-        restored, meta = checkpointer.restore(_checkpointed(carry, cfg["backend"]))
+        meta = checkpointer.read_meta()
         if _comparable(meta["config"]) != _comparable(cfg):
             raise InputError(
                 ckpt_dir,
@@ -191,6 +189,10 @@ def train(
                 "log and checkpoint settings may change on --resume)",
             )
         start = int(meta["update"])
+    env, learner, init, update_step, after_checkpoint = _compiled(cfg, total_updates)
+    carry = init(jax.random.PRNGKey(cfg["seed"]))
+    if resume:
+        restored, _ = checkpointer.restore(_checkpointed(carry, cfg["backend"]), start)
         carry = after_checkpoint(_to_device(restored, cfg["backend"]), start)
     if is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
