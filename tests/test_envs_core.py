@@ -274,3 +274,16 @@ def test_config_errors_are_input_errors(dataset):
     env = TrackingEnv("tiny", dataset, cfg)
     assert "goal" not in env.obs_pieces and env.control_dt_s == pytest.approx(0.004)
     assert env.reset(0).obs.shape == (1, env.observation_size)
+
+
+def test_named_sites_with_offsets_match_mujoco(dataset):
+    cfg = EnvConfig.from_dict({"sites": ["toe_r", "heel_l", "torso_top"], "foot_bodies": ["foot_r", "foot_l"]})
+    env = TrackingEnv("tiny", dataset, cfg, num_envs=3)
+    state = env.reset(0, clip=np.array([0, 1, 2]), time_s=np.array([0.1, 0.7, 1.3]))
+    kin = env.kinematics(state)
+    for i in range(3):
+        d = env.physics_data(i)
+        ids = env.world.site_ids
+        np.testing.assert_allclose(kin.site_pos_m[i], d.site_xpos[ids], atol=1e-12)
+        np.testing.assert_allclose(kin.site_xmat[i].reshape(3, 9), d.site_xmat[ids], atol=1e-12)
+    assert env.reference.site_names == ("toe_r", "heel_l", "torso_top")

@@ -45,13 +45,18 @@ class CpuPhysics:
             b.bind("act"),
             b.bind("ctrl"),
         )
+        self._site_local_pos = world.model.site_pos[world.site_ids][..., None]  # (S, 3, 1) in body frame
+        self._site_local_rot = np.zeros((len(world.site_ids), 3, 3))
+        mat9 = np.zeros(9)
+        for i, sid in enumerate(world.site_ids):
+            mujoco.mju_quat2Mat(mat9, world.model.site_quat[sid])
+            self._site_local_rot[i] = mat9.reshape(3, 3)
         self.warmstart = b.bind("qacc_warmstart")
         self.time = b.bind("time")
         self._fields = {
             name: b.bind(name)
             for name in (
-                "site_xpos",
-                "site_xmat",
+                "xmat",
                 "cvel",
                 "subtree_com",
                 "xpos",
@@ -99,7 +104,11 @@ class CpuPhysics:
         w, f = self.world, self._fields
         rows = np.arange(self.num_envs)[:, None] if ids is None else np.asarray(ids)[:, None]
         ids = rows[:, 0]
-        site_pos = f["site_xpos"][rows, w.site_ids]
+        # tracked sites from their bodies' poses: binding site_xpos/xmat would copy every site of
+        # the model (over a thousand muscle path points on myolegs) after each call
+        body_rot = f["xmat"][rows, w.site_body].reshape(-1, len(w.site_ids), 3, 3)
+        site_pos = f["xpos"][rows, w.site_body] + (body_rot @ self._site_local_pos)[..., 0]
+        site_xmat = body_rot @ self._site_local_rot
         cvel = f["cvel"][rows, w.site_body]
         com = f["subtree_com"][rows, w.site_body_root]
         return Kinematics(
@@ -107,7 +116,7 @@ class CpuPhysics:
             qvel=self.qvel[ids].copy(),
             act=self.act[ids].copy(),
             site_pos_m=site_pos,
-            site_xmat=f["site_xmat"][rows, w.site_ids].reshape(-1, len(w.site_ids), 3, 3),
+            site_xmat=site_xmat,
             site_vel_mps=site_velocity(cvel, com, site_pos, np),
             foot_pos_m=f["xpos"][rows, w.foot_body_ids],
             muscle_length_m=f["actuator_length"][ids].copy(),
