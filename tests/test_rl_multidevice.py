@@ -16,7 +16,8 @@ SCRIPT = textwrap.dedent("""
 
     assert jax.device_count() == 2, jax.devices()
     cfg = load_config(None, ["ppo.num_envs=16", "ppo.rollout_steps=16", "ppo.num_minibatches=2",
-                             "ppo.update_epochs=2", "network.policy_hidden=[32]", "network.value_hidden=[32]"])
+                             "ppo.update_epochs=2", "network.policy_hidden=[32]",
+                             "network.value_hidden=[32]"])
     out = {}
     for name, mesh in (("one", None), ("two", data_mesh())):
         _, init, step, _ = make_train(cfg, ToyTrackingEnv(num_envs=16), 4, mesh)
@@ -35,7 +36,9 @@ SCRIPT = textwrap.dedent("""
 
 def test_two_devices_match_one_device():
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(s for s in proc.stdout.splitlines() if s.startswith("RESULT "))
     out = json.loads(line[len("RESULT ") :])
@@ -44,4 +47,5 @@ def test_two_devices_match_one_device():
     assert out["one"]["obs_devices"] == 1
     for a, b in zip(out["one"]["params"], out["two"]["params"], strict=True):
         assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
-    assert abs(out["one"]["value_loss"] - out["two"]["value_loss"]) < 1e-4 * max(1.0, abs(out["one"]["value_loss"]))
+    loss_one, loss_two = out["one"]["value_loss"], out["two"]["value_loss"]
+    assert abs(loss_one - loss_two) < 1e-4 * max(1.0, abs(loss_one))
