@@ -62,7 +62,7 @@ class PipelineParams:
     ground_weight: float = 1000.0
     ground_passes: int = 4
     blend_s: float = 0.1  # swing frames this close to a stance phase are eased onto its anchor
-    max_iterations: int = 60
+    max_iterations: int = 150
     tolerance: float = 1e-4  # a frame has converged when an LM step lowers the cost by less (relative)
     contact: ContactParams = ContactParams()
     terrain: TerrainParams = TerrainParams()
