@@ -126,6 +126,20 @@ def test_deepmimic_run_on_myolegs(shared_data):
     assert 0.05 < result.metrics["stance_frac"] < 0.4  # running: short stances, flight phases
 
 
+@pytest.mark.slow
+def test_deepmimic_walk_on_myofullbody(shared_data):
+    """Legs, arms and trunk of the full body (nq 129, about a minute)."""
+    from musclerl.motion.deepmimic import read_deepmimic
+
+    motion = read_deepmimic(shared_data / "deepmimic" / "humanoid3d_walk.txt")
+    result = retarget_keypoints(motion, "myofullbody", PipelineParams(progress=False))
+    _check_ground_quality(result, lambda x: np.zeros_like(x))
+    assert result.metrics["marker_rms_m"] < 0.03
+    names = result.trajectory.site_names
+    wrist = names.index("kp_wrist_l")
+    assert np.median(result.keypoint_error_m[:, wrist]) < 0.02
+
+
 @pytest.fixture(scope="module")
 def step_clip(tmp_path_factory):
     course = sg.step_course(0.10, edge_x_m=0.9)
