@@ -97,31 +97,44 @@ class CpuPhysics:
 
     def _warnings(self) -> np.ndarray:
         """(N,) count of divergence warnings each env has raised so far."""
-        return self.batch.warning[:, _BAD_WARNINGS, 1].sum(axis=1)
+        counts = self.batch.warning[:, :, 1]
+        return counts[:, _BAD_WARNINGS[0]] + counts[:, _BAD_WARNINGS[1]] + counts[:, _BAD_WARNINGS[2]]
 
     def kinematics(self, ids: np.ndarray | None = None) -> Kinematics:
         """Copies of what observations and rewards read, for envs ``ids`` (n,) (default all)."""
-        w, f = self.world, self._fields
-        rows = np.arange(self.num_envs)[:, None] if ids is None else np.asarray(ids)[:, None]
-        ids = rows[:, 0]
+        w = self.world
+        if ids is None:  # whole batch: plain slices, gathers along the object axis only
+
+            def take(name: str, objects: np.ndarray | None = None) -> np.ndarray:
+                return self._fields[name] if objects is None else self._fields[name][:, objects]
+
+        else:
+            rows = np.asarray(ids)[:, None]
+
+            def take(name: str, objects: np.ndarray | None = None) -> np.ndarray:
+                return (
+                    self._fields[name][rows[:, 0]] if objects is None else self._fields[name][rows, objects]
+                )
+
         # tracked sites from their bodies' poses: binding site_xpos/xmat would copy every site of
         # the model (over a thousand muscle path points on myolegs) after each call
-        body_rot = f["xmat"][rows, w.site_body].reshape(-1, len(w.site_ids), 3, 3)
-        site_pos = f["xpos"][rows, w.site_body] + (body_rot @ self._site_local_pos)[..., 0]
-        site_xmat = body_rot @ self._site_local_rot
-        cvel = f["cvel"][rows, w.site_body]
-        com = f["subtree_com"][rows, w.site_body_root]
+        body_rot = take("xmat", w.site_body).reshape(-1, len(w.site_ids), 3, 3)
+        site_pos = take("xpos", w.site_body) + (body_rot @ self._site_local_pos)[..., 0]
+        state = self.qpos, self.qvel, self.act
+        qpos, qvel, act = (x.copy() for x in state) if ids is None else (x[ids] for x in state)
         return Kinematics(
-            qpos=self.qpos[ids].copy(),
-            qvel=self.qvel[ids].copy(),
-            act=self.act[ids].copy(),
+            qpos=qpos,
+            qvel=qvel,
+            act=act,
             site_pos_m=site_pos,
-            site_xmat=site_xmat,
-            site_vel_mps=site_velocity(cvel, com, site_pos, np),
-            foot_pos_m=f["xpos"][rows, w.foot_body_ids],
-            muscle_length_m=f["actuator_length"][ids].copy(),
-            muscle_velocity_mps=f["actuator_velocity"][ids].copy(),
-            muscle_force_n=f["actuator_force"][ids].copy(),
+            site_xmat=body_rot @ self._site_local_rot,
+            site_vel_mps=site_velocity(
+                take("cvel", w.site_body), take("subtree_com", w.site_body_root), site_pos, np
+            ),
+            foot_pos_m=take("xpos", w.foot_body_ids),
+            muscle_length_m=take("actuator_length").copy(),
+            muscle_velocity_mps=take("actuator_velocity").copy(),
+            muscle_force_n=take("actuator_force").copy(),
         )
 
     def physics_data(self, i: int) -> mujoco.MjData:

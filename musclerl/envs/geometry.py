@@ -73,4 +73,13 @@ def site_velocity(cvel: Any, com: Any, site_pos: Any, xp: Any) -> Any:
     body, taken at ``com`` (N, S, 3), the subtree com of the body's root (``subtree_com[rootid]``);
     as ``mj_objectVelocity``: v = lin + ang x (p - com).
     """
-    return cvel[..., 3:] + xp.cross(cvel[..., :3], site_pos - com)
+    w, r = cvel[..., :3], site_pos - com
+    cross = xp.stack(
+        [
+            w[..., 1] * r[..., 2] - w[..., 2] * r[..., 1],
+            w[..., 2] * r[..., 0] - w[..., 0] * r[..., 2],
+            w[..., 0] * r[..., 1] - w[..., 1] * r[..., 0],
+        ],
+        axis=-1,
+    )
+    return cvel[..., 3:] + cross
