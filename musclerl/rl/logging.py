@@ -24,7 +24,7 @@ CURVES = [  # (metric, title) drawn in curves.png when present
     ("episode/return", "episode return"),
     ("episode/length", "episode length (steps)"),
     ("episode/termination_rate", "early-termination rate"),
-    ("env/site_error_m", "mean site error (m)"),
+    ("env/site_err_m", "mean site error (m)"),
     ("loss/value", "value loss"),
     ("loss/approx_kl", "approx. KL"),
     ("policy/std", "policy std"),
