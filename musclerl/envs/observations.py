@@ -18,7 +18,7 @@ piece                  size           content
                                       target site positions relative to the current root in
                                       the heading frame (3) and target site orientation relative
                                       to the current site orientation, 6D (6)
-``phase``              2              sin, cos of 2 pi * clip time / clip duration
+``phase``              2              sin, cos of 2 pi * clip time / clip duration (period)
 =====================  =============  ========================================================
 
 The heading frame is the world frame turned by the root's yaw, so observations do not change
@@ -118,7 +118,8 @@ def observe(
             parts.append(rel_pos.reshape(n, -1))
             parts.append(geo.rot6d(rel_rot).reshape(n, -1))
     if cfg.phase:
-        duration = xp.maximum(ref["clip_lengths"][clip] - 1, 1) / ref["rate_hz"]
+        length = ref["clip_lengths"][clip]  # a looping clip's period is all its frames
+        duration = xp.where(ref["clip_loop"][clip], length, xp.maximum(length - 1, 1)) / ref["rate_hz"]
         angle = 2 * xp.pi * time_s / duration
         parts.append(xp.stack([xp.sin(angle), xp.cos(angle)], axis=-1))
     return xp.concatenate([p.astype(kin.qpos.dtype) for p in parts], axis=-1)
