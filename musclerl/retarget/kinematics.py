@@ -31,6 +31,7 @@ import dataclasses
 import functools
 from collections.abc import Iterable, Sequence
 
+import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
@@ -211,10 +212,36 @@ class KinematicTree:
         Vectorised: every joint's local rigid motion at once (hinge ``T(a) R(axis, q - q0)
         T(-a)``, slide ``T(axis (q - q0))``, ball ``T(a) R(quat) T(-a)``), then per body its
         offset composed with its joints (padded to the most joints on a body), then the tree
-        level by level. The traced graph stays small, which keeps XLA compile times short.
+        level by level. Its derivative (``jax.jvp``/``jacfwd``) is analytic: joint twists summed
+        over each body's ancestors (what ``mj_jac`` does), not differentiation through the
+        kinematic chain, so Jacobians cost little more than one FK and compile fast.
         """
+        return self._fk_fn(jnp.asarray(q))
+
+    @functools.cached_property
+    def _fk_fn(self):
+        fn = jax.custom_jvp(lambda q: self._to_tree_order(*self._fk_levels(q)[:2]))
+
+        @fn.defjvp
+        def _jvp(primals, tangents):
+            (q,), (dq,) = primals, tangents
+            levels = self._fk_levels(q)
+            xt, xr = levels[:2]
+            w, v = self._body_velocity(dq, xt, self._joint_twists(q, *levels))
+            drot = jnp.cross(w[:, None, :], jnp.swapaxes(xr, 1, 2)).swapaxes(1, 2)
+            return self._to_tree_order(xt, xr), self._to_tree_order(v, drot)
+
+        return fn
+
+    def _to_tree_order(self, pos, rot):
+        order = self._plan.to_tree_order
+        return pos[order], rot[order]
+
+    def _fk_levels(self, q):
+        """Forward kinematics in level order. Returns world positions (nb, 3), rotations
+        (nb, 3, 3), each body's parent world transform (nb, 3), (nb, 3, 3), the body-local
+        transform before each joint slot (nb, K, 3), (nb, K, 3, 3), and joint rotations (nj+1, 3, 3)."""
         plan = self._plan
-        q = jnp.asarray(q)
         dtype = q.dtype
         nj = plan.n_joints
         jt = jnp.zeros((nj + 1, 3), dtype)
@@ -239,22 +266,79 @@ class KinematicTree:
         # Body local transforms (level order): offset composed with its joints in order.
         lt = jnp.asarray(plan.body_pos, dtype)
         lr = jnp.asarray(plan.body_rot, dtype)
+        before_t, before_r = [], []
         for k in range(plan.slots.shape[1]):
             idx = plan.slots[:, k]
+            before_t.append(lt)
+            before_r.append(lr)
             lt = lt + jnp.einsum("nij,nj->ni", lr, jt[idx])
             lr = jnp.einsum("nij,njk->nik", lr, jr[idx])
         for body, qadr in plan.frees:
             lt = lt.at[body].set(q[qadr:qadr + 3])
             lr = lr.at[body].set(quat_to_mat(_normalize(q[qadr + 3:qadr + 7])))
         # World transforms, level by level; bodies are stored level-contiguous.
+        n0 = len(plan.levels[0])
         xt, xr = [lt[plan.levels[0]]], [lr[plan.levels[0]]]
+        pts = [jnp.zeros((n0, 3), dtype)]
+        prs = [jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n0, 3, 3))]
         for (lo, hi), parents in zip(plan.levels[1:], plan.parents[1:], strict=True):
             all_t, all_r = jnp.concatenate(xt), jnp.concatenate(xr)
             pt, pr = all_t[parents], all_r[parents]
+            pts.append(pt)
+            prs.append(pr)
             xt.append(pt + jnp.einsum("nij,nj->ni", pr, lt[lo:hi]))
             xr.append(jnp.einsum("nij,njk->nik", pr, lr[lo:hi]))
-        order = plan.to_tree_order
-        return jnp.concatenate(xt)[order], jnp.concatenate(xr)[order]
+        nb, width = plan.slots.shape
+        bt = jnp.stack(before_t, 1) if width else jnp.zeros((nb, 0, 3), dtype)
+        br = jnp.stack(before_r, 1) if width else jnp.zeros((nb, 0, 3, 3), dtype)
+        return (jnp.concatenate(xt), jnp.concatenate(xr), jnp.concatenate(pts),
+                jnp.concatenate(prs), bt, br, jr)
+
+    def _joint_twists(self, q, xt, xr, par_t, par_r, before_t, before_r, jr):
+        """Unit twists of the joints in the world: per hinge/slide joint its angular part (ns, 3)
+        and linear part at the world origin (ns, 3); per free/ball joint (body, qpos address,
+        angular (3, 4), linear (3, 4)) maps from d(quaternion). A body's velocity is the sum of
+        its ancestors' joint twists (what ``mj_jac`` does)."""
+        plan = self._plan
+        dtype = q.dtype
+        idx = plan.slots  # (nb, K)
+        # Frame of each slot's joint, in the world, before the joint moves.
+        wr = jnp.einsum("bij,bkjl->bkil", par_r, before_r)
+        wt = par_t[:, None, :] + jnp.einsum("bij,bkj->bki", par_r, before_t)
+        axis_w = jnp.einsum("bkij,bkj->bki", wr, jnp.asarray(plan.axis, dtype)[idx])
+        anchor_w = wt + jnp.einsum("bkij,bkj->bki", wr, jnp.asarray(plan.anchor, dtype)[idx])
+        flat = plan.scalar_slot  # (ns,) index into the flattened (nb * K) slots
+        axis_s = axis_w.reshape(-1, 3)[flat]
+        anchor_s = anchor_w.reshape(-1, 3)[flat]
+        hinge = jnp.asarray(plan.is_hinge[plan.scalar], dtype)[:, None]
+        unit_w = hinge * axis_s
+        unit_c = (1.0 - hinge) * axis_s - jnp.cross(unit_w, anchor_s)
+        quats = []
+        for jid, qadr, _ in plan.balls:
+            body, slot = plan.joint_slot[jid]
+            cols = wr[body, slot] @ jr[jid] @ _quat_rate_matrix(q[qadr:qadr + 4])
+            quats.append((body, qadr, cols, -jnp.cross(cols.T, anchor_w[body, slot]).T))
+        for body, qadr in plan.frees:
+            cols = xr[body] @ _quat_rate_matrix(q[qadr + 3:qadr + 7])
+            quats.append((body, qadr + 3, cols, -jnp.cross(cols.T, xt[body]).T))
+        return unit_w, unit_c, quats
+
+    def _body_velocity(self, dq, xt, twists):
+        """World angular (nb, 3) and linear (nb, 3) velocity of every body origin (level order)
+        for the qpos tangent ``dq`` (nq,)."""
+        plan = self._plan
+        unit_w, unit_c, quats = twists
+        rate = dq[plan.scalar_qadr][:, None]
+        own = jnp.asarray(plan.scalar_ancestors, dq.dtype)  # (nb, ns)
+        w = own @ (unit_w * rate)
+        c = own @ (unit_c * rate)
+        anc = jnp.asarray(plan.ancestors, dq.dtype)
+        for body, qadr, cols_w, cols_c in quats:
+            w = w + anc[:, body:body + 1] * (cols_w @ dq[qadr:qadr + 4])
+            c = c + anc[:, body:body + 1] * (cols_c @ dq[qadr:qadr + 4])
+        for body, qadr in plan.frees:
+            c = c + anc[:, body:body + 1] * dq[qadr:qadr + 3]
+        return w, c + jnp.cross(w, xt)
 
     def fk_quat(self, q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Like :meth:`fk` with orientations as quaternions (nb, 4) (w, x, y, z)."""
@@ -296,8 +380,6 @@ class KinematicTree:
     def point_jacobian(self, q: jnp.ndarray, body: int, local_point: jnp.ndarray) -> jnp.ndarray:
         """Jacobian (3, nv) of a point fixed in lean body ``body`` w.r.t. the tangent at ``q``
         (what ``mj_jac`` returns as ``jacp``)."""
-        import jax
-
         def point(v: jnp.ndarray) -> jnp.ndarray:
             return self.point_positions(self.integrate(q, v), [body], local_point[None])[0]
 
@@ -305,8 +387,6 @@ class KinematicTree:
 
     def rotation_jacobian(self, q: jnp.ndarray, body: int) -> jnp.ndarray:
         """Angular Jacobian (3, nv) of lean body ``body`` in the world frame (``mj_jac``'s jacr)."""
-        import jax
-
         q = jnp.asarray(q)
         rot0 = self.fk(q)[1][body]
 
@@ -338,6 +418,16 @@ class _FKPlan:
     body_pos: np.ndarray  # (nb, 3) level order
     body_rot: np.ndarray  # (nb, 3, 3) level order
     slots: np.ndarray  # (nb, max joints per body) joint index, n_joints = identity; level order
+    scalar: np.ndarray  # joint indices of hinge and slide joints
+    scalar_qadr: np.ndarray
+    is_hinge: np.ndarray  # (nj + 1,) 1.0 for hinge joints
+    is_slide: np.ndarray
+    axis: np.ndarray  # (nj + 1, 3) joint axes (zero for ball/free/padding)
+    anchor: np.ndarray  # (nj + 1, 3) joint anchors in the body frame
+    ancestors: np.ndarray  # (nb, nb) [b, a] = 1 when a is b or an ancestor of b (level order)
+    scalar_slot: np.ndarray  # (ns,) flattened slot index of each hinge/slide joint
+    scalar_ancestors: np.ndarray  # (nb, ns) 1 when the joint's body is the body or an ancestor
+    joint_slot: dict  # joint index -> (level-order body, slot)
     levels: tuple  # first entry: indices of level 0; then (lo, hi) slices
     parents: tuple  # per level, parent positions in level order (None for level 0)
     to_tree_order: np.ndarray
@@ -385,7 +475,31 @@ class _FKPlan:
         k1[:, 0, 1], k1[:, 0, 2], k1[:, 1, 2] = -axes[:, 2], axes[:, 1], -axes[:, 0]
         k1 = k1 - np.transpose(k1, (0, 2, 1))
         body_rot = np.array([_np_quat_to_mat(qt) for qt in tree.body_quat[order]]).reshape(-1, 3, 3)
+        ancestors = np.zeros((tree.nbody, tree.nbody))
+        for b in range(tree.nbody):
+            a = b
+            while a >= 0:
+                ancestors[position[b], position[a]] = 1.0
+                a = -1 if a in free_of else int(tree.parent[a])
+        axis = np.zeros((nj + 1, 3))
+        anchor = np.zeros((nj + 1, 3))
+        for i, j in enumerate(joints):
+            anchor[i] = j.pos
+            if j.type in (HINGE, SLIDE):
+                axis[i] = j.axis
+        scalar = np.array([i for i, j in enumerate(joints) if j.type in (HINGE, SLIDE)], dtype=np.int64)
+        joint_slot = {int(jid): (b, k) for b in range(tree.nbody)
+                      for k, jid in enumerate(slots[b]) if jid < nj}
+        scalar_body = np.array([joint_slot[int(i)][0] for i in scalar], dtype=np.int64)
         return cls(
+            scalar_slot=np.array([joint_slot[int(i)][0] * width + joint_slot[int(i)][1]
+                                  for i in scalar], dtype=np.int64),
+            scalar_ancestors=ancestors[:, scalar_body].reshape(tree.nbody, len(scalar)),
+            joint_slot=joint_slot,
+            scalar=scalar, scalar_qadr=np.array([joints[i].qpos_adr for i in scalar], dtype=np.int64),
+            is_hinge=np.array([float(j.type == HINGE) for j in joints] + [0.0]),
+            is_slide=np.array([float(j.type == SLIDE) for j in joints] + [0.0]),
+            axis=axis, anchor=anchor, ancestors=ancestors,
             n_joints=nj, hinge=kinds[HINGE],
             hinge_qadr=np.array([joints[i].qpos_adr for i in kinds[HINGE]], dtype=np.int64),
             hinge_q0=field(HINGE, lambda j: j.qpos0, 1)[:, 0], hinge_k1=k1, hinge_k2=k1 @ k1,
@@ -398,6 +512,15 @@ class _FKPlan:
             body_pos=tree.body_pos[order], body_rot=body_rot, slots=slots,
             levels=tuple(levels), parents=tuple(parents), to_tree_order=position,
         )
+
+
+def _quat_rate_matrix(quat: jnp.ndarray) -> jnp.ndarray:
+    """(3, 4) matrix mapping d(quat) to the body-frame angular velocity of ``normalize(quat)``:
+    ``2 vec(conj(u) (x) du)`` with ``u`` the unit quaternion (the radial part drops out)."""
+    w, x, y, z = quat / jnp.linalg.norm(quat)
+    rows = jnp.stack([jnp.stack([-x, w, z, -y]), jnp.stack([-y, -z, w, x]),
+                      jnp.stack([-z, y, -x, w])])
+    return 2.0 * rows / jnp.linalg.norm(quat)
 
 
 def _np_quat_to_mat(quat: np.ndarray) -> np.ndarray:
