@@ -17,7 +17,9 @@ terminated with reward 0, counted in ``metrics['nan_reset']``, its observations 
 terminal_obs) are zeros before the reset replaces them, so no NaN reaches the policy batch.
 
 Backends: ``cpu`` (MuJoCo C on threads, numpy leaves, not jittable) and ``mjx`` (jax leaves;
-``step`` and ``reset`` are pure and jittable, ``jax.jit(env.step)`` is the intended use).
+``step`` and ``reset`` are pure and jittable, ``jax.jit(env.step)`` is the intended use). On cpu
+the simulations live in the backend and ``State.physics`` only names them: stepping an older
+State continues the live simulations, it does not rewind them.
 """
 
 from __future__ import annotations
