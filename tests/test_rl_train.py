@@ -127,3 +127,20 @@ def test_learning_on_toy_task_improves_return():
     ret = np.asarray(metrics["episode/return"])
     assert np.nanmean(ret[:3]) < 2.0
     assert np.nanmean(ret[-5:]) > 15.0
+
+
+def test_bench_train_json(tmp_path, capsys):
+    config = tmp_path / "plain.yaml"
+    config.write_text("seed: 0\n")
+    assert (
+        main(
+            ["bench", "train", "--backend", "cpu", "--json", "--updates", "2", "--config", str(config), *TOY]
+        )
+        == 0
+    )
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"train_env_steps_per_s", "env_only_steps_per_s", "ratio"} <= set(result)
+    assert result["train_env_steps_per_s"] > 0 and result["env_only_steps_per_s"] > 0
+    np.testing.assert_allclose(
+        result["ratio"], result["train_env_steps_per_s"] / result["env_only_steps_per_s"]
+    )

@@ -1,8 +1,9 @@
 """``musclerl bench train``: env-steps/s of full PPO training versus env-only stepping.
 
-Both are measured in the same process on the same environment batch after a warm-up (compile):
-``train`` runs whole updates (rollout with the policy + PPO epochs); ``env only`` steps the same
-envs the same number of times with fixed excitations. ``ratio = train / env_only`` is the
+Both are measured in the same process on the same environment batch after a warm-up (compile),
+interleaved (one update, one env-only rollout, ...) so both see the same machine load: ``train``
+runs whole updates (rollout with the policy + PPO epochs); ``env only`` steps the same envs the
+same number of times with fixed excitations. ``ratio = train / env_only`` is the
 fraction of raw environment throughput that training keeps.
 """
 
@@ -41,39 +42,37 @@ def measure(cfg: dict, updates: int) -> dict:
     jax.block_until_ready(metrics)
     compile_s = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
-    for _ in range(updates):
-        carry, metrics = update_step(carry)
-    jax.block_until_ready(metrics)
-    train_s = time.perf_counter() - t0
-
     excitation = np.full((ppo["num_envs"], env.action_size), 0.05, dtype=np.float32)
     if cfg["backend"] == "mjx":
 
-        def rollout(state):
-            return jax.lax.scan(
-                lambda s, _: (env.step(s, jnp.asarray(excitation)), None),
-                state,
-                None,
-                length=ppo["rollout_steps"],
-            )[0]
+        def scan_rollout(state):
+            def body(s, _):
+                return env.step(s, jnp.asarray(excitation)), None
 
-        rollout = jax.jit(rollout)
-        state = jax.block_until_ready(rollout(carry.env_state))
+            return jax.lax.scan(body, state, None, length=ppo["rollout_steps"])[0]
+
+        rollout = jax.jit(scan_rollout)
+        carry = carry._replace(env_state=jax.block_until_ready(rollout(carry.env_state)))  # compile
     else:
-        state = env.reset(jax.random.PRNGKey(1))
 
-        def rollout(s):
+        def rollout(state):
             for _ in range(ppo["rollout_steps"]):
-                s = env.step(s, excitation)
-            return s
+                state = env.step(state, excitation)
+            return state
 
-        state = rollout(state)
-    t0 = time.perf_counter()
+    # Interleaved, so both see the same machine load; the env-only rollouts continue the training
+    # envs' state (the cpu backend's physics lives in the env), and training continues from there.
+    train_s = env_s = 0.0
     for _ in range(updates):
-        state = rollout(state)
-    jax.block_until_ready(state.obs)
-    env_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        carry, metrics = update_step(carry)
+        jax.block_until_ready(metrics)
+        train_s += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        state = rollout(carry.env_state)
+        jax.block_until_ready(state.obs)
+        env_s += time.perf_counter() - t0
+        carry = carry._replace(env_state=state)
 
     train_rate = updates * steps / train_s
     env_rate = updates * steps / env_s
