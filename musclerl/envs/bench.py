@@ -2,11 +2,12 @@
 
 cpu backend: our env (physics + observations + rewards + terminations + auto-resets, random
 excitations) against a raw ``mujoco.batch.Batch`` of the same model, the same number of
-simulations and threads, doing the same ``substeps`` mj_step per control step with random
-controls and nothing else. Both are reported as control steps per second summed over envs:
-``env_steps_per_s``, ``raw_steps_per_s``, ``ratio`` = env / raw; ``*_mj_steps_per_s`` multiply
-by ``substeps``. ``raw_loop_mj_steps_per_s`` is a plain Python loop of ``mujoco.mj_step`` on one
-MjData, for reference.
+simulations and threads, doing the same ``substeps`` mj_step per control step from the same
+states (copied from the env before each step, untimed) with the same controls and nothing
+else. Both are reported as control steps per second summed over envs: ``env_steps_per_s``,
+``raw_steps_per_s``, ``ratio`` = env / raw; ``*_mj_steps_per_s`` multiply by ``substeps``.
+``raw_loop_mj_steps_per_s`` is a plain Python loop of ``mujoco.mj_step`` on one MjData, for
+reference.
 
 mjx backend: ``jax.jit`` of ``lax.scan`` over ``env.step``; compile time and steps/s.
 """
@@ -75,39 +76,32 @@ def bench_cpu(model: str, dataset, config, num_envs: int, threads: int, steps: i
     actions = rng.uniform(0.0, 0.5, size=(steps + 5, num_envs, env.action_size))
     substeps = config.substeps
 
-    raw = mujoco.batch.Batch(env.model, nsim=num_envs, nthread=threads, persistent=True)
-    raw.bind("qpos")[:] = env.reference.qpos[0]
-    raw.forward()
-    ctrl = raw.bind("ctrl")
+    # raw: a plain (non-persistent) batch doing substeps x mj_step from the very states the env
+    # starts each step from (state rows copied in, untimed), with the same controls
+    raw = mujoco.batch.Batch(env.model, nsim=num_envs, nthread=threads)
+    live = env._physics.batch.state  # the env's state rows (nsim, nstate), read only here
+    raw_ctrl = raw.bind("ctrl")
 
-    def raw_run(n: int) -> float:
-        start = time.perf_counter()
-        for k in range(n):
-            ctrl[:] = actions[k]
-            raw.step(nstep=substeps, stage=mujoco.mjtStage.mjSTAGE_VEL)
-        return time.perf_counter() - start
-
-    def env_run(n: int, state, bar: bool):
-        start = time.perf_counter()
-        for k in tqdm(range(n), desc="env steps", disable=not bar, file=sys.stderr, leave=False):
+    def run(n: int, state, bar: bool):
+        t_env = t_raw = 0.0
+        for k in tqdm(range(n), desc="env + raw steps", disable=not bar, file=sys.stderr, leave=False):
+            rows = live.copy()
+            start = time.perf_counter()
             state = env.step(state, actions[k])
-        return time.perf_counter() - start, state
+            t_env += time.perf_counter() - start
+            raw.state[:] = rows
+            raw_ctrl[:] = actions[k]
+            start = time.perf_counter()
+            raw.step(nstep=substeps)
+            t_raw += time.perf_counter() - start
+        return t_env, t_raw, state
 
     state = env.reset(0)
-    _, state = env_run(5, state, False)  # warm up
-    raw_run(5)
-    # interleave halves so load changes on a shared machine hit both alike
-    t_env, t_raw, resets = 0.0, 0.0, 0.0
-    for _ in range(2):
-        dt, state = env_run(steps // 2 or 1, state, True)
-        t_env += dt
-        resets += float(np.sum(state.done))
-        t_raw += raw_run(steps // 2 or 1)
-    n_steps = 2 * (steps // 2 or 1) * num_envs
-    env_sps, raw_sps = n_steps / t_env, n_steps / t_raw
+    _, _, state = run(5, state, False)  # warm up
+    t_env, t_raw, state = run(steps, state, True)
+    env_sps, raw_sps = steps * num_envs / t_env, steps * num_envs / t_raw
 
-    data = mujoco.MjData(env.model)
-    data.qpos[:] = env.reference.qpos[0]
+    data = env.physics_data(0)
     loop_n = max(200, 20 * substeps)
     start = time.perf_counter()
     for k in range(loop_n):

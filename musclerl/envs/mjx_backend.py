@@ -12,13 +12,17 @@ about 1e-4 relative on a single step (see tests/test_envs_backends.py).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import warnings
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import mujoco
-from mujoco import mjx
+
+with contextlib.redirect_stdout(io.StringIO()):  # MJX prints "Failed to import warp" to stdout
+    from mujoco import mjx
 
 from musclerl.envs.geometry import site_velocity
 from musclerl.envs.state import Kinematics
