@@ -138,5 +138,10 @@ class CpuPhysics:
         )
 
     def physics_data(self, i: int) -> mujoco.MjData:
-        """A copy of env ``i``'s whole MjData as of its last call (all derived fields included)."""
+        """A copy of env ``i``'s whole MjData as of its last call.
+
+        Positions and velocities (and what depends on them only) are current; acceleration-stage
+        fields (actuator_force, efc_force, hence contact forces) are those of the last substep.
+        Run ``mj_forward`` on the copy for a snapshot where everything belongs to one state.
+        """
         return self.batch.get_data(int(i))

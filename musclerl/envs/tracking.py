@@ -228,7 +228,8 @@ class TrackingEnv:
         return self._kinematics(state.physics)
 
     def physics_data(self, i: int) -> mujoco.MjData:
-        """cpu backend: env ``i``'s MjData (a copy with all derived fields as of its last step)."""
+        """cpu backend: a copy of env ``i``'s MjData as of its last step (see
+        ``CpuPhysics.physics_data``: run ``mj_forward`` on it before reading contact forces)."""
         if self.backend != "cpu":
             raise InputError(
                 "physics_data", "only the cpu backend keeps MjData; use mjx_backend.to_mujoco_data"
