@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from musclerl.cli import main
 
@@ -36,3 +38,12 @@ def test_bench_env_cpu_json(capsys):
 def test_bench_env_rejects_bad_counts(capsys):
     assert main(["bench", "env", "--model", "tiny", "--num-envs", "0", "--json"]) == 2
     assert "--num-envs" in capsys.readouterr().err
+
+
+def test_importing_the_command_and_package_stays_light():
+    code = (
+        "import sys, musclerl.envs, musclerl.envs.bench; "
+        "print([m for m in ('jax', 'flax', 'mujoco.mjx') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]"
