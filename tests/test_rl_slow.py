@@ -69,8 +69,9 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
 def test_tiny_walk_return_rises(tmp_path):
     """Seeded PPO on tiny tracking its bundled walk with 1 s episodes (max return ~100, the reward
     weights sum to 1 per 10 ms step): within 150k env steps the mean episode return over the last
-    five logged updates reaches at least 45 % of that maximum, from under 40 % over the first five
-    (measured here: 34.8 -> 49.3, episode length 31 -> 71 steps)."""
+    five logged updates is at least 25 % above that of the first five and at least 42 % of the
+    maximum (measured here: 34.8 -> 49.3 and, after environment changes, 34.8 -> 47.0; episode
+    length 31 -> 64-71 steps)."""
     run = tmp_path / "learn"
     proc = _train(run, "env.horizon=100", "ppo.total_env_steps=150000")
     assert proc.wait(timeout=3600) == 0, proc.stdout.read()
@@ -79,5 +80,5 @@ def test_tiny_walk_return_rises(tmp_path):
     first, last = np.nanmean(returns[:5]), np.nanmean(returns[-5:])
     print(f"tiny walk: mean episode return {first:.1f} -> {last:.1f} of max 100 "
           f"(episode length {rows[0]['episode/length']} -> {rows[-1]['episode/length']})")
-    assert first < 40.0
-    assert last >= 45.0
+    assert last >= 1.25 * first
+    assert last >= 42.0
