@@ -3,8 +3,8 @@
 Both are measured in the same process on the same environment batch after a warm-up (compile),
 interleaved (one update, one env-only rollout, ...) so both see the same machine load: ``train``
 runs whole updates (rollout with the policy + PPO epochs); ``env only`` steps the same envs the
-same number of times with fixed excitations. ``ratio = train / env_only`` is the
-fraction of raw environment throughput that training keeps.
+same number of times with fixed excitations around 0.5 (what an untrained policy sends).
+``ratio = train / env_only`` is the fraction of raw environment throughput that training keeps.
 """
 
 from __future__ import annotations
@@ -42,7 +42,11 @@ def measure(cfg: dict, updates: int) -> dict:
     jax.block_until_ready(metrics)
     compile_s = time.perf_counter() - t0
 
-    excitation = np.full((ppo["num_envs"], env.action_size), 0.05, dtype=np.float32)
+    # Env-only excitations like an untrained policy's (physics cost depends on the motion: a model
+    # collapsing on the floor has more contacts), i.e. 0.5 +- 0.1 per muscle, fixed per env.
+    gen = np.random.default_rng(0)
+    excitation = np.clip(0.5 + 0.1 * gen.standard_normal((ppo["num_envs"], env.action_size)), 0, 1)
+    excitation = excitation.astype(np.float32)
     if cfg["backend"] == "mjx":
 
         def scan_rollout(state):
