@@ -103,3 +103,70 @@ def test_quaternion_matrix_round_trip_at_all_angles():
     with jax.enable_x64(True):
         back = np.asarray(mat_to_quat(quat_to_mat(jnp.asarray(quats))))
     np.testing.assert_allclose(back, quats, atol=1e-12)
+
+
+BALL_SLIDE_XML = """
+<mujoco>
+  <worldbody>
+    <body name="base" pos="0.1 0.2 0.3" quat="0.9 0.1 0.3 0.2">
+      <joint name="rail" type="slide" axis="0.3 0.4 0.5" pos="0.1 0 0" range="-1 1"/>
+      <geom size="0.05"/>
+      <body name="arm" pos="0 0.1 0.2" euler="0.3 0.2 0.1">
+        <joint name="shoulder" type="ball" pos="0.02 0.03 0.01"/>
+        <geom size="0.04"/>
+        <body name="hand" pos="0.3 0 0">
+          <joint name="wrist" type="hinge" axis="1 1 0" pos="0 0.05 0" ref="0.3"/>
+          <joint name="slide2" type="slide" axis="0 0 1"/>
+          <geom size="0.03"/>
+        </body>
+      </body>
+    </body>
+    <body name="free" pos="1 0 0">
+      <freejoint/>
+      <geom size="0.1"/>
+      <body name="child" pos="0 0.2 0">
+        <joint name="ball2" type="ball"/>
+        <geom size="0.02"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_ball_slide_and_hinge_ref_joints_match_mujoco():
+    """Joint types the registered models lack (ball, chained slides, hinge with ``ref``)."""
+    model = mujoco.MjModel.from_xml_string(BALL_SLIDE_XML)
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(5)
+    tree = KinematicTree.from_model(model)
+    with jax.enable_x64(True):
+        @jax.jit
+        def kinematics(q, point):
+            jacs = [tree.point_jacobian(q, b, point) for b in range(tree.nbody)]
+            rots = [tree.rotation_jacobian(q, b) for b in range(tree.nbody)]
+            pts, closed = tree.points_and_jacobian(q, np.arange(tree.nbody),
+                                                    jnp.broadcast_to(point, (tree.nbody, 3)))
+            return (*tree.fk(q), jnp.stack(jacs), jnp.stack(rots), pts, closed)
+
+        for _ in range(3):
+            q = _random_pose(model, rng)
+            point = rng.normal(size=3) * 0.1
+            pos, rot, jacp, jacr, pts, closed = (np.asarray(a) for a in kinematics(q, point))
+            data.qpos[:] = q
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_comPos(model, data)
+            np.testing.assert_allclose(pos, data.xpos[1:], atol=1e-9)
+            np.testing.assert_allclose(rot, data.xmat[1:].reshape(-1, 3, 3), atol=1e-9)
+            for b in range(tree.nbody):
+                world = data.xpos[b + 1] + data.xmat[b + 1].reshape(3, 3) @ point
+                np.testing.assert_allclose(pts[b], world, atol=1e-9)
+                jp, jr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+                mujoco.mj_jac(model, data, jp, jr, world, b + 1)
+                np.testing.assert_allclose(jacp[b], jp, atol=1e-9)
+                np.testing.assert_allclose(jacr[b], jr, atol=1e-9)
+                # The closed-form qpos Jacobian maps tangents like mj_jac does.
+                v = rng.normal(size=model.nv)
+                q2 = q.copy()
+                mujoco.mj_integratePos(model, q2, v, 1e-7)
+                np.testing.assert_allclose(closed[b] @ (q2 - q) / 1e-7, jp @ v, atol=1e-5)

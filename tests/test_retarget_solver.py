@@ -1,6 +1,9 @@
-"""Batched LM IK: synthetic truth (known smooth motion -> noisy markers -> recovered coordinates)."""
+"""Batched LM IK: synthetic truth (known smooth motion -> noisy markers -> recovered coordinates),
+frame targets, missing markers, limits, equalities, tendon-jump repair and honest failure flags."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import mujoco
 import numpy as np
@@ -8,18 +11,27 @@ import pytest
 
 from musclerl.errors import InputError
 from musclerl.models.registry import load_model
-from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
+from musclerl.retarget.constraints import (
+    JointEqualities,
+    JointLimits,
+    Smoothness,
+    TendonContinuity,
+    muscle_tendon_ids,
+    tendon_jumps,
+    tendon_lengths,
+)
 from musclerl.retarget.kinematics import KinematicTree
 from musclerl.retarget.solver import IKProblem, solve_clip
 from musclerl.retarget.synthetic import synthetic_clip
-from musclerl.retarget.tasks import CoordinateTask, MarkerTask, PostureTask
+from musclerl.retarget.tasks import CoordinateTask, FrameTask, MarkerTask, PostureTask
 
 
-def _problem(model, clip, extra_tasks=()):
+def _problem(model, clip, extra_tasks=(), extra_constraints=()):
     tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
     markers = MarkerTask(tree, clip.marker_bodies, clip.local_points_m)
     return IKProblem(tree, [markers, PostureTask(model.qpos0, 1e-6), *extra_tasks],
-                     [JointLimits(model), JointEqualities(model), Smoothness(1e-4)])
+                     [JointLimits(model), JointEqualities(model), Smoothness(1e-4),
+                      *extra_constraints])
 
 
 def _check_truth(model, clip, result, max_rms_deg):
@@ -34,11 +46,19 @@ def _check_truth(model, clip, result, max_rms_deg):
     assert np.nanmean(result.residual_m) < 0.005
 
 
-def test_synthetic_truth_tiny():
+@pytest.fixture(scope="module")
+def tiny():
+    """One tiny clip and problem shared by the tests (the compiled solver is reused)."""
     model = load_model("tiny")
     clip = synthetic_clip(model, n_frames=24, noise_m=0.002, seed=0)
-    result = solve_clip(_problem(model, clip), {"markers": clip.markers_m}, model.qpos0, chunk_len=8)
+    return model, clip, _problem(model, clip)
+
+
+def test_synthetic_truth_tiny(tiny):
+    model, clip, problem = tiny
+    result = solve_clip(problem, {"markers": clip.markers_m}, model.qpos0, chunk_len=8)
     _check_truth(model, clip, result, max_rms_deg=1.0)
+    assert result.compile_s > 0 and result.solve_s > 0
 
 
 def test_synthetic_truth_myolegs_short():
@@ -56,23 +76,29 @@ def test_synthetic_truth_myolegs_full_clip():
     _check_truth(model, clip, result, max_rms_deg=1.0)
 
 
-def test_missing_markers_and_coordinate_task():
-    model = load_model("tiny")
-    clip = synthetic_clip(model, n_frames=8, noise_m=0.0, seed=3)
+def test_missing_markers_are_ignored(tiny):
+    model, clip, problem = tiny
     markers = clip.markers_m.copy()
     markers[:, 0] = np.nan  # one marker never seen
-    ankle = {"ankle_angle_r": 0.2}
-    problem = _problem(model, clip, [CoordinateTask(ankle, weight=1e-2)])
-    result = solve_clip(problem, {"markers": markers}, model.qpos0, chunk_len=4)
+    markers[5, 1:4] = np.nan  # and a gap in one frame
+    result = solve_clip(problem, {"markers": markers}, model.qpos0, chunk_len=8)
     assert result.converged.all()
-    assert np.all(np.isfinite(result.residual_m))
-    assert result.residual_m.max() < 0.01
+    assert np.all(np.isfinite(result.residual_m)) and result.residual_m.max() < 0.01
+    err_deg = np.degrees(result.q[:, clip.coord_qadr] - clip.q[:, clip.coord_qadr])
+    assert np.sqrt(np.mean(err_deg ** 2)) < 1.5
 
 
-def test_bad_targets_raise_input_error():
-    model = load_model("tiny")
-    clip = synthetic_clip(model, n_frames=4, noise_m=0.0, seed=4)
-    problem = _problem(model, clip)
+def test_iteration_limit_reports_not_converged(tiny):
+    model, clip, problem = tiny
+    result = solve_clip(problem, {"markers": clip.markers_m}, model.qpos0, cold_iters=1,
+                        max_iters=1, chunk_len=8)
+    assert not result.converged.all()
+    assert set(result.failed_frames) == set(np.flatnonzero(~result.converged))
+    assert result.iterations.max() <= 1
+
+
+def test_bad_targets_raise_input_error(tiny):
+    model, clip, problem = tiny
     with pytest.raises(InputError, match="markers"):
         solve_clip(problem, {"markers": clip.markers_m[:, :-1]}, model.qpos0)
     with pytest.raises(InputError, match="missing targets"):
@@ -81,13 +107,65 @@ def test_bad_targets_raise_input_error():
         solve_clip(problem, {"markers": clip.markers_m, "typo": clip.markers_m}, model.qpos0)
 
 
-def test_iteration_limit_reports_not_converged():
+def test_frame_and_coordinate_tasks_reach_their_targets():
     model = load_model("tiny")
-    clip = synthetic_clip(model, n_frames=4, noise_m=0.002, seed=5)
-    result = solve_clip(_problem(model, clip), {"markers": clip.markers_m}, model.qpos0,
-                        cold_iters=1, max_iters=1, chunk_len=2)
-    assert not result.converged.all()
-    assert set(result.failed_frames) == set(np.flatnonzero(~result.converged))
+    data = mujoco.MjData(model)
+    clip = synthetic_clip(model, n_frames=6, noise_m=0.0, seed=3)
+    poses = []
+    for q in clip.q:  # true world pose of the right foot's toe site
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, data.site("toe_r").xmat)
+        poses.append(np.concatenate([data.site("toe_r").xpos, quat]))
+    tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
+    foot = FrameTask(tree, "toe_r", weight=10.0)
+    # No markers on the right leg (the frame task drives it) nor on the left foot (the
+    # coordinate task alone sets its ankle).
+    keep = [i for i, b in enumerate(clip.marker_bodies) if not b.endswith("_r") and b != "foot_l"]
+    markers = MarkerTask(tree, [clip.marker_bodies[i] for i in keep], clip.local_points_m[keep])
+    ankle = CoordinateTask({"ankle_angle_l": 0.1}, weight=1.0)
+    problem = IKProblem(tree, [markers, foot, ankle], [JointLimits(model)])
+    result = solve_clip(problem, {"markers": clip.markers_m[:, keep], foot.name: np.array(poses)},
+                        model.qpos0, chunk_len=3)
+    assert result.converged.all()
+    right = [model.joint(n).qposadr[0] for n in ("hip_flexion_r", "knee_angle_r", "ankle_angle_r")]
+    np.testing.assert_allclose(result.q[:, right], clip.q[:, right], atol=1e-4)
+    np.testing.assert_allclose(result.q[:, model.joint("ankle_angle_l").qposadr[0]], 0.1, atol=1e-6)
+    # Per-frame coordinate targets override the fixed value; NaN leaves a frame free.
+    per_frame = np.full((len(clip.q), 1), 0.2)
+    result = solve_clip(problem, {"markers": clip.markers_m[:, keep], foot.name: np.array(poses),
+                                  ankle.name: per_frame}, model.qpos0, chunk_len=3)
+    np.testing.assert_allclose(result.q[:, model.joint("ankle_angle_l").qposadr[0]], 0.2, atol=1e-6)
+
+
+def test_tendon_continuity_detects_and_repairs_a_flipped_frame(tiny):
+    model, clip, problem = tiny
+    targets = {"markers": clip.markers_m}
+    result = solve_clip(problem, targets, model.qpos0, chunk_len=8)
+    broken = result.q.copy()
+    hip, knee = (model.joint(n).qposadr[0] for n in ("hip_flexion_r", "knee_angle_r"))
+    broken[10, [hip, knee]] = -0.5, 0.3  # one frame on a wrong branch: the thigh swung back
+    lengths = tendon_lengths(model, broken, muscle_tendon_ids(model))
+    assert tendon_jumps(lengths, 0.1)[[10, 11]].all()
+    guard = TendonContinuity(model, max_jump_frac=0.1)
+
+    def resolve(frames, q_init, q_prev, prev_weight):
+        return problem.resolve_frames(frames, targets, q_init, q_prev, prev_weight)
+
+    repaired = guard.finalize(problem, targets, dataclasses.replace(result, q=broken), resolve)
+    assert repaired.tendon_jumps_detected >= 2
+    assert not repaired.tendon_jump.any()
+    np.testing.assert_allclose(repaired.q[10, [hip, knee]], clip.q[10, [hip, knee]],
+                               atol=np.radians(3.0))
+
+
+def test_tendon_continuity_in_solve_clip_keeps_clean_clip_clean(tiny):
+    model, clip, _ = tiny
+    problem = _problem(model, clip, extra_constraints=[TendonContinuity(model, 0.1)])
+    result = solve_clip(problem, {"markers": clip.markers_m}, model.qpos0, chunk_len=8)
+    assert result.tendon_jumps_detected == 0 and not result.tendon_jump.any()
+    _check_truth(model, clip, result, max_rms_deg=1.0)
 
 
 def test_joint_equalities_follow_mujoco_definition():
@@ -96,7 +174,7 @@ def test_joint_equalities_follow_mujoco_definition():
     data = mujoco.MjData(model)
     rng = np.random.default_rng(6)
     q = model.qpos0.copy()
-    knee = [model.jnt_qposadr[model.joint(n).id] for n in ("knee_angle_r", "knee_angle_l")]
+    knee = [model.joint(n).qposadr[0] for n in ("knee_angle_r", "knee_angle_l")]
     q[knee] = rng.uniform(0.1, 2.0, size=2)
     q[eq.dep_qadr] = eq.dependent_values(q)
     data.qpos[:] = q

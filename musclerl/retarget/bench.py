@@ -1,13 +1,229 @@
-"""``musclerl bench ik``."""
+"""``musclerl bench ik``: IK speed and accuracy, ours against mink (and OpenSim), in one run.
+
+Target set: a synthetic myolegs clip (:mod:`musclerl.retarget.synthetic`): a known smooth motion
+of every independent coordinate, 3 markers per moving body, 2 mm Gaussian noise. Both solvers
+get the same markers, weights, start pose, joint limits and knee equalities:
+
+* ours: :func:`musclerl.retarget.solver.solve_clip` (lean tree, batched LM, equalities
+  eliminated). Compile time is measured apart; frames/s is a second, compiled run.
+* mink (``pip install mink``, optional): one ``FrameTask`` per marker site (position only,
+  weight as ours), a small ``PostureTask``, the model's equalities as ``EqualityConstraintTask``,
+  ``ConfigurationLimit``; per frame, warm-started from the previous frame, ``solve_ik`` steps
+  (dt = 1, daqp) until the marker cost falls by less than the same relative tolerance.
+* OpenSim (when ``import opensim`` works and the gait2354 data is present): its own
+  InverseKinematicsTool on ``subject01_walk1`` with ``subject01_Setup_IK.xml`` (time per frame;
+  a different model and markers, reported for scale only).
+
+Reported: frames/s of each, the ratio, marker RMS (mm), coordinate RMS error against the known
+truth (deg), equality residual and limit violations, compile seconds, and the machine's load
+average (the numbers are only as quiet as the machine).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+SHARED_DATA = Path(os.environ.get("MUSCLERL_SHARED_DATA",
+                                  Path(__file__).resolve().parents[2].parent / "shared" / "data"))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--frames", type=int, default=1000, help="frames in the target clip")
+    parser.add_argument("--mink-frames", type=int, default=None,
+                        help="frames solved by mink (default: all; it is the slow one)")
+    parser.add_argument("--chunk-len", type=int, default=32, help="our frames per warm-start chain")
+    parser.add_argument("--no-mink", action="store_true", help="skip mink")
+    parser.add_argument("--no-opensim", action="store_true", help="skip OpenSim")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError("bench ik: in progress")
+    from musclerl.errors import InputError
+
+    if args.frames < 2 or args.chunk_len < 1:
+        raise InputError("bench ik", "--frames must be >= 2 and --chunk-len >= 1")
+    result = bench(args.frames, args.mink_frames, args.chunk_len, not args.no_mink,
+                   not args.no_opensim, progress=not args.json)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:34s} {value:.4g}" if isinstance(value, float) else f"{key:34s} {value}")
+    return 0
+
+
+TOL = 1e-4  # relative cost decrease at which both solvers stop on a frame
+
+
+def bench(frames: int, mink_frames: int | None, chunk_len: int, with_mink: bool,
+          with_opensim: bool, progress: bool = False) -> dict:
+    import numpy as np
+
+    from musclerl.models.registry import load_model
+    from musclerl.retarget.synthetic import synthetic_clip
+
+    model = load_model("myolegs")
+    clip = synthetic_clip(model, n_frames=frames, noise_m=0.002, seed=0)
+    out: dict = {"model": "myolegs", "frames": frames, "markers": len(clip.marker_bodies),
+                 "cpu_count": os.cpu_count(), "load_avg_1min": round(os.getloadavg()[0], 2)}
+    out.update(_bench_ours(model, clip, chunk_len))
+    if with_mink:
+        out.update(_bench_mink(model, clip, mink_frames or frames, progress))
+        if out.get("mink_fps"):
+            out["fps_ratio_ours_over_mink"] = out["ours_fps"] / out["mink_fps"]
+    else:
+        out["mink"] = "skipped"
+    out.update(_bench_opensim() if with_opensim else {"opensim": "skipped"})
+    out["load_avg_1min_end"] = round(os.getloadavg()[0], 2)
+    return {k: (float(v) if isinstance(v, np.floating) else v) for k, v in out.items()}
+
+
+def _errors(model, clip, qs, frames):
+    """Marker RMS (m), coordinate RMS error (deg), equality residual, limit violations."""
+    import numpy as np
+
+    from musclerl.retarget.constraints import JointEqualities, JointLimits
+    from musclerl.retarget.synthetic import marker_positions
+
+    eq, lim = JointEqualities(model), JointLimits(model)
+    pred = marker_positions(model, qs, list(clip.marker_bodies), clip.local_points_m)
+    marker_rms = float(np.sqrt(np.mean(np.sum((pred - clip.markers_m[:frames]) ** 2, axis=-1))))
+    err = np.degrees(qs[:, clip.coord_qadr] - clip.q[:frames, clip.coord_qadr])
+    viol = lim.violation(qs, skip_qadr=eq.dep_qadr)
+    return {"marker_rms_m": marker_rms, "coord_rms_deg": float(np.sqrt(np.mean(err ** 2))),
+            "equality_residual_max": eq.residual_max(qs),
+            "joint_limit_violation_frac": float(np.mean(viol > 0)),
+            "joint_limit_violation_max": float(viol.max())}
+
+
+def _bench_ours(model, clip, chunk_len: int) -> dict:
+    from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
+    from musclerl.retarget.kinematics import KinematicTree
+    from musclerl.retarget.solver import IKProblem, solve_clip
+    from musclerl.retarget.tasks import MarkerTask, PostureTask
+
+    t0 = time.perf_counter()
+    tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
+    problem = IKProblem(tree, [MarkerTask(tree, clip.marker_bodies, clip.local_points_m),
+                               PostureTask(model.qpos0, 1e-6)],
+                        [JointLimits(model), JointEqualities(model), Smoothness(1e-4)])
+    targets = {"markers": clip.markers_m}
+    first = solve_clip(problem, targets, model.qpos0, chunk_len=chunk_len, tol=TOL)
+    first_s = time.perf_counter() - t0
+    result = solve_clip(problem, targets, model.qpos0, chunk_len=chunk_len, tol=TOL)
+    frames = len(clip.markers_m)
+    errors = _errors(model, clip, result.q, frames)
+    return {
+        "ours_compile_s": first.compile_s,
+        "ours_first_run_s": first_s,
+        "ours_solve_s": result.solve_s,
+        "ours_fps": frames / result.solve_s,
+        "ours_converged_frac": float(result.converged.mean()),
+        "ours_iterations_mean": float(result.iterations.mean()),
+        **{f"ours_{k}": v for k, v in errors.items()},
+    }
+
+
+def _bench_mink(model, clip, frames: int, progress: bool) -> dict:
+    try:
+        import mink
+    except ImportError:
+        return {"mink": "not installed (pip install mink)"}
+    import numpy as np
+    from tqdm import tqdm
+
+    from musclerl.models.registry import compile_spec, load_spec
+
+    frames = min(frames, len(clip.markers_m))
+    spec = load_spec("myolegs")
+    names = []
+    for i, (body, local) in enumerate(zip(clip.marker_bodies, clip.local_points_m, strict=True)):
+        name = f"bench_marker_{i}"
+        spec.body(body).add_site(name=name, pos=local)
+        names.append(name)
+    mj_model = compile_spec(spec, "myolegs+markers")
+    config = mink.Configuration(mj_model)
+    tasks = [mink.FrameTask(n, "site", position_cost=1.0, orientation_cost=0.0) for n in names]
+    posture = mink.PostureTask(mj_model, cost=1e-3)
+    posture.set_target(mj_model.qpos0)
+    equality = mink.EqualityConstraintTask(mj_model, cost=100.0)
+    limits = [mink.ConfigurationLimit(mj_model)]
+    all_tasks = [*tasks, posture, equality]
+    q = mj_model.qpos0.copy()
+    # Start like ours: root placed at the first frame's marker centroid offset.
+    q[:3] += clip.markers_m[0].mean(axis=0) - _markers_at(mj_model, q, names).mean(axis=0)
+    qs = np.empty((frames, mj_model.nq))
+    iterations = np.zeros(frames, np.int64)
+    identity = np.array([1.0, 0.0, 0.0, 0.0])
+    start = time.perf_counter()
+    rows = tqdm(range(frames), desc="mink", unit="frame", disable=not progress)
+    for f in rows:
+        for task, target in zip(tasks, clip.markers_m[f], strict=True):
+            task.set_target(mink.SE3.from_rotation_and_translation(mink.SO3(identity), target))
+        config.update(q)
+        cost = _marker_cost(config, names, clip.markers_m[f])
+        for it in range(100 if f == 0 else 20):
+            vel = mink.solve_ik(config, all_tasks, 1.0, "daqp", damping=1e-6, limits=limits)
+            config.integrate_inplace(vel, 1.0)
+            new_cost = _marker_cost(config, names, clip.markers_m[f])
+            iterations[f] = it + 1
+            done = cost - new_cost <= TOL * cost
+            cost = new_cost
+            if done:
+                break
+        q = config.q.copy()
+        qs[f] = q
+    elapsed = time.perf_counter() - start
+    errors = _errors(model, clip, qs[:, :model.nq], frames)
+    return {"mink_frames": frames, "mink_solve_s": elapsed, "mink_fps": frames / elapsed,
+            "mink_iterations_mean": float(iterations.mean()),
+            **{f"mink_{k}": v for k, v in errors.items()}}
+
+
+def _markers_at(model, q, names):
+    import mujoco
+    import numpy as np
+
+    data = mujoco.MjData(model)
+    data.qpos[:] = q
+    mujoco.mj_kinematics(model, data)
+    return np.array([data.site(n).xpos for n in names])
+
+
+def _marker_cost(config, names, targets) -> float:
+    import numpy as np
+
+    pos = np.array([config.data.site(n).xpos for n in names])
+    return float(0.5 * np.sum((pos - targets) ** 2))
+
+
+def _bench_opensim() -> dict:
+    try:
+        import opensim
+    except ImportError:
+        return {"opensim": "not installed"}
+    import tempfile
+
+    folder = SHARED_DATA / "opensim_gait2354"
+    setup = folder / "subject01_Setup_IK.xml"
+    if not setup.is_file():
+        return {"opensim": f"gait2354 data not found under {SHARED_DATA}"}
+    with tempfile.TemporaryDirectory() as tmp:
+        tool = opensim.InverseKinematicsTool(str(setup))
+        model = opensim.Model(str(folder / tool.get_model_file()))
+        model.initSystem()
+        tool.setModel(model)
+        tool.setMarkerDataFileName(str(folder / tool.getMarkerDataFileName()))
+        tool.setResultsDir(tmp)
+        tool.setOutputMotionFileName(str(Path(tmp) / "ik.mot"))
+        start = time.perf_counter()
+        tool.run()
+        elapsed = time.perf_counter() - start
+        frames = opensim.Storage(str(Path(tmp) / "ik.mot")).getSize()
+    return {"opensim": f"OpenSim {opensim.__version__} IK, gait2354 subject01_walk1",
+            "opensim_frames": frames, "opensim_solve_s": elapsed,
+            "opensim_ms_per_frame": 1000.0 * elapsed / max(frames, 1)}

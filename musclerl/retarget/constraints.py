@@ -241,15 +241,18 @@ def tendon_jumps(lengths: np.ndarray, max_jump_frac: float) -> np.ndarray:
 
 class TendonContinuity(Constraint):
     """No muscle path may jump between consecutive frames by more than ``max_jump_frac`` of its
-    length. Detected on the solved clip with MuJoCo C (``mj_fwdPosition``, wrapping included);
-    flagged frames are re-solved warm-started from the previous (then the next) frame with the
-    smoothness pull raised, up to ``rounds`` times. Frames still jumping are reported in
-    ``IKResult.tendon_jump``, never hidden."""
+    length. Detected on the solved clip with MuJoCo C (``mj_fwdPosition``, wrapping included).
+    Both frames around a jump are re-solved, started from and pulled (through
+    :class:`Smoothness`, which the problem must hold) towards the time interpolation of their
+    nearest unflagged neighbours, the pull multiplied by ``repair_weight`` and by 10 more in each
+    further round, up to ``rounds`` rounds. Frames still jumping are reported in
+    ``IKResult.tendon_jump``, never hidden; ``IKResult.tendon_jumps_detected`` counts the jumps
+    found before repair."""
 
     name = "tendon_continuity"
 
     def __init__(self, model: mujoco.MjModel, max_jump_frac: float = 0.05, rounds: int = 2,
-                 repair_weight: float = 1.0):
+                 repair_weight: float = 100.0):
         require(max_jump_frac > 0, self.name, "max_jump_frac must be positive")
         self.model = model
         self.max_jump_frac = float(max_jump_frac)
@@ -264,18 +267,42 @@ class TendonContinuity(Constraint):
         lengths = tendon_lengths(self.model, q, self.tendons)
         jumps = tendon_jumps(lengths, self.max_jump_frac)
         detected = int(jumps.sum())
+        last = len(q) - 1
         for round_ in range(self.rounds):
-            frames = np.flatnonzero(jumps)
-            if frames.size == 0:
+            if not jumps.any():
                 break
-            # Alternate the neighbour we copy from: previous frame, then next frame.
-            src = frames - 1 if round_ % 2 == 0 else np.minimum(frames + 1, len(q) - 1)
-            weight = np.full(frames.size, self.repair_weight)
-            q_new, conv_new, it_new = resolve(frames, q[src], q[src], weight)
+            # A jump at t lies between t-1 and t: either may be the odd frame, re-solve both,
+            # each started from and pulled towards the interpolation of its nearest unflagged
+            # neighbours.
+            flagged = np.flatnonzero(jumps)
+            frames = np.unique(np.clip(np.concatenate([flagged - 1, flagged]), 0, last))
+            anchor = self._interpolate_good(q, frames, problem.linear_qadr)
+            weight = np.full(frames.size, self.repair_weight * 10.0 ** round_)
+            q_new, conv_new, it_new = resolve(frames, anchor, anchor, weight)
             q[frames], converged[frames] = q_new, conv_new
             iterations[frames] += it_new
-            touched = np.unique(np.clip(np.concatenate([frames, frames + 1]), 0, len(q) - 1))
+            touched = np.unique(np.clip(np.concatenate([frames, frames + 1]), 0, last))
             lengths[touched] = tendon_lengths(self.model, q[touched], self.tendons)
             jumps = tendon_jumps(lengths, self.max_jump_frac)
         return dataclasses.replace(result, q=q, converged=converged, iterations=iterations,
                                    tendon_jump=jumps, tendon_jumps_detected=detected)
+
+    @staticmethod
+    def _interpolate_good(q: np.ndarray, frames: np.ndarray, linear_qadr: np.ndarray) -> np.ndarray:
+        """Per frame in ``frames`` (k,), a pose (k, nq) between its nearest neighbours outside
+        ``frames``: linear coordinates interpolated in time, rotations from the left one."""
+        bad = np.zeros(len(q), bool)
+        bad[frames] = True
+        good = np.flatnonzero(~bad)
+        out = q[frames].copy()
+        if good.size == 0:
+            return out
+        for row, f in enumerate(frames):
+            left, right = good[good < f], good[good > f]
+            lo = left[-1] if left.size else right[0]
+            hi = right[0] if right.size else left[-1]
+            out[row] = q[lo]
+            if hi != lo:
+                frac = (f - lo) / (hi - lo)
+                out[row, linear_qadr] = (1 - frac) * q[lo, linear_qadr] + frac * q[hi, linear_qadr]
+        return out

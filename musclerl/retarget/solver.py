@@ -6,7 +6,9 @@
    solved *cold* from ``q0`` (root first aligned rigidly to the markers by a weighted Kabsch
    fit, then ``cold_iters`` LM iterations), all K at once (``vmap``).
 2. Then ``chunk_len - 1`` sweeps: sweep ``l`` solves frame ``l`` of every chunk at once,
-   warm-started from (and smoothed towards) frame ``l - 1`` of the same chunk.
+   warm-started from (and smoothed towards) the constant-velocity prediction
+   ``2 q[l-1] - q[l-2]`` of the same chunk (``q[l-1]`` for ``l = 1``; rotations of free and
+   ball joints are carried over, not extrapolated), so Smoothness penalises acceleration.
    ``chunk_len=1`` is a pure batch solve of all frames from the cold start.
 3. Constraints' ``finalize`` passes (e.g. tendon-jump repair) run on the host, then per-frame
    errors are measured.
@@ -17,7 +19,8 @@ Marquardt scaling: step ``(J^T J + lam diag(J^T J)) dx = -J^T r``; a step that l
 accepted and ``lam`` shrinks x0.3, a step that raises it is rejected and ``lam`` grows x10.
 Bounds are held by projecting each candidate and freezing coordinates on an active bound.
 A frame is ``converged`` when an accepted step lowers the cost by less than ``tol`` (relative),
-the gradient vanishes, or no damping gives a decrease (a numerical minimum); frames that hit
+the next step from an accepted point is below ``STEP_TOL`` (1e-5 rad or m), the gradient
+vanishes, or no damping gives a decrease (a numerical minimum); frames that hit
 ``max_iters`` or the ``time_limit_s`` are reported as not converged.
 
 Precision: the solve runs in float64 (``jax.enable_x64(True)`` around tracing and calls), which
@@ -47,6 +50,7 @@ from musclerl.retarget.tasks import MarkerTask, Task
 LAMBDA_INIT = 1e-3
 LAMBDA_MIN = 1e-9
 LAMBDA_MAX = 1e8
+STEP_TOL = 1e-5  # rad or m: a step this small from an accepted point ends the frame (converged)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,6 +130,26 @@ class IKProblem:
         self.var_hi = np.where(scalar, hi[np.maximum(self.var_qadr, 0)], np.inf)
         self.clip_qadr = self.var_qadr[scalar & (np.isfinite(self.var_lo) | np.isfinite(self.var_hi))]
         self.qpos_lo, self.qpos_hi = lo, hi
+        # qpos entries that add linearly (hinge, slide, free-joint position): warm starts
+        # extrapolate these at constant velocity.
+        linear = []
+        for j in tree.all_joints():
+            if j.type in (HINGE, SLIDE):
+                linear.append(j.qpos_adr)
+            elif j.type == FREE:
+                linear.extend(range(j.qpos_adr, j.qpos_adr + 3))
+        self.linear_qadr = np.array(linear, dtype=np.int64)
+
+    def cold_start(self, q0: np.ndarray) -> np.ndarray:
+        """``q0`` (nq,) with bounded coordinates moved at least 5 % of their range inside it: a
+        joint on its limit is often a singular start (a straight knee cannot tell which way to
+        bend), from which LM stalls in a local minimum."""
+        q = np.array(q0, dtype=np.float64)
+        idx = self.clip_qadr
+        lo, hi = self.qpos_lo[idx], self.qpos_hi[idx]
+        margin = np.where(np.isfinite(hi - lo), 0.05 * (hi - lo), 0.0)
+        q[idx] = np.clip(q[idx], lo + margin, hi - margin)
+        return q
 
     @property
     def n_vars(self) -> int:
@@ -158,6 +182,34 @@ class IKProblem:
                 rows.append(r)
         return jnp.concatenate([jnp.ravel(r) for r in rows])
 
+    def linearize(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray], prev: Previous):
+        """Jacobian (m, n_vars) of all residual rows w.r.t. the free tangent variables, and the
+        rows (m,). Tasks with a closed-form ``residual_jacobian`` (markers) are chained with the
+        retraction's Jacobian ``dq/dx`` (nq, n_vars); the others go through ``jax.jacfwd``."""
+        zero = jnp.zeros(self.n_vars, q.dtype)
+        dq_dx = jax.jacfwd(lambda dx: self.retract(q, dx))(zero)
+        rows, jacs = [], []
+        for term in self.tasks + self.constraints:
+            target = frame.get(term.name)
+            closed = (term.residual_jacobian(self.tree, q, target, dq_dx)
+                      if isinstance(term, Task) else None)
+            if closed is not None:
+                rows.append(closed[0])
+                jacs.append(closed[1])
+                continue
+
+            def f(dx, term=term, target=target):
+                qx = self.retract(q, dx)
+                r = (term.residual(self.tree, qx, target) if isinstance(term, Task)
+                     else term.residual(self.tree, qx, target, prev))
+                r = jnp.zeros(0, q.dtype) if r is None else jnp.ravel(r)
+                return r, r
+
+            jac, r = jax.jacfwd(f, has_aux=True)(zero)
+            rows.append(r)
+            jacs.append(jac)
+        return jnp.concatenate(jacs), jnp.concatenate(rows)
+
     def point_errors_m(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
         """Unweighted point errors (k,) of all positional tasks, NaN where missing."""
         errs = [e for t in self.tasks
@@ -179,11 +231,7 @@ class IKProblem:
         var_q = np.maximum(self.var_qadr, 0)
 
         def lin(q):
-            def f(dx):
-                r = self.residual(self.retract(q, dx), frame, prev)
-                return r, r
-
-            return jax.jacfwd(f, has_aux=True)(jnp.zeros(self.n_vars, q.dtype))
+            return self.linearize(q, frame, prev)
 
         def body(state):
             q, jac, r, cost, cand, lam, it, _, _ = state
@@ -207,7 +255,8 @@ class IKProblem:
             damp = lam * (jnp.diagonal(hess) + 1e-9) + jnp.where(free, 0.0, 1.0)
             dx = -jnp.linalg.solve(hess + jnp.diag(damp), grad)
             cand = self.project(self.retract(q, dx))
-            conv = small | (jnp.max(jnp.abs(grad)) <= 1e-14) | (lam >= LAMBDA_MAX)
+            tiny_step = accept & (jnp.max(jnp.abs(dx)) <= STEP_TOL)
+            conv = small | tiny_step | (jnp.max(jnp.abs(grad)) <= 1e-14) | (lam >= LAMBDA_MAX)
             return q, jac, r, cost, cand, lam, it + 1, conv, conv
 
         def cond(state):
@@ -215,7 +264,7 @@ class IKProblem:
 
         q0 = self.project(q_init)
         dtype = q0.dtype
-        m = jax.eval_shape(lambda q: self.residual(q, frame, prev), q0).shape[0]
+        m = jax.eval_shape(lambda q: self.residual(q, frame, prev), q0).shape[0]  # rows
         state = (q0, jnp.zeros((m, self.n_vars), dtype), jnp.zeros(m, dtype),
                  jnp.asarray(jnp.inf, dtype), q0, jnp.asarray(LAMBDA_INIT, dtype),
                  jnp.asarray(0), jnp.asarray(False), jnp.asarray(False))
@@ -287,7 +336,7 @@ class IKProblem:
 
 def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.ndarray, *,
                max_iters: int = 20, cold_iters: int = 100, tol: float = 1e-6,
-               chunk_len: int = 16, smooth_warm: bool = True,
+               chunk_len: int = 32, smooth_warm: bool = True,
                time_limit_s: float | None = None) -> IKResult:
     """Solve IK for every frame of a clip.
 
@@ -325,7 +374,8 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
             rows = np.arange(n_chunks) * chunk_len + step
             frame = {name: arr[grid[:, step]] for name, arr in dev.items()}
             if step == 0:
-                q_start = jnp.broadcast_to(problem.project(jnp.asarray(q0)), (n_chunks, tree.nq))
+                q_start = jnp.broadcast_to(problem.project(jnp.asarray(problem.cold_start(q0))),
+                                           (n_chunks, tree.nq))
                 align, dt_align = problem._compiled_fn("align", q_start, frame)
                 q_init = align(q_start, frame)
                 args = (q_init, frame, q_init, jnp.zeros(n_chunks), jnp.asarray(cold_iters),
@@ -334,7 +384,11 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
             else:
                 if time_limit_s is not None and time.perf_counter() - start - compile_s > time_limit_s:
                     break
-                prev_q = jnp.asarray(q[rows - 1])
+                prediction = q[rows - 1].copy()
+                if step >= 2:  # constant-velocity prediction of positions and scalar coordinates
+                    lin = problem.linear_qadr
+                    prediction[:, lin] += q[rows - 1][:, lin] - q[rows - 2][:, lin]
+                prev_q = jnp.asarray(prediction)
                 args = (prev_q, frame, prev_q, jnp.full(n_chunks, 1.0 if smooth_warm else 0.0),
                         jnp.asarray(max_iters), jnp.asarray(tol))
                 lm, dt_lm = problem._compiled_fn("lm", *args)

@@ -44,6 +44,13 @@ class Task:
     def residual(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None) -> jnp.ndarray:
         raise NotImplementedError
 
+    def residual_jacobian(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None,
+                          dq_dx: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray] | None:
+        """Optional closed form: residual (k,) and its Jacobian (k, n) w.r.t. the solver's
+        variables, given ``dq_dx`` (nq, n). None (the default) makes the solver differentiate
+        :meth:`residual` with ``jax.jacfwd``."""
+        return None
+
     def position_errors_m(self, tree: KinematicTree, q: jnp.ndarray,
                           target: jnp.ndarray | None) -> jnp.ndarray | None:
         """Unweighted point errors (k,) in metres, NaN where the target is missing; None if the
@@ -88,6 +95,13 @@ class MarkerTask(Task):
         valid = jnp.all(jnp.isfinite(target), axis=-1, keepdims=True)
         diff = self.positions(tree, q) - jnp.where(valid, target, 0.0)
         return jnp.where(valid, diff * jnp.asarray(self.sqrt_w, q.dtype)[:, None], 0.0).reshape(-1)
+
+    def residual_jacobian(self, tree, q, target, dq_dx):
+        pts, jac = tree.points_and_jacobian(q, self.body_ids, self.local_points_m, dq_dx)
+        valid = jnp.all(jnp.isfinite(target), axis=-1, keepdims=True)
+        scale = jnp.where(valid, jnp.asarray(self.sqrt_w, q.dtype)[:, None], 0.0)  # (M, 1)
+        r = (pts - jnp.where(valid, target, 0.0)) * scale
+        return r.reshape(-1), (jac * scale[:, :, None]).reshape(len(pts) * 3, -1)
 
     def position_errors_m(self, tree, q, target):
         return jnp.linalg.norm(self.positions(tree, q) - target, axis=-1)
