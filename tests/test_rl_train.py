@@ -103,6 +103,9 @@ def test_cli_train_and_bad_input(tmp_path, capsys):
     assert "unknown config key 'ppo.bogus'" in capsys.readouterr().err
     assert main(["train", "--config", str(tmp_path / "none.yaml")]) == 2
     assert main(["train", "--resume"]) == 2
+    assert main(["train", "--out", str(tmp_path / "x"), "env.bogus=1"]) == 2
+    assert "unknown EnvConfig keys ['bogus']" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "x"), f"motion={tmp_path / 'none.npz'}"]) == 2
     assert not (tmp_path / "x").exists()
 
 

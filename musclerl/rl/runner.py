@@ -178,9 +178,9 @@ def train(
             out_dir, "already holds checkpoints; pass --resume to continue or choose another --out"
         )
     t0 = time.perf_counter()
-    checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
     start = 0
-    if resume:
+    if resume:  # fail fast on a mismatching config, before compiling anything
+        checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
         meta = checkpointer.read_meta()
         if _comparable(meta["config"]) != _comparable(cfg):
             raise InputError(
@@ -191,7 +191,9 @@ def train(
         start = int(meta["update"])
     env, learner, init, update_step, after_checkpoint = _compiled(cfg, total_updates)
     carry = init(jax.random.PRNGKey(cfg["seed"]))
-    if resume:
+    if not resume:  # created only now, so bad input (env config, motion) leaves no run folder
+        checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
+    else:
         restored, _ = checkpointer.restore(_checkpointed(carry, cfg["backend"]), start)
         carry = after_checkpoint(_to_device(restored, cfg["backend"]), start)
     if is_main:
