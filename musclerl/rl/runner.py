@@ -86,7 +86,10 @@ def make_trainer(cfg: dict[str, Any], env, total_updates: int, mesh):
         from musclerl.rl.ppo import make_train
 
         learner, init, update_step, _ = make_train(cfg, env, total_updates, mesh)
-        return learner, jax.jit(init), jax.jit(update_step), lambda carry, update: carry
+        # on accelerators the old carry's buffers are reused for the new one (XLA CPU cannot donate)
+        donate = () if jax.default_backend() == "cpu" else (0,)
+        step = jax.jit(update_step, donate_argnums=donate)
+        return learner, jax.jit(init), step, lambda carry, update: carry
     from musclerl.rl.cpu_loop import CpuTrainer
 
     trainer = CpuTrainer(cfg, env, total_updates, mesh)
