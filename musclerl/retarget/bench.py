@@ -22,8 +22,10 @@ average (the numbers are only as quiet as the machine).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -212,18 +214,35 @@ def _bench_opensim() -> dict:
     setup = folder / "subject01_Setup_IK.xml"
     if not setup.is_file():
         return {"opensim": f"gait2354 data not found under {SHARED_DATA}"}
+    opensim.Logger.setLevel(opensim.Logger.Level_Error)  # per-frame info lines would flood stdout
     with tempfile.TemporaryDirectory() as tmp:
         tool = opensim.InverseKinematicsTool(str(setup))
         model = opensim.Model(str(folder / tool.get_model_file()))
-        model.initSystem()
+        with _quiet_c_stdout():
+            model.initSystem()
         tool.setModel(model)
         tool.setMarkerDataFileName(str(folder / tool.getMarkerDataFileName()))
         tool.setResultsDir(tmp)
         tool.setOutputMotionFileName(str(Path(tmp) / "ik.mot"))
-        start = time.perf_counter()
-        tool.run()
-        elapsed = time.perf_counter() - start
+        with _quiet_c_stdout():  # OpenSim prints a model summary from C++
+            start = time.perf_counter()
+            tool.run()
+            elapsed = time.perf_counter() - start
         frames = opensim.Storage(str(Path(tmp) / "ik.mot")).getSize()
     return {"opensim": f"OpenSim {opensim.__version__} IK, gait2354 subject01_walk1",
             "opensim_frames": frames, "opensim_solve_s": elapsed,
             "opensim_ms_per_frame": 1000.0 * elapsed / max(frames, 1)}
+
+
+@contextlib.contextmanager
+def _quiet_c_stdout():
+    """Send file descriptor 1 (C/C++ printf) to /dev/null inside the block."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

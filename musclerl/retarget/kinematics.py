@@ -37,66 +37,27 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.retarget.rotations import (
+    mat_log,
+    mat_to_quat,
+    mm,
+    mv,
+    normalize,
+    np_quat_to_mat,
+    quat_exp,
+    quat_mul,
+    quat_rate_matrix,
+    quat_rotate,
+    quat_to_mat,
+)
+
+__all__ = ["KinematicTree", "TreeJoint", "mat_log", "mat_to_quat", "quat_mul", "quat_rotate",
+           "quat_to_mat", "quat_exp"]
 
 FREE, BALL, SLIDE, HINGE = (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL),
                             int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE))
 JOINT_NQ = {FREE: 7, BALL: 4, SLIDE: 1, HINGE: 1}
 JOINT_NV = {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}
-
-
-# ----------------------------------------------------------------------------- quaternion maths
-def quat_mul(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
-    """Hamilton product of quaternions (..., 4) in (w, x, y, z)."""
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return jnp.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
-
-
-def quat_rotate(quat: jnp.ndarray, vec: jnp.ndarray) -> jnp.ndarray:
-    """Rotate vectors (..., 3) by unit quaternions (..., 4)."""
-    w, u = quat[..., :1], quat[..., 1:]
-    t = 2.0 * jnp.cross(u, vec)
-    return vec + w * t + jnp.cross(u, t)
-
-
-def quat_to_mat(quat: jnp.ndarray) -> jnp.ndarray:
-    """Unit quaternions (..., 4) -> rotation matrices (..., 3, 3)."""
-    w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
-    return jnp.stack([
-        jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], axis=-2)
-
-
-def quat_exp(rotvec: jnp.ndarray) -> jnp.ndarray:
-    """Rotation vector (..., 3) in rad -> unit quaternion (..., 4); smooth at zero."""
-    angle_sq = jnp.sum(rotvec * rotvec, axis=-1, keepdims=True)
-    small = angle_sq < 1e-12
-    angle = jnp.sqrt(jnp.where(small, 1.0, angle_sq))
-    half = 0.5 * angle
-    # sin(a/2)/a, with its Taylor expansion near zero so gradients stay finite.
-    scale = jnp.where(small, 0.5 - angle_sq / 48.0, jnp.sin(half) / angle)
-    cos = jnp.where(small, 1.0 - angle_sq / 8.0, jnp.cos(half))
-    return jnp.concatenate([cos, scale * rotvec], axis=-1)
-
-
-def mat_log(rot: jnp.ndarray) -> jnp.ndarray:
-    """Rotation matrices (..., 3, 3) -> rotation vectors (..., 3) in rad (angle < pi)."""
-    skew = jnp.stack([rot[..., 2, 1] - rot[..., 1, 2], rot[..., 0, 2] - rot[..., 2, 0],
-                      rot[..., 1, 0] - rot[..., 0, 1]], axis=-1)
-    cos = jnp.clip((jnp.trace(rot, axis1=-2, axis2=-1) - 1.0) * 0.5, -1.0, 1.0)
-    sin = 0.5 * jnp.linalg.norm(skew + 1e-30, axis=-1)
-    angle = jnp.arctan2(sin, cos)
-    small = angle < 1e-6
-    factor = jnp.where(small, 0.5 + angle * angle / 12.0,
-                       angle / (2.0 * jnp.where(small, 1.0, jnp.sin(angle))))
-    return factor[..., None] * skew
 
 
 # ----------------------------------------------------------------------------- the tree
@@ -253,13 +214,13 @@ class KinematicTree:
             rot = (jnp.eye(3, dtype=dtype) + jnp.sin(angle)[:, None, None] * k1
                    + (1.0 - jnp.cos(angle))[:, None, None] * k2)
             anchor = jnp.asarray(plan.hinge_pos, dtype)
-            jt = jt.at[plan.hinge].set(anchor - _mv(rot, anchor))
+            jt = jt.at[plan.hinge].set(anchor - mv(rot, anchor))
             jr = jr.at[plan.hinge].set(rot)
         if plan.slide.size:
             disp = q[plan.slide_qadr] - plan.slide_q0
             jt = jt.at[plan.slide].set(jnp.asarray(plan.slide_axis, dtype) * disp[:, None])
         for jid, qadr, anchor in plan.balls:
-            rot = quat_to_mat(_normalize(q[qadr:qadr + 4]))
+            rot = quat_to_mat(normalize(q[qadr:qadr + 4]))
             a = jnp.asarray(anchor, dtype)
             jt = jt.at[jid].set(a - rot @ a)
             jr = jr.at[jid].set(rot)
@@ -271,11 +232,11 @@ class KinematicTree:
             idx = plan.slots[:, k]
             before_t.append(lt)
             before_r.append(lr)
-            lt = lt + _mv(lr, jt[idx])
-            lr = _mm(lr, jr[idx])
+            lt = lt + mv(lr, jt[idx])
+            lr = mm(lr, jr[idx])
         for body, qadr in plan.frees:
             lt = lt.at[body].set(q[qadr:qadr + 3])
-            lr = lr.at[body].set(quat_to_mat(_normalize(q[qadr + 3:qadr + 7])))
+            lr = lr.at[body].set(quat_to_mat(normalize(q[qadr + 3:qadr + 7])))
         # World transforms, level by level; bodies are stored level-contiguous.
         n0 = len(plan.levels[0])
         xt, xr = [lt[plan.levels[0]]], [lr[plan.levels[0]]]
@@ -286,8 +247,8 @@ class KinematicTree:
             pt, pr = all_t[parents], all_r[parents]
             pts.append(pt)
             prs.append(pr)
-            xt.append(pt + _mv(pr, lt[lo:hi]))
-            xr.append(_mm(pr, lr[lo:hi]))
+            xt.append(pt + mv(pr, lt[lo:hi]))
+            xr.append(mm(pr, lr[lo:hi]))
         nb, width = plan.slots.shape
         bt = jnp.stack(before_t, 1) if width else jnp.zeros((nb, 0, 3), dtype)
         br = jnp.stack(before_r, 1) if width else jnp.zeros((nb, 0, 3, 3), dtype)
@@ -303,10 +264,10 @@ class KinematicTree:
         dtype = q.dtype
         idx = plan.slots  # (nb, K)
         # Frame of each slot's joint, in the world, before the joint moves.
-        wr = _mm(par_r[:, None], before_r)
-        wt = par_t[:, None, :] + _mv(par_r[:, None], before_t)
-        axis_w = _mv(wr, jnp.asarray(plan.axis, dtype)[idx])
-        anchor_w = wt + _mv(wr, jnp.asarray(plan.anchor, dtype)[idx])
+        wr = mm(par_r[:, None], before_r)
+        wt = par_t[:, None, :] + mv(par_r[:, None], before_t)
+        axis_w = mv(wr, jnp.asarray(plan.axis, dtype)[idx])
+        anchor_w = wt + mv(wr, jnp.asarray(plan.anchor, dtype)[idx])
         flat = plan.scalar_slot  # (ns,) index into the flattened (nb * K) slots
         axis_s = axis_w.reshape(-1, 3)[flat]
         anchor_s = anchor_w.reshape(-1, 3)[flat]
@@ -316,10 +277,10 @@ class KinematicTree:
         quats = []
         for jid, qadr, _ in plan.balls:
             body, slot = plan.joint_slot[jid]
-            cols = wr[body, slot] @ jr[jid] @ _quat_rate_matrix(q[qadr:qadr + 4])
+            cols = wr[body, slot] @ jr[jid] @ quat_rate_matrix(q[qadr:qadr + 4])
             quats.append((body, qadr, cols, -jnp.cross(cols.T, anchor_w[body, slot]).T))
         for body, qadr in plan.frees:
-            cols = xr[body] @ _quat_rate_matrix(q[qadr + 3:qadr + 7])
+            cols = xr[body] @ quat_rate_matrix(q[qadr + 3:qadr + 7])
             quats.append((body, qadr + 3, cols, -jnp.cross(cols.T, xt[body]).T))
         return unit_w, unit_c, quats
 
@@ -358,7 +319,7 @@ class KinematicTree:
         """
         pos, rot = self.fk(q)
         idx = np.asarray(body_ids, dtype=np.int64)
-        return pos[idx] + _mv(rot[idx], jnp.asarray(local_points, pos.dtype))
+        return pos[idx] + mv(rot[idx], jnp.asarray(local_points, pos.dtype))
 
     def integrate(self, q: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
         """``mj_integratePos(q, v, dt=1)`` for the tree's joints: q (nq,), v (nv,) -> (nq,)."""
@@ -371,10 +332,10 @@ class KinematicTree:
         for jnt in self.all_joints():
             a, d = jnt.qpos_adr, jnt.dof_adr
             if jnt.type == FREE:
-                quat = _normalize(quat_mul(q[a + 3:a + 7], quat_exp(v[d + 3:d + 6])))
+                quat = normalize(quat_mul(q[a + 3:a + 7], quat_exp(v[d + 3:d + 6])))
                 q = q.at[a:a + 7].set(jnp.concatenate([q[a:a + 3] + v[d:d + 3], quat]))
             elif jnt.type == BALL:
-                q = q.at[a:a + 4].set(_normalize(quat_mul(q[a:a + 4], quat_exp(v[d:d + 3]))))
+                q = q.at[a:a + 4].set(normalize(quat_mul(q[a:a + 4], quat_exp(v[d:d + 3]))))
         return q
 
     def points_and_jacobian(self, q: jnp.ndarray, body_ids: Sequence[int] | np.ndarray,
@@ -390,7 +351,7 @@ class KinematicTree:
         levels = self._fk_levels(q)
         xt, xr = levels[:2]
         lvl = plan.to_tree_order[np.asarray(body_ids, dtype=np.int64)]
-        pts = xt[lvl] + _mv(xr[lvl], jnp.asarray(local_points, dtype))
+        pts = xt[lvl] + mv(xr[lvl], jnp.asarray(local_points, dtype))
         unit_w, unit_c, quats = self._joint_twists(q, *levels)
 
         jac = jnp.zeros((len(lvl), 3, self.nq), dtype)
@@ -506,7 +467,7 @@ class _FKPlan:
         k1 = np.zeros((len(axes), 3, 3))
         k1[:, 0, 1], k1[:, 0, 2], k1[:, 1, 2] = -axes[:, 2], axes[:, 1], -axes[:, 0]
         k1 = k1 - np.transpose(k1, (0, 2, 1))
-        body_rot = np.array([_np_quat_to_mat(qt) for qt in tree.body_quat[order]]).reshape(-1, 3, 3)
+        body_rot = np.array([np_quat_to_mat(qt) for qt in tree.body_quat[order]]).reshape(-1, 3, 3)
         ancestors = np.zeros((tree.nbody, tree.nbody))
         for b in range(tree.nbody):
             a = b
@@ -544,56 +505,6 @@ class _FKPlan:
             body_pos=tree.body_pos[order], body_rot=body_rot, slots=slots,
             levels=tuple(levels), parents=tuple(parents), to_tree_order=position,
         )
-
-
-def _mm(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
-    """Batched 3x3 matrix product (..., 3, 3) as broadcast multiply-add: XLA on CPU runs tiny
-    batched ``dot``s far slower than fused elementwise code."""
-    return jnp.sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)
-
-
-def _mv(a: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
-    """Batched 3x3 matrix times vector (..., 3), elementwise (see :func:`_mm`)."""
-    return jnp.sum(a * v[..., None, :], axis=-1)
-
-
-def _quat_rate_matrix(quat: jnp.ndarray) -> jnp.ndarray:
-    """(3, 4) matrix mapping d(quat) to the body-frame angular velocity of ``normalize(quat)``:
-    ``2 vec(conj(u) (x) du)`` with ``u`` the unit quaternion (the radial part drops out)."""
-    w, x, y, z = quat / jnp.linalg.norm(quat)
-    rows = jnp.stack([jnp.stack([-x, w, z, -y]), jnp.stack([-y, -z, w, x]),
-                      jnp.stack([-z, y, -x, w])])
-    return 2.0 * rows / jnp.linalg.norm(quat)
-
-
-def _np_quat_to_mat(quat: np.ndarray) -> np.ndarray:
-    mat = np.zeros(9)
-    mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=np.float64))
-    return mat.reshape(3, 3)
-
-
-def mat_to_quat(rot: jnp.ndarray) -> jnp.ndarray:
-    """Rotation matrices (..., 3, 3) -> unit quaternions (..., 4), w >= 0, robust at any angle."""
-    m = rot
-    tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
-    cands = jnp.stack([
-        jnp.stack([1.0 + tr, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0],
-                   m[..., 1, 0] - m[..., 0, 1]], -1),
-        jnp.stack([m[..., 2, 1] - m[..., 1, 2], 1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
-                   m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]], -1),
-        jnp.stack([m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0],
-                   1.0 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2], m[..., 1, 2] + m[..., 2, 1]], -1),
-        jnp.stack([m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0],
-                   m[..., 1, 2] + m[..., 2, 1], 1.0 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]], -1),
-    ], axis=-2)
-    pick = jnp.argmax(jnp.stack([tr, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]], -1), axis=-1)
-    best = jnp.take_along_axis(cands, pick[..., None, None], axis=-2)[..., 0, :]
-    best = best * jnp.where(best[..., :1] < 0, -1.0, 1.0)
-    return best / jnp.linalg.norm(best, axis=-1, keepdims=True)
-
-
-def _normalize(quat: jnp.ndarray) -> jnp.ndarray:
-    return quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)
 
 
 def _body_id(model: mujoco.MjModel, body: str | int) -> int:

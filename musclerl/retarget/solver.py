@@ -182,32 +182,52 @@ class IKProblem:
                 rows.append(r)
         return jnp.concatenate([jnp.ravel(r) for r in rows])
 
+    def _count_rows(self, q, frame, prev) -> dict[str, int]:
+        """Residual rows each term adds (static shapes, from tracing)."""
+        counts = {}
+        for t in self.tasks:
+            counts[t.name] = int(np.prod(jax.eval_shape(
+                lambda q, t=t: t.residual(self.tree, q, frame.get(t.name)), q).shape))
+        for c in self.constraints:
+            shape = jax.eval_shape(lambda q, c=c: c.residual(self.tree, q, frame.get(c.name), prev), q)
+            counts[c.name] = 0 if shape is None else int(np.prod(shape.shape))
+        return counts
+
     def linearize(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray], prev: Previous):
         """Jacobian (m, n_vars) of all residual rows w.r.t. the free tangent variables, and the
-        rows (m,). Tasks with a closed-form ``residual_jacobian`` (markers) are chained with the
-        retraction's Jacobian ``dq/dx`` (nq, n_vars); the others go through ``jax.jacfwd``."""
+        rows (m,), in :meth:`residual`'s order. ``dq/dx`` (nq, n_vars) of the retraction is
+        computed once; tasks with a closed-form ``residual_jacobian`` (markers) chain with it,
+        the other terms are differentiated by ``jax.jacfwd`` through the affine map
+        ``q + dq/dx dx`` (the same first derivative, without re-running the retraction)."""
         zero = jnp.zeros(self.n_vars, q.dtype)
         dq_dx = jax.jacfwd(lambda dx: self.retract(q, dx))(zero)
-        rows, jacs = [], []
-        for term in self.tasks + self.constraints:
-            target = frame.get(term.name)
-            closed = (term.residual_jacobian(self.tree, q, target, dq_dx)
-                      if isinstance(term, Task) else None)
-            if closed is not None:
-                rows.append(closed[0])
-                jacs.append(closed[1])
+        closed = {}
+        for task in self.tasks:
+            out = task.residual_jacobian(self.tree, q, frame.get(task.name), dq_dx)
+            if out is not None:
+                closed[task.name] = out
+
+        def others(dx):
+            qx = q + dq_dx @ dx
+            rows = [t.residual(self.tree, qx, frame.get(t.name)) for t in self.tasks
+                    if t.name not in closed]
+            rows += [c.residual(self.tree, qx, frame.get(c.name), prev) for c in self.constraints]
+            rows = [jnp.ravel(r) for r in rows if r is not None]
+            r = jnp.concatenate(rows) if rows else jnp.zeros(0, q.dtype)
+            return r, r
+
+        jac_o, r_o = jax.jacfwd(others, has_aux=True)(zero)
+        counts = self._count_rows(q, frame, prev)
+        rows, jacs, k = [], [], 0
+        for term in self.tasks + self.constraints:  # back into residual() order
+            if term.name in closed:
+                rows.append(closed[term.name][0])
+                jacs.append(closed[term.name][1])
                 continue
-
-            def f(dx, term=term, target=target):
-                qx = self.retract(q, dx)
-                r = (term.residual(self.tree, qx, target) if isinstance(term, Task)
-                     else term.residual(self.tree, qx, target, prev))
-                r = jnp.zeros(0, q.dtype) if r is None else jnp.ravel(r)
-                return r, r
-
-            jac, r = jax.jacfwd(f, has_aux=True)(zero)
-            rows.append(r)
-            jacs.append(jac)
+            size = counts[term.name]
+            rows.append(r_o[k:k + size])
+            jacs.append(jac_o[k:k + size])
+            k += size
         return jnp.concatenate(jacs), jnp.concatenate(rows)
 
     def point_errors_m(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
