@@ -97,6 +97,18 @@ def test_iteration_limit_reports_not_converged(tiny):
     assert result.iterations.max() <= 1
 
 
+def test_time_limit_marks_unreached_frames(tiny):
+    model, clip, problem = tiny
+    result = solve_clip(problem, {"markers": clip.markers_m}, model.qpos0, chunk_len=8,
+                        time_limit_s=0.0)
+    # Only the cold-started first frame of each chunk was solved before the limit.
+    reached = np.zeros(len(clip.q), bool)
+    reached[::8] = True
+    np.testing.assert_array_equal(result.timed_out, ~reached)
+    assert not result.converged[~reached].any() and result.converged[reached].all()
+    np.testing.assert_array_equal(result.q[1:8], np.repeat(result.q[:1], 7, axis=0))
+
+
 def test_bad_targets_raise_input_error(tiny):
     model, clip, problem = tiny
     with pytest.raises(InputError, match="markers"):

@@ -15,7 +15,10 @@ task                   cost added per frame                            target (p
 ``PostureTask``        ``w sum_j (q_j - q_rest_j)^2`` over hinge/slide none
 =====================  ==============================================  ====================
 
-All weights are multiplied in as ``sqrt(w)`` on the residual rows.
+All weights are multiplied in as ``sqrt(w)`` on the residual rows. A task may also give
+``residual_jacobian(tree, q, target, dq_dx)``: its rows and their Jacobian w.r.t. the solver's
+variables in closed form (MarkerTask does, from the tree's joint twists); otherwise the solver
+differentiates ``residual`` with ``jax.jacfwd`` (FK has an analytic JVP, so that is cheap too).
 """
 
 from __future__ import annotations
