@@ -277,7 +277,9 @@ def test_config_errors_are_input_errors(dataset):
 
 
 def test_named_sites_with_offsets_match_mujoco(dataset):
-    cfg = EnvConfig.from_dict({"sites": ["toe_r", "heel_l", "torso_top"], "foot_bodies": ["foot_r", "foot_l"]})
+    cfg = EnvConfig.from_dict(
+        {"sites": ["toe_r", "heel_l", "torso_top"], "foot_bodies": ["foot_r", "foot_l"]}
+    )
     env = TrackingEnv("tiny", dataset, cfg, num_envs=3)
     state = env.reset(0, clip=np.array([0, 1, 2]), time_s=np.array([0.1, 0.7, 1.3]))
     kin = env.kinematics(state)
