@@ -19,7 +19,8 @@ Marquardt scaling: step ``(J^T J + lam diag(J^T J)) dx = -J^T r``; a step that l
 accepted and ``lam`` shrinks x0.3, a step that raises it is rejected and ``lam`` grows x10.
 Bounds are held by projecting each candidate and freezing coordinates on an active bound.
 A frame is ``converged`` when an accepted step lowers the cost by less than ``tol`` (relative),
-the next step from an accepted point is below ``STEP_TOL`` (1e-5 rad or m), the gradient
+the next step from an accepted point is below ``STEP_TOL`` (1e-5 rad or m) or is predicted by
+the Gauss-Newton model to lower the cost by less than ``tol`` (relative), the gradient
 vanishes, or no damping gives a decrease (a numerical minimum); frames that hit
 ``max_iters`` or the ``time_limit_s`` are reported as not converged.
 
@@ -275,7 +276,10 @@ class IKProblem:
             damp = lam * (jnp.diagonal(hess) + 1e-9) + jnp.where(free, 0.0, 1.0)
             dx = -jnp.linalg.solve(hess + jnp.diag(damp), grad)
             cand = self.project(self.retract(q, dx))
-            tiny_step = accept & (jnp.max(jnp.abs(dx)) <= STEP_TOL)
+            # The Gauss-Newton model's predicted decrease of the next step: when even that is
+            # below tol the point is final, without paying another evaluation.
+            predicted = -(grad @ dx) - 0.5 * (dx @ (hess @ dx))
+            tiny_step = accept & ((jnp.max(jnp.abs(dx)) <= STEP_TOL) | (predicted <= tol * cost))
             conv = small | tiny_step | (jnp.max(jnp.abs(grad)) <= 1e-14) | (lam >= LAMBDA_MAX)
             return q, jac, r, cost, cand, lam, it + 1, conv, conv
 
