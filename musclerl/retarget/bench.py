@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frames", type=int, default=1000, help="frames in the target clip")
     parser.add_argument("--mink-frames", type=int, default=None,
                         help="frames solved by mink (default: all; it is the slow one)")
-    parser.add_argument("--chunk-len", type=int, default=32, help="our frames per warm-start chain")
+    parser.add_argument("--chunk-len", type=int, default=None,
+                        help="our frames per warm-start chain (default: frames / 8)")
     parser.add_argument("--no-mink", action="store_true", help="skip mink")
     parser.add_argument("--no-opensim", action="store_true", help="skip OpenSim")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from musclerl.errors import InputError
 
-    if args.frames < 2 or args.chunk_len < 1:
+    if args.frames < 2 or (args.chunk_len is not None and args.chunk_len < 1):
         raise InputError("bench ik", "--frames must be >= 2 and --chunk-len >= 1")
     result = bench(args.frames, args.mink_frames, args.chunk_len, not args.no_mink,
                    not args.no_opensim, progress=not args.json)
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 TOL = 1e-4  # relative cost decrease at which both solvers stop on a frame
 
 
-def bench(frames: int, mink_frames: int | None, chunk_len: int, with_mink: bool,
+def bench(frames: int, mink_frames: int | None, chunk_len: int | None, with_mink: bool,
           with_opensim: bool, progress: bool = False) -> dict:
     import numpy as np
 
@@ -102,7 +103,7 @@ def _errors(model, clip, qs, frames):
             "joint_limit_violation_max": float(viol.max())}
 
 
-def _bench_ours(model, clip, chunk_len: int) -> dict:
+def _bench_ours(model, clip, chunk_len: int | None) -> dict:
     from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
     from musclerl.retarget.kinematics import KinematicTree
     from musclerl.retarget.solver import IKProblem, solve_clip
