@@ -9,8 +9,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+
+import numpy as np
 
 from musclerl.errors import InputError
 
@@ -59,3 +62,24 @@ def read_text(path: str | os.PathLike, what: str = "file") -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw.decode("latin-1")
+
+
+def read_xml(path: str | os.PathLike, what: str = "file") -> ET.Element:
+    """Parse an XML text file (read as by :func:`read_text`); bad XML raises InputError."""
+    text = read_text(path, what)
+    try:
+        return ET.fromstring(text.encode("utf-8"))
+    except ET.ParseError as err:
+        raise InputError(path, f"not valid XML ({err})") from err
+
+
+def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """All arrays of an ``.npz`` file (no pickles) by key; missing/unreadable files raise InputError."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "file not found")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as err:
+        raise InputError(path, f"not a readable .npz file ({type(err).__name__})") from err

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.fileio import atomic_path
+from musclerl.fileio import atomic_path, read_npz
 
 STRING_KEYS = ("subject", "trial", "step_label", "joint_torque_sign_convention", "joint_torque_normalization",
                "joint_torque_units", "computed_grf_normalization", "computed_grf_units")
@@ -174,13 +174,7 @@ def _index(columns: tuple[str, ...], name: str, what: str) -> int:
 def read_reference(path: str | os.PathLike) -> ReferenceData:
     """Read and validate a reference NPZ; any problem is an :class:`InputError` naming ``path``."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "file not found")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except Exception as err:
-        raise InputError(path, f"not a readable .npz file ({type(err).__name__})") from err
+    data = read_npz(path)
     missing = [k for k in REQUIRED_KEYS if k not in data]
     if missing:
         raise InputError(path, f"not a reference NPZ: missing key(s) {', '.join(missing[:6])}")

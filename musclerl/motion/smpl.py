@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.fileio import atomic_path
+from musclerl.fileio import atomic_path, read_npz
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP, KeypointMotion, axis_angle_to_matrix, matrix_to_axis_angle
 
 SMPL_JOINT_NAMES: tuple[str, ...] = (
@@ -292,7 +292,7 @@ def read_amass(path: str | os.PathLike, *, y_up: bool = False,
     :func:`smpl_rest_offsets_from_model`) instead of the built-in neutral one.
     """
     path = Path(path)
-    data = _load_npz(path)
+    data = read_npz(path)
     if "root_orient" in data and "pose_body" in data:
         root_orient = _array(data, "root_orient", path, width=3)
         body = _array(data, "pose_body", path)
@@ -345,16 +345,6 @@ def read_amass(path: str | os.PathLike, *, y_up: bool = False,
     return SmplMotion(joints_m=joints, rate_hz=rate_hz, root_orient=root_orient, body_pose=body_pose,
                       trans_m=trans, betas=betas, gender=gender, source=str(path), model_type=model_type,
                       skeleton=skeleton)
-
-
-def _load_npz(path: Path) -> dict[str, np.ndarray]:
-    if not path.is_file():
-        raise InputError(path, "file not found")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except Exception as err:
-        raise InputError(path, f"not a readable .npz file ({type(err).__name__})") from err
 
 
 def _array(data: dict[str, np.ndarray], key: str, path: Path, width: int | None = None) -> np.ndarray:

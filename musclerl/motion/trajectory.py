@@ -36,6 +36,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.fileio import read_npz
 
 FORMAT_VERSION = 1
 
@@ -202,19 +203,15 @@ class Trajectory:
     def load(cls, path: str | os.PathLike) -> Trajectory:
         """Read and validate a Trajectory NPZ; any problem is an :class:`InputError` naming ``path``."""
         path = Path(path)
-        if not path.is_file():
-            raise InputError(path, "file not found")
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                data = {k: z[k] for k in z.files}
-        except Exception as err:
-            raise InputError(path, f"not a readable .npz file ({type(err).__name__})") from err
+        data = read_npz(path)
         for key in ("qpos", "qvel", "rate_hz", "joint_names", "model_name"):
             if key not in data:
                 raise InputError(path, f"not a musclerl Trajectory: missing key '{key}'")
         version = int(data.get("format_version", FORMAT_VERSION))
         if version != FORMAT_VERSION:
-            raise InputError(path, f"Trajectory format_version {version} is not supported (want {FORMAT_VERSION})")
+            raise InputError(
+                path, f"Trajectory format_version {version} is not supported (want {FORMAT_VERSION})"
+            )
         try:
             qpos = np.asarray(data["qpos"], dtype=np.float64)
             qvel = np.asarray(data["qvel"], dtype=np.float64)
@@ -236,13 +233,17 @@ class Trajectory:
             model_name=str(data["model_name"]),
             site_names=tuple(str(s) for s in np.atleast_1d(data.get("site_names", np.array([], dtype=str)))),
             site_pos_m=data.get("site_pos_m"),
-            contact_names=tuple(str(s) for s in np.atleast_1d(data.get("contact_names", np.array([], dtype=str)))),
+            contact_names=tuple(
+                str(s) for s in np.atleast_1d(data.get("contact_names", np.array([], dtype=str)))
+            ),
             contact=data.get("contact"),
             terrain=terrain,
             clip_starts=starts,
             clip_names=tuple(str(s) for s in np.atleast_1d(
                 data.get("clip_names", np.array([f"clip{i}" for i in range(len(starts))])))),
-            clip_loop=np.asarray(data.get("clip_loop", np.zeros(len(starts), dtype=bool)), dtype=bool).reshape(-1),
+            clip_loop=np.asarray(
+                data.get("clip_loop", np.zeros(len(starts), dtype=bool)), dtype=bool
+            ).reshape(-1),
         )
         try:
             return cls(**kwargs)
@@ -277,7 +278,9 @@ def concatenate(trajectories: list[Trajectory], names: list[str] | None = None) 
     starts, clip_names, loops, offset = [], [], [], 0
     for i, traj in enumerate(trajectories):
         if traj.model_name != first.model_name or traj.joint_names != first.joint_names:
-            raise InputError(names[i] if names else f"trajectory {i}", "different model from the first motion")
+            raise InputError(
+                names[i] if names else f"trajectory {i}", "different model from the first motion"
+            )
         if abs(traj.rate_hz - first.rate_hz) > 1e-9:
             raise InputError(names[i] if names else f"trajectory {i}",
                              f"rate {traj.rate_hz} Hz differs from {first.rate_hz} Hz; resample first")
@@ -286,7 +289,9 @@ def concatenate(trajectories: list[Trajectory], names: list[str] | None = None) 
         loops.extend(bool(x) for x in traj.clip_loop)
         offset += traj.num_frames
     same_sites = all(t.site_names == first.site_names and t.site_pos_m is not None for t in trajectories)
-    same_contacts = all(t.contact_names == first.contact_names and t.contact is not None for t in trajectories)
+    same_contacts = all(
+        t.contact_names == first.contact_names and t.contact is not None for t in trajectories
+    )
     return Trajectory(
         qpos=np.concatenate([t.qpos for t in trajectories]),
         qvel=np.concatenate([t.qvel for t in trajectories]),
