@@ -25,7 +25,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.fileio import read_text
+from musclerl.fileio import read_xml
 
 MARKER_SITE_GROUP = 4
 MARKER_SITE_RADIUS_M = 0.008
@@ -80,14 +80,6 @@ class AddedMarkers:
     missing_body: dict[str, str]
 
 
-def _parse_xml(path: Path) -> ET.Element:
-    text = read_text(path, "marker set")
-    try:
-        return ET.fromstring(text.encode("utf-8"))
-    except ET.ParseError as err:
-        raise InputError(path, f"not valid XML ({err})") from err
-
-
 def _body_name(element: ET.Element, path: Path, marker: str) -> str:
     body = element.findtext("body")
     if body is None:
@@ -124,7 +116,7 @@ def read_marker_set(path: str | os.PathLike) -> MarkerSet:
     names, or a file without any marker (e.g. a ``.osim`` whose MarkerSet is empty).
     """
     path = Path(path)
-    root = _parse_xml(path)
+    root = read_xml(path, "marker set")
     markers: list[Marker] = []
     seen: set[str] = set()
     for marker_set in root.iter("MarkerSet"):

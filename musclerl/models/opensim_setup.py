@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from musclerl.errors import InputError
-from musclerl.fileio import read_text
+from musclerl.fileio import read_xml
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,14 +58,6 @@ class ScaleSetup:
     time_range_s: tuple[float, float] | None = None
     preserve_mass_distribution: bool = True
     mass_kg: float | None = None
-
-
-def _root(path: Path) -> ET.Element:
-    text = read_text(path, "OpenSim setup")
-    try:
-        return ET.fromstring(text.encode("utf-8"))
-    except ET.ParseError as err:
-        raise InputError(path, f"not valid XML ({err})") from err
 
 
 def _float(text: str | None, path: Path, what: str) -> float:
@@ -123,7 +115,7 @@ def _task_set(element: ET.Element | None, path: Path) -> IKSetup:
 def read_ik_setup(path: str | os.PathLike) -> IKSetup:
     """Read an OpenSim ``InverseKinematicsTool`` setup: marker weights, coordinate tasks, time range."""
     path = Path(path)
-    root = _root(path)
+    root = read_xml(path, "OpenSim setup")
     tool = root if root.tag == "InverseKinematicsTool" else root.find(".//InverseKinematicsTool")
     if tool is None:
         raise InputError(path, "no <InverseKinematicsTool> element (is this an OpenSim IK setup?)")
@@ -158,7 +150,7 @@ def _measurement(element: ET.Element, path: Path) -> Measurement:
 def read_scale_setup(path: str | os.PathLike) -> ScaleSetup:
     """Read an OpenSim ``ScaleTool`` setup (measurements, placement weights, static time range)."""
     path = Path(path)
-    root = _root(path)
+    root = read_xml(path, "OpenSim setup")
     tool = root if root.tag == "ScaleTool" else root.find(".//ScaleTool")
     if tool is None:
         raise InputError(path, "no <ScaleTool> element (is this an OpenSim Scale setup?)")
