@@ -109,15 +109,21 @@ def small_reference(n: int = 5) -> ReferenceData:
     )
 
 
+def rewrite_npz(path: Path, **change) -> None:
+    """Replace arrays of the ``.npz`` at ``path`` in place (value None: drop the key)."""
+    with np.load(path) as z:
+        data = {k: z[k] for k in z.files}
+    for key, value in change.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    with path.open("wb") as f:
+        np.savez(f, **data)
+
+
 def write_small_reference(path: Path, **overrides) -> None:
     """Write :func:`small_reference`, then replace raw arrays (to build broken files)."""
     write_reference(path, small_reference())
     if overrides:
-        with np.load(path) as z:
-            data = {k: z[k] for k in z.files}
-        for key, value in overrides.items():
-            if value is None:
-                data.pop(key)
-            else:
-                data[key] = value
-        np.savez(path, **data)
+        rewrite_npz(path, **overrides)

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from motion_samples import simple_trc_rows, storage_text, trc_text, write_small_reference, write_step_up_amass
+from motion_samples import (
+    rewrite_npz,
+    simple_trc_rows,
+    storage_text,
+    trc_text,
+    write_small_reference,
+    write_step_up_amass,
+)
 
 from musclerl.cli import main
 from musclerl.config import load_yaml
@@ -55,14 +62,7 @@ def _replace_line(text: str, index: int, new: str) -> str:
 def _amass(**change) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         write_step_up_amass(path, n_frames=6)
-        with np.load(path) as z:
-            data = {k: z[k] for k in z.files}
-        for key, value in change.items():
-            if value is None:
-                data.pop(key)
-            else:
-                data[key] = value
-        np.savez(path, **data)
+        rewrite_npz(path, **change)
     return write
 
 
@@ -81,15 +81,7 @@ def _trajectory_with(**change) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         Trajectory(qpos=np.zeros((5, 2)), qvel=np.zeros((5, 2)), rate_hz=50.0, joint_names=("a", "b"),
                    model_name="tiny").save(path)
-        with np.load(path) as z:
-            data = {k: z[k] for k in z.files}
-        for key, value in change.items():
-            if value is None:
-                data.pop(key)
-            else:
-                data[key] = value
-        with path.open("wb") as f:
-            np.savez(f, **data)
+        rewrite_npz(path, **change)
     return write
 
 
