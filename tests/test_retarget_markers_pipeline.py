@@ -37,30 +37,28 @@ def case(tmp_path_factory):
     return write_case(tmp_path_factory.mktemp("markers"))
 
 
+def _retarget_tiny(trial, markers, *options: str) -> int:
+    """``musclerl retarget markers TRIAL --model tiny --markers MARKERS OPTIONS...``: the exit code."""
+    return main(["retarget", "markers", str(trial), "--model", "tiny", "--markers", str(markers), *options])
+
+
 def test_cli_tiny_generated_case(case, tmp_path):
     out = tmp_path / "walk.npz"
-    code = main(
-        [
-            "retarget",
-            "markers",
-            str(case["walk"]),
-            "--model",
-            "tiny",
-            "--markers",
-            str(case["markers"]),
-            "--static",
-            str(case["static"]),
-            "--scale-setup",
-            str(case["scale"]),
-            "--out",
-            str(out),
-            "--mot",
-            str(tmp_path / "walk.mot"),
-            "--report",
-            str(tmp_path / "walk.json"),
-            "--plot",
-            str(tmp_path / "walk.png"),
-        ]
+    code = _retarget_tiny(
+        case["walk"],
+        case["markers"],
+        "--static",
+        str(case["static"]),
+        "--scale-setup",
+        str(case["scale"]),
+        "--out",
+        str(out),
+        "--mot",
+        str(tmp_path / "walk.mot"),
+        "--report",
+        str(tmp_path / "walk.json"),
+        "--plot",
+        str(tmp_path / "walk.png"),
     )
     assert code == 0
     report = json.loads((tmp_path / "walk.json").read_text())
@@ -94,46 +92,15 @@ def test_cli_bad_marker_set_exits_2_without_output(case, tmp_path, capsys):
     bad = tmp_path / "bad.xml"
     bad.write_text("<MarkerSet><objects/></MarkerSet>")
     out = tmp_path / "x.npz"
-    assert (
-        main(
-            [
-                "retarget",
-                "markers",
-                str(case["walk"]),
-                "--model",
-                "tiny",
-                "--markers",
-                str(bad),
-                "--out",
-                str(out),
-            ]
-        )
-        == 2
-    )
+    assert _retarget_tiny(case["walk"], bad, "--out", str(out)) == 2
     assert "bad.xml" in capsys.readouterr().err
     assert not out.exists()
 
 
 def test_cli_empty_time_window_exits_2_without_output(case, tmp_path, capsys):
     out = tmp_path / "x.npz"
-    args = [
-        "retarget",
-        "markers",
-        str(case["walk"]),
-        "--model",
-        "tiny",
-        "--markers",
-        str(case["markers"]),
-        "--out",
-        str(out),
-        "--report",
-        str(tmp_path / "x.json"),
-        "--start",
-        "5.0",
-        "--end",
-        "6.0",
-    ]
-    assert main(args) == 2
+    options = ["--out", str(out), "--report", str(tmp_path / "x.json"), "--start", "5.0", "--end", "6.0"]
+    assert _retarget_tiny(case["walk"], case["markers"], *options) == 2
     assert "no frames between 5.0 and 6.0 s" in capsys.readouterr().err
     assert not out.exists() and not (tmp_path / "x.json").exists()
 
@@ -141,21 +108,8 @@ def test_cli_empty_time_window_exits_2_without_output(case, tmp_path, capsys):
 def test_cli_static_without_shared_markers(case, tmp_path, capsys):
     other = tmp_path / "other.xml"
     other.write_text(case["markers"].read_text().replace('name="', 'name="X'))
-    code = main(
-        [
-            "retarget",
-            "markers",
-            str(case["walk"]),
-            "--model",
-            "tiny",
-            "--markers",
-            str(other),
-            "--static",
-            str(case["static"]),
-            "--out",
-            str(tmp_path / "x.npz"),
-        ]
-    )
+    options = ["--static", str(case["static"]), "--out", str(tmp_path / "x.npz")]
+    code = _retarget_tiny(case["walk"], other, *options)
     assert code == 2
     assert "static.trc: fewer than 2 markers shared" in capsys.readouterr().err
     assert not (tmp_path / "x.npz").exists()
@@ -167,26 +121,12 @@ def test_batch_folder_is_resumable(case, tmp_path, capsys):
     for name in ("a.trc", "b.trc"):
         (trials / name).write_bytes(case["walk"].read_bytes())
     out = tmp_path / "out"
-    args = [
-        "retarget",
-        "markers",
-        str(trials),
-        "--model",
-        "tiny",
-        "--markers",
-        str(case["markers"]),
-        "--out",
-        str(out),
-        "--start",
-        "0.0",
-        "--end",
-        "0.3",
-    ]
-    assert main([*args, "--jobs", "2"]) == 0
+    options = ["--out", str(out), "--start", "0.0", "--end", "0.3"]
+    assert _retarget_tiny(trials, case["markers"], *options, "--jobs", "2") == 0
     rows = json.loads((out / "summary.json").read_text())
     assert [r["status"] for r in rows] == ["done", "done"]
     assert (out / "a.json").exists() and (out / "b.npz").exists()
-    assert main(args) == 0
+    assert _retarget_tiny(trials, case["markers"], *options) == 0
     rows = json.loads((out / "summary.json").read_text())
     assert [r["status"] for r in rows] == ["skipped", "skipped"]
     assert rows[0]["frames"] == 19
@@ -197,24 +137,17 @@ def test_batched_solver_matches_sequential(case, tmp_path):
     tables = {}
     for solver in ("sequential", "batched"):
         mot = tmp_path / f"{solver}.mot"
-        code = main(
-            [
-                "retarget",
-                "markers",
-                str(case["walk"]),
-                "--model",
-                "tiny",
-                "--markers",
-                str(case["markers"]),
-                "--static",
-                str(case["static"]),
-                "--out",
-                str(tmp_path / f"{solver}.npz"),
-                "--mot",
-                str(mot),
-                "--solver",
-                solver,
-            ]
+        code = _retarget_tiny(
+            case["walk"],
+            case["markers"],
+            "--static",
+            str(case["static"]),
+            "--out",
+            str(tmp_path / f"{solver}.npz"),
+            "--mot",
+            str(mot),
+            "--solver",
+            solver,
         )
         assert code == 0
         tables[solver] = read_storage(mot)
