@@ -112,13 +112,19 @@ def _task_set(element: ET.Element | None, path: Path) -> IKSetup:
     return IKSetup(weights, tuple(coordinates))
 
 
+def _tool(path: Path, tag: str, kind: str) -> ET.Element:
+    """The ``<tag>`` element of the setup file at ``path`` (the root or below it)."""
+    root = read_xml(path, "OpenSim setup")
+    tool = root if root.tag == tag else root.find(f".//{tag}")
+    if tool is None:
+        raise InputError(path, f"no <{tag}> element (is this an OpenSim {kind} setup?)")
+    return tool
+
+
 def read_ik_setup(path: str | os.PathLike) -> IKSetup:
     """Read an OpenSim ``InverseKinematicsTool`` setup: marker weights, coordinate tasks, time range."""
     path = Path(path)
-    root = read_xml(path, "OpenSim setup")
-    tool = root if root.tag == "InverseKinematicsTool" else root.find(".//InverseKinematicsTool")
-    if tool is None:
-        raise InputError(path, "no <InverseKinematicsTool> element (is this an OpenSim IK setup?)")
+    tool = _tool(path, "InverseKinematicsTool", "IK")
     tasks = _task_set(tool.find("IKTaskSet"), path)
     return dataclasses.replace(tasks, time_range_s=_time_range(tool, path))
 
@@ -150,10 +156,7 @@ def _measurement(element: ET.Element, path: Path) -> Measurement:
 def read_scale_setup(path: str | os.PathLike) -> ScaleSetup:
     """Read an OpenSim ``ScaleTool`` setup (measurements, placement weights, static time range)."""
     path = Path(path)
-    root = read_xml(path, "OpenSim setup")
-    tool = root if root.tag == "ScaleTool" else root.find(".//ScaleTool")
-    if tool is None:
-        raise InputError(path, "no <ScaleTool> element (is this an OpenSim Scale setup?)")
+    tool = _tool(path, "ScaleTool", "Scale")
     scaler = tool.find("ModelScaler")
     measurements = ()
     if scaler is not None and _applies(scaler):
