@@ -32,6 +32,7 @@ def root_height_m(kin: Kinematics, terrain: dict[str, Any] | None, xp: Any) -> A
 
 
 def terminated(site_err_m: Any, height_m: Any, bad: Any, cfg: EnvConfig) -> Any:
+    """(N,) bool: site deviation (N,) in m too large, root height (N,) in m out of range, or ``bad``."""
     t = cfg.termination
     return (
         (site_err_m > t.site_deviation_m)

@@ -50,6 +50,13 @@ def build_world(
     terrain: Terrain | None,
     integrator: str = "model",
 ) -> World:
+    """Compile ``model_name`` for tracking: tracked sites, foot bodies, optional terrain heightfield.
+
+    ``sites`` empty: one site ``track_<body>`` is added at the origin of every body with a joint.
+    ``foot_bodies`` empty: the colliding bodies lowest in the default pose. ``integrator``:
+    ``"model"`` keeps the model's own, else ``"euler"`` or ``"implicitfast"``. A model without a
+    free root joint, with ball joints or without actuators raises :class:`InputError`.
+    """
     spec = load_spec(model_name)
     model0 = compile_spec(spec, model_name)
     if model0.njnt == 0 or model0.jnt_type[0] != mujoco.mjtJoint.mjJNT_FREE:

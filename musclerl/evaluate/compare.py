@@ -42,6 +42,7 @@ class Series:
 
 
 def coordinate_of(column: str) -> str:
+    """The coordinate a torque column belongs to: ``column`` without a ``TORQUE_SUFFIXES`` ending."""
     for suffix in TORQUE_SUFFIXES:
         if column.endswith(suffix):
             return column[: -len(suffix)]

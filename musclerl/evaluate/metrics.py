@@ -42,6 +42,7 @@ def usable(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None) ->
 
 
 def rmse(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None) -> float:
+    """Root-mean-square of ``sim - ref`` (both (T,), same units) over the usable samples; NaN if too few."""
     m = usable(sim, ref, valid)
     if m.sum() < MIN_SAMPLES:
         return float("nan")
@@ -64,6 +65,8 @@ def normalised_rmse(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None =
 
 
 def pearson_r(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None) -> float:
+    """Pearson correlation of ``sim`` and ``ref`` (both (T,)) over the usable samples; NaN if too few
+    or if either is constant there."""
     m = usable(sim, ref, valid)
     if m.sum() < MIN_SAMPLES:
         return float("nan")

@@ -46,6 +46,7 @@ class Muscle:
 
 
 def coordinates(model: mujoco.MjModel) -> list[Coordinate]:
+    """Every joint of ``model`` (njnt,) in order: type, qpos/qvel addresses, range if limited, body."""
     out = []
     for j in range(model.njnt):
         limited = bool(model.jnt_limited[j])
@@ -71,6 +72,8 @@ def muscle_ids(model: mujoco.MjModel) -> np.ndarray:
 
 
 def muscles(model: mujoco.MjModel) -> list[Muscle]:
+    """The muscle actuators (:func:`muscle_ids`): driven tendon or joint and peak force in N (NaN if
+    the model states none)."""
     out = []
     for a in muscle_ids(model):
         trn = int(model.actuator_trnid[a, 0])
@@ -81,7 +84,8 @@ def muscles(model: mujoco.MjModel) -> list[Muscle]:
         # For muscles, gainprm[2] is the peak force (or -1: derived from scale); biasprm matches.
         force = float(model.actuator_gainprm[a, 2])
         if force <= 0:
-            force = float(-model.actuator_forcerange[a, 0]) if model.actuator_forcelimited[a] else float("nan")
+            limited = model.actuator_forcelimited[a]
+            force = float(-model.actuator_forcerange[a, 0]) if limited else float("nan")
         out.append(Muscle(model.actuator(a).name, target, force))
     return out
 
@@ -101,6 +105,7 @@ def equality_constraints(model: mujoco.MjModel) -> list[dict]:
 
 
 def total_mass_kg(model: mujoco.MjModel) -> float:
+    """Sum of all body masses in kg."""
     return float(np.sum(model.body_mass))
 
 

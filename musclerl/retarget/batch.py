@@ -157,4 +157,5 @@ def write_summary(out_dir: Path, rows: list[dict]) -> Path:
 
 
 def default_jobs() -> int:
+    """Worker processes when none are asked for: the CPU count, between 1 and 4."""
     return max(1, min(4, (os.cpu_count() or 1)))

@@ -114,6 +114,7 @@ class GeomSurface:
 
     @classmethod
     def of(cls, model: mujoco.MjModel, geom_ids: np.ndarray, n: int = 400) -> GeomSurface:
+        """About ``n`` surface samples per geom of ``geom_ids`` (G,) (see :func:`geom_surface_samples`)."""
         samples = [geom_surface_samples(model, int(g), n) for g in geom_ids]
         if not samples:
             return cls(np.zeros(0, int), np.zeros((0, 3)), np.zeros(0, int))

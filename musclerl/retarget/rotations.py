@@ -106,10 +106,12 @@ def quat_rate_matrix(quat: jnp.ndarray) -> jnp.ndarray:
 
 
 def np_quat_to_mat(quat: np.ndarray) -> np.ndarray:
+    """Rotation matrix (3, 3) of a unit quaternion (4,) ``w, x, y, z`` (NumPy, via MuJoCo)."""
     mat = np.zeros(9)
     mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=np.float64))
     return mat.reshape(3, 3)
 
 
 def normalize(quat: jnp.ndarray) -> jnp.ndarray:
+    """Unit quaternions: ``quat`` (..., 4) divided by its norm along the last axis."""
     return quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)

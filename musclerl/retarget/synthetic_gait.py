@@ -60,20 +60,24 @@ def _course(name: str, pieces: list[tuple[float, float, float]], start_m: float 
 
 
 def flat_course(height_m: float = 0.0) -> Course:
+    """Level ground at ``height_m``."""
     return _course("flat", [(0.0, height_m, height_m)])
 
 
 def slope_course(angle_deg: float = 8.0, start_x_m: float = 1.0, length_m: float = 2.0) -> Course:
+    """Flat, then up at ``angle_deg`` from ``start_x_m`` for ``length_m`` (m along x), then flat."""
     rise = length_m * np.tan(np.radians(angle_deg))
     return _course("slope", [(0.0, 0.0, 0.0), (start_x_m, 0.0, rise), (start_x_m + length_m, rise, rise)])
 
 
 def step_course(rise_m: float = 0.12, edge_x_m: float = 1.5) -> Course:
+    """Flat, then one step up of ``rise_m`` at x = ``edge_x_m``."""
     return _course("step", [(0.0, 0.0, 0.0), (edge_x_m, rise_m, rise_m)])
 
 
 def stairs_course(n_steps: int = 4, rise_m: float = 0.15, run_m: float = 0.32,
                   start_x_m: float = 1.2) -> Course:
+    """``n_steps`` stairs up (``rise_m`` high, ``run_m`` deep) from x = ``start_x_m``."""
     pieces = [(0.0, 0.0, 0.0)]
     for k in range(n_steps):
         z = (k + 1) * rise_m
