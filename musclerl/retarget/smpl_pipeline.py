@@ -51,6 +51,7 @@ from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_pa
 
 #: Sole points per foot; the first takes the source's heel contact, the others its toe contact.
 SOLE_POINTS = ("heel", "toe_tip", "lateral", "medial")
+SOLVERS = ("batched", "sequential")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +69,7 @@ class PipelineParams:
     terrain: TerrainParams = TerrainParams()
     ground_params: GroundParams = GroundParams()
     progress: bool = True
+    solver: str = "sequential"  # "sequential" (PoseFit per frame) or "batched" (solve_clip)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,7 +193,7 @@ def prepare_model(model_name: str, motion: KeypointMotion, scale: bool = True,
         if not all(0.5 < f < 2.0 for f in factors.values()):
             raise InputError(motion.source or "motion", f"implausible segment scale factors {factors}")
         scale_spec(spec, factors, source=model_name)
-    scaled = compile_spec(spec, model_name)
+    scaled = compile_spec(spec, model_name) if scale else base  # unscaled: the spec is unchanged
     rest = _rest_points(scaled, key)
     soles = _sole_points(scaled, key, rest)
     # The trunk point: above the hip midpoint at the source's trunk height.
@@ -298,6 +300,69 @@ def _solve_frames(fit: PoseFit, targets: np.ndarray, q_init: np.ndarray, warm: b
     return q, ok
 
 
+class _BatchedFit:
+    """Every frame of the clip in one batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`).
+
+    Tasks: the keypoint sites (``MarkerTask``, the correspondence weights). Constraints: joint
+    limits, joint equalities, smoothness, tendon continuity (jumps detected and re-solved) and, in
+    the ground passes, :class:`~musclerl.retarget.ground_constraint.SoleContact` on the recovered
+    terrain (anchors of shape (T, P, 3), NaN in swing). One problem per terrain, built once, so the
+    ground passes (new anchors each) reuse its compiled solver. ``stats`` sums ``compile_s``,
+    ``solve_s`` and the tendon jumps detected / left over the solves.
+    """
+
+    def __init__(self, prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray,
+                 params: PipelineParams):
+        self.prepared = prepared
+        self.kp_sites = kp_sites
+        self.kp_weights = np.asarray(kp_weights, dtype=float)
+        self.params = params
+        self._problems: dict[int, object] = {}
+        self.stats = {"compile_s": 0.0, "solve_s": 0.0, "tendon_jumps_detected": 0,
+                      "tendon_jumps_left": 0}
+
+    def _problem(self, terrain: Terrain | None):
+        from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness, TendonContinuity
+        from musclerl.retarget.ground_constraint import SoleContact
+        from musclerl.retarget.kinematics import KinematicTree
+        from musclerl.retarget.solver import IKProblem
+        from musclerl.retarget.tasks import MarkerTask
+
+        key = id(terrain)
+        if key not in self._problems:
+            model = self.prepared.model
+            kp_ids = _site_ids(model, self.kp_sites)
+            sole_ids = _site_ids(model, self.prepared.sole_sites)
+            body_of = [model.body(int(model.site_bodyid[i])).name for i in kp_ids]
+            keep = body_of + [model.body(int(model.site_bodyid[i])).name for i in sole_ids]
+            tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep)))
+            tasks = [MarkerTask(tree, body_of, model.site_pos[kp_ids], self.kp_weights, name="keypoints")]
+            constraints = [JointLimits(model), JointEqualities(model), Smoothness(), TendonContinuity(model)]
+            if terrain is not None:
+                constraints.append(SoleContact(model, tree, self.prepared.sole_sites, terrain,
+                                               weight=self.params.ground_weight))
+            self._problems[key] = (IKProblem(tree, tasks, constraints), terrain)
+        return self._problems[key][0]
+
+    def solve(self, kp_targets: np.ndarray, sole_targets: np.ndarray | None, terrain: Terrain | None,
+              q0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """qpos (T, nq) and converged (T,) for keypoints (T, L, 3) and, with a terrain, sole
+        anchors (T, P, 3) (NaN: swing, held above the terrain)."""
+        from musclerl.retarget.solver import solve_clip
+
+        problem = self._problem(terrain if sole_targets is not None else None)
+        targets = {"keypoints": kp_targets}
+        if sole_targets is not None:
+            targets["ground"] = sole_targets
+        result = solve_clip(problem, targets, q0, max_iters=max(20, self.params.max_iterations // 5),
+                            tol=self.params.tolerance)
+        self.stats["compile_s"] += result.compile_s
+        self.stats["solve_s"] += result.solve_s
+        self.stats["tendon_jumps_detected"] += int(result.tendon_jumps_detected)
+        self.stats["tendon_jumps_left"] = int(result.tendon_jump.sum())
+        return result.q, result.converged
+
+
 def _foot_penetration(prepared: PreparedModel, q: np.ndarray, terrain: Terrain) -> np.ndarray:
     """Deepest penetration (T, 2) of each foot's collision geoms, metres."""
     model = prepared.model
@@ -321,14 +386,20 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
     kp_sites = [_site_name(lm) for lm in match.landmarks]
     sites = kp_sites + list(prepared.sole_sites)
     weights = np.concatenate([match.weights, np.full(len(prepared.sole_sites), params.ground_weight)])
+    if params.solver not in SOLVERS:
+        raise InputError("--solver", f"unknown solver {params.solver!r}; choose one of {SOLVERS}")
     fit = PoseFit(model, sites, weights, max_iterations=params.max_iterations, tolerance=params.tolerance)
     kp_targets = match.source_positions(motion.names, motion.positions_m)  # (T, L, 3)
     n, n_sole = motion.num_frames, len(prepared.sole_sites)
     no_sole = np.full((n, n_sole, 3), np.nan)
     q0 = align_root(model, np.array(model.qpos0), kp_sites, kp_targets[0])
-    fit_q0 = fit.solve(np.concatenate([kp_targets[0], no_sole[0]]), q0).qpos
-    q, converged = _solve_frames(fit, np.concatenate([kp_targets, no_sole], axis=1),
-                                 np.repeat(fit_q0[None], n, 0), True, "keypoint IK", params.progress)
+    batched = _BatchedFit(prepared, kp_sites, match.weights, params) if params.solver == "batched" else None
+    if batched is not None:
+        q, converged = batched.solve(kp_targets, None, None, q0)
+    else:
+        fit_q0 = fit.solve(np.concatenate([kp_targets[0], no_sole[0]]), q0).qpos
+        q, converged = _solve_frames(fit, np.concatenate([kp_targets, no_sole], axis=1),
+                                     np.repeat(fit_q0[None], n, 0), True, "keypoint IK", params.progress)
     sole_ids = _site_ids(model, prepared.sole_sites)
     sole1 = site_positions_m(model, q, sole_ids)
 
@@ -348,8 +419,11 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
         targets = _ease_into_anchors(targets, sole1, flags, int(round(params.blend_s * motion.rate_hz)))
         tol = params.ground_params.penetration_tol_m
         for k in range(params.ground_passes):
-            q, converged = _solve_frames(fit, np.concatenate([kp_targets, targets], axis=1), q, False,
-                                         f"ground pass {k + 1}", params.progress)
+            if batched is not None:
+                q, converged = batched.solve(kp_targets, targets, terrain, q0)
+            else:
+                q, converged = _solve_frames(fit, np.concatenate([kp_targets, targets], axis=1), q, False,
+                                             f"ground pass {k + 1}", params.progress)
             if k == params.ground_passes - 1:
                 break
             depth = _foot_penetration(prepared, q, terrain)  # (T, 2)
@@ -361,6 +435,9 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
             base[..., 2] += lift
             targets = np.where(lift[..., None] > 0, base, targets)
     metrics = measure(prepared, q, motion.rate_hz, kp_targets, kp_sites, flags, terrain, converged)
+    metrics["solver"] = params.solver
+    if batched is not None:
+        metrics.update(batched.stats)
     site_all = site_positions_m(model, q, np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s)
                                                     for s in sites]))
     traj = Trajectory(
