@@ -13,7 +13,6 @@ import concurrent.futures
 import dataclasses
 import json
 import multiprocessing
-import os
 from pathlib import Path
 
 from musclerl.errors import InputError
@@ -154,8 +153,3 @@ def write_summary(out_dir: Path, rows: list[dict]) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(rows, indent=2) + "\n")
     return path
-
-
-def default_jobs() -> int:
-    """Worker processes when none are asked for: the CPU count, between 1 and 4."""
-    return max(1, min(4, (os.cpu_count() or 1)))
