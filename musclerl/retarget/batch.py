@@ -1,10 +1,10 @@
 """Many marker trials: one output + report per trial, a summary table, resumable, parallel.
 
 A trial whose output ``.npz`` already exists is skipped (its report, when present, still enters
-the summary), so an interrupted batch resumes where it stopped. Trials run in a process pool
-(``jobs`` processes, started with ``spawn``; each trial calibrates the subject model from the shared
-static trial) with a
-tqdm progress bar. Failures on bad input are recorded per trial and do not stop the batch.
+the summary), so an interrupted batch resumes where it stopped. With ``jobs`` > 1 trials run in a
+process pool (started with ``spawn``; each trial calibrates the subject model from the shared
+static trial); run sequentially, the trials share one calibration. A tqdm bar shows progress.
+Failures on bad input are recorded per trial and do not stop the batch.
 """
 
 from __future__ import annotations
@@ -73,16 +73,26 @@ def plan(trials: list[Path], out_dir: Path, mot: bool, plot: bool) -> list[Trial
     ]
 
 
-def _run_one(paths: TrialPaths, options) -> dict:
+def _retarget_one(paths: TrialPaths, options, calibrated=None) -> tuple[dict, object]:
+    """Retarget and write one trial: (its report or error row, the subject model used or given).
+
+    ``calibrated``: a :class:`~musclerl.retarget.markers_pipeline.CalibratedModel` from an earlier
+    trial of the batch (it depends only on ``options``), or None to calibrate here.
+    """
     from musclerl.retarget.command_markers import write_outputs
     from musclerl.retarget.markers_pipeline import retarget_markers
 
     try:
-        result = retarget_markers(paths.trc, options)
+        result = retarget_markers(paths.trc, options, calibrated)
     except InputError as err:
-        return {"trial": str(paths.trc), "error": str(err)}
+        return {"trial": str(paths.trc), "error": str(err)}, calibrated
     write_outputs(result, paths.out, paths.report, paths.mot, paths.plot)
-    return result.report
+    return result.report, result.calibrated
+
+
+def _run_one(paths: TrialPaths, options) -> dict:
+    """One trial in a worker process (it calibrates its own subject model)."""
+    return _retarget_one(paths, options)[0]
 
 
 def run_batch(trials: list[TrialPaths], options, jobs: int = 1, progress: bool = True) -> list[dict]:
@@ -99,8 +109,9 @@ def run_batch(trials: list[TrialPaths], options, jobs: int = 1, progress: bool =
             todo.append(paths)
     bar = tqdm(total=len(todo), desc="retarget", unit="trial", disable=not progress)
     if jobs <= 1:
+        calibrated = None  # the subject model depends only on ``options``: calibrate it once
         for paths in todo:
-            rows[paths.trc] = _run_one(paths, options)
+            rows[paths.trc], calibrated = _retarget_one(paths, options, calibrated)
             bar.update()
     else:
         # spawn, not fork: the parent may hold JAX/XLA threads, which do not survive a fork
