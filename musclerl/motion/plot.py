@@ -111,9 +111,9 @@ def _keypoints(motion, axes, feet: tuple[str, ...]) -> None:
 
 
 def _npz(path: Path, axes) -> None:
-    from musclerl.motion.summary import summarize_motion_file
+    from musclerl.motion.summary import npz_kind
 
-    kind = summarize_motion_file(path)["kind"]
+    kind = npz_kind(path)
     if kind == "amass":
         from musclerl.motion.smpl import read_amass
 

@@ -71,13 +71,27 @@ def _storage(path: Path) -> dict:
     return info
 
 
-def _npz(path: Path) -> dict:
+def npz_kind(path: str | os.PathLike) -> str:
+    """``"reference"``, ``"trajectory"`` or ``"amass"``, from the keys of an ``.npz`` alone (its
+    arrays are not read); an unreadable or unrecognised file raises :class:`InputError`."""
     try:
         with np.load(path, allow_pickle=False) as z:
             keys = set(z.files)
     except Exception as err:
         raise InputError(path, f"not a readable .npz file ({type(err).__name__})") from err
     if {"joint_angle", "joint_torque"} <= keys:
+        return "reference"
+    if "qpos" in keys:
+        return "trajectory"
+    if keys & {"poses", "root_orient", "pose_body", "mocap_framerate", "mocap_frame_rate"}:
+        return "amass"
+    raise InputError(path, "unrecognised .npz: not a Trajectory (qpos), reference (joint_angle, "
+                           "joint_torque) or AMASS/SMPL (poses / root_orient) file")
+
+
+def _npz(path: Path) -> dict:
+    kind = npz_kind(path)
+    if kind == "reference":
         from musclerl.motion.reference import read_reference
 
         ref = read_reference(path)
@@ -87,7 +101,7 @@ def _npz(path: Path) -> dict:
                     torque_columns=list(ref.joint_torque_columns), grf_columns=list(ref.computed_grf_columns),
                     subject_weight_kg=ref.subject_weight_kg)
         return info
-    if "qpos" in keys:
+    if kind == "trajectory":
         from musclerl.motion.trajectory import Trajectory
 
         traj = Trajectory.load(path)
@@ -97,16 +111,13 @@ def _npz(path: Path) -> dict:
                     clips=list(traj.clip_names), sites=list(traj.site_names),
                     terrain=traj.terrain is not None)
         return info
-    if keys & {"poses", "root_orient", "pose_body", "mocap_framerate", "mocap_frame_rate"}:
-        from musclerl.motion.smpl import SMPL_JOINT_NAMES, read_amass
+    from musclerl.motion.smpl import SMPL_JOINT_NAMES, read_amass
 
-        motion = read_amass(path)
-        info = _base("amass", motion.num_frames, motion.rate_hz, SMPL_JOINT_NAMES, "m (Z up), axis-angle rad")
-        info.update(model_type=motion.model_type, gender=motion.gender, joints=len(SMPL_JOINT_NAMES),
-                    num_betas=int(motion.betas.size), skeleton=motion.skeleton)
-        return info
-    raise InputError(path, "unrecognised .npz: not a Trajectory (qpos), reference (joint_angle, "
-                           "joint_torque) or AMASS/SMPL (poses / root_orient) file")
+    motion = read_amass(path)
+    info = _base("amass", motion.num_frames, motion.rate_hz, SMPL_JOINT_NAMES, "m (Z up), axis-angle rad")
+    info.update(model_type=motion.model_type, gender=motion.gender, joints=len(SMPL_JOINT_NAMES),
+                num_betas=int(motion.betas.size), skeleton=motion.skeleton)
+    return info
 
 
 def _deepmimic(path: Path) -> dict:
