@@ -177,7 +177,7 @@ def sim_heel_strikes(
     if not feet:
         return np.zeros(0)
     fz = rec.grf_n[:, feet, 2].sum(axis=1)
-    return heel_strikes(rec.time_s + offset_s, fz, threshold_bw * rec.model_mass_kg * 9.81)
+    return heel_strikes(rec.time_s + offset_s, fz, threshold_bw * rec.body_weight_n)
 
 
 def reference_heel_strikes(ref, side: str = "r", threshold_bw: float = 0.05) -> np.ndarray:

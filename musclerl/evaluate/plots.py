@@ -129,7 +129,7 @@ def plot_tracking(rec: Recording, path: str | os.PathLike) -> Path:
     a0.set_ylabel("cm")
     a0.legend(fontsize=8)
     for k, foot in enumerate(rec.feet):
-        a1.plot(rec.time_s, rec.grf_n[:, k, 2] / (rec.model_mass_kg * 9.81), label=foot)
+        a1.plot(rec.time_s, rec.grf_n[:, k, 2] / rec.body_weight_n, label=foot)
     a1.set_ylabel("vertical contact force (BW)")
     a1.set_xlabel("time (s)")
     a1.legend(fontsize=8, ncol=2)

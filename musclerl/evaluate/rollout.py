@@ -68,7 +68,13 @@ class Recording:
 
     @property
     def torque_nm_per_kg(self) -> np.ndarray:
+        """``torque_nm`` divided by the model mass (N*m/kg), same shape."""
         return self.torque_nm / self.model_mass_kg
+
+    @property
+    def body_weight_n(self) -> float:
+        """Model weight in N: mass times 9.81 m/s^2 (the models' gravity), the unit of GRF in BW."""
+        return self.model_mass_kg * 9.81
 
     @property
     def num_frames(self) -> int:
