@@ -154,7 +154,7 @@ def read_storage(path: str | os.PathLike) -> Table:
         try:
             rows[r] = [parse_float(c) for c in cells]
         except ValueError:
-            bad = next(c for c in cells if not _is_float(c))
+            bad = next(c for c in cells if not is_float(c))
             raise InputError(path, f"line {lineno}: '{bad[:20]}' is not a number") from None
     time_s = rows[:, 0].copy()
     if not np.all(np.isfinite(time_s)):
@@ -179,7 +179,8 @@ def parse_float(text: str) -> float:
         return float(special)
 
 
-def _is_float(text: str) -> bool:
+def is_float(text: str) -> bool:
+    """Whether :func:`parse_float` accepts ``text``."""
     try:
         parse_float(text)
     except ValueError:

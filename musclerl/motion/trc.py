@@ -44,7 +44,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, read_text
 from musclerl.motion.keypoints import y_up_to_z_up, z_up_to_y_up
-from musclerl.motion.storage import parse_float
+from musclerl.motion.storage import is_float, parse_float
 
 #: Accepted spellings of the Units field -> (canonical unit, metres per unit).
 UNITS: dict[str, tuple[str, float]] = {
@@ -96,14 +96,6 @@ class MarkerData:
 def _cells(line: str, tabbed: bool) -> list[str]:
     """Cells of a line: tab separated (blank cells kept) in tabbed files and rows, else whitespace."""
     return [c.strip() for c in line.split("\t")] if tabbed and "\t" in line else line.split()
-
-
-def _is_number(text: str) -> bool:
-    try:
-        parse_float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _float_or_none(text: str) -> float | None:
@@ -167,7 +159,7 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
         try:
             rows.append([parse_float(cell) if cell else np.nan for cell in cells])
         except ValueError:
-            col = next(i for i, cell in enumerate(cells) if cell and not _is_number(cell))
+            col = next(i for i, cell in enumerate(cells) if cell and not is_float(cell))
             raise InputError(path, f"line {lineno}, column {col + 1}: '{cells[col][:20]}' is not a number"
                              ) from None
     if not rows:
