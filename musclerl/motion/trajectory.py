@@ -36,7 +36,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.fileio import read_npz
+from musclerl.fileio import atomic_path, read_npz
 
 FORMAT_VERSION = 1
 
@@ -171,7 +171,7 @@ class Trajectory:
 
     # ----------------------------------------------------------------- I/O
     def save(self, path: str | os.PathLike) -> None:
-        """Write the NPZ schema above atomically (a temp file renamed into place)."""
+        """Write the NPZ schema above atomically (a temp file renamed into place; folders created)."""
         arrays: dict[str, np.ndarray] = {
             "format_version": np.array(FORMAT_VERSION),
             "model_name": np.array(self.model_name),
@@ -193,11 +193,9 @@ class Trajectory:
             arrays["terrain_height_m"] = np.asarray(self.terrain.height_m, dtype=np.float64)
             arrays["terrain_origin_m"] = np.asarray(self.terrain.origin_m, dtype=np.float64)
             arrays["terrain_cell_m"] = np.array(float(self.terrain.cell_m))
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez_compressed(tmp, **arrays)
-        os.replace(tmp, path)
+        with atomic_path(Path(path)) as tmp:
+            with open(tmp, "wb") as f:  # a file object: numpy would append ".npz" to a bare name
+                np.savez_compressed(f, **arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Trajectory:
