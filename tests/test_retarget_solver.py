@@ -189,3 +189,48 @@ def test_joint_equalities_follow_mujoco_definition():
     joint_rows = data.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
     assert joint_rows.sum() == len(eq.dep_qadr)
     assert np.abs(data.efc_pos[joint_rows]).max() < 1e-12
+
+
+def test_marker_frame_weights_match_fixed_weights(tiny):
+    """Weights given with the targets (T, M, 4) give the rows of the same weights fixed at build."""
+    import jax
+    import jax.numpy as jnp
+
+    model, clip, _ = tiny
+    tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
+    weights = np.linspace(0.5, 2.0, len(clip.marker_bodies))
+    fixed = MarkerTask(tree, clip.marker_bodies, clip.local_points_m, weights)
+    per_frame = MarkerTask(tree, clip.marker_bodies, clip.local_points_m, frame_weights=True)
+    assert per_frame.target_shape(tree) == (len(weights), 4)
+    with jax.enable_x64(True):  # as the solver runs
+        target = clip.markers_m[3].copy()
+        target[1] = np.nan
+        column = np.concatenate([target, weights[:, None]], axis=1)
+        q = jnp.asarray(clip.q[3] + 0.01)
+        dq_dx = jnp.eye(tree.nq, tree.nv)
+        np.testing.assert_allclose(per_frame.residual(tree, q, jnp.asarray(column)),
+                                   fixed.residual(tree, q, jnp.asarray(target)), atol=1e-12)
+        r_a, j_a = per_frame.residual_jacobian(tree, q, jnp.asarray(column), dq_dx)
+        r_b, j_b = fixed.residual_jacobian(tree, q, jnp.asarray(target), dq_dx)
+        np.testing.assert_allclose(r_a, r_b, atol=1e-12)
+        np.testing.assert_allclose(j_a, j_b, atol=1e-12)
+        points, w = per_frame.points_and_weights(jnp.asarray(column), q.dtype)
+        assert float(w[1]) == 0.0 and np.allclose(np.asarray(w)[[0, 2]], weights[[0, 2]])
+
+
+def test_marker_frame_weight_zero_ignores_a_bad_marker(tiny):
+    """A marker moved 20 cm off, weighted 0 through the targets, leaves the solution on the truth."""
+    model, clip, _ = tiny
+    tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
+    markers = MarkerTask(tree, clip.marker_bodies, clip.local_points_m, frame_weights=True)
+    problem = IKProblem(tree, [markers, PostureTask(model.qpos0, 1e-6)],
+                        [JointLimits(model), JointEqualities(model), Smoothness(1e-4)])
+    bad = clip.markers_m.copy()
+    bad[:, 0] += [0.2, 0.0, 0.0]
+    weights = np.ones(bad.shape[:2] + (1,))
+    weights[:, 0] = 0.0
+    result = solve_clip(problem, {"markers": np.concatenate([bad, weights], axis=-1)}, model.qpos0,
+                        chunk_len=8)
+    err_deg = np.degrees(result.q[:, clip.coord_qadr] - clip.q[:, clip.coord_qadr])
+    assert np.sqrt(np.mean(err_deg ** 2)) < 1.5
+    assert result.converged.all()

@@ -315,32 +315,51 @@ def _solve_sequential(
     return qpos, converged, 0.0
 
 
-def _solve_batched(
-    model: mujoco.MjModel, names: list[str], weights: np.ndarray, coordinates: dict, targets: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Whole clip with the batched JAX solver (:func:`musclerl.retarget.solver.solve_clip`): marker and
-    coordinate tasks; joint limits, joint equalities, smoothness and tendon continuity held."""
-    from musclerl.retarget.constraints import Smoothness, TendonContinuity
-    from musclerl.retarget.kinematics import KinematicTree
-    from musclerl.retarget.solver import IKProblem, default_constraints, solve_clip
-    from musclerl.retarget.tasks import CoordinateTask, MarkerTask
+class _BatchedClip:
+    """The batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`) of one marker set on one
+    model: marker and coordinate tasks; joint limits, joint equalities, smoothness and tendon
+    continuity held. The marker weights (M,) travel with the targets (``MarkerTask`` with
+    ``frame_weights``), so the robust pass re-weights without building or compiling a new problem.
+    Call it like :func:`_solve_sequential`; returns qpos (T, nq), converged (T,), compile seconds."""
 
-    site_ids = [model.site(n).id for n in names]
-    bodies = [model.body(int(model.site_bodyid[i])).name for i in site_ids]
-    tree = KinematicTree.from_model(model, keep_bodies=bodies)
-    in_tree = {j.name for j in tree.all_joints()}
-    tasks = [MarkerTask(tree, bodies, np.array(model.site_pos[site_ids]), weights, name="markers")]
-    for name, (value, weight) in coordinates.items():
-        if name in in_tree:
-            default = float(model.qpos0[model.jnt_qposadr[model.joint(name).id]])
-            tasks.append(
-                CoordinateTask({name: default if value is None else value}, weight, name=f"coord {name}")
-            )
-    constraints = default_constraints(model) + [Smoothness(), TendonContinuity(model)]
-    problem = IKProblem(tree, tasks, constraints)
-    first = _first_full_frame(targets)
-    result = solve_clip(problem, {"markers": targets}, align_root(model, model.qpos0, names, targets[first]))
-    return result.q, result.converged, result.compile_s
+    def __init__(self, model: mujoco.MjModel, names: list[str], coordinates: dict):
+        from musclerl.retarget.constraints import Smoothness, TendonContinuity
+        from musclerl.retarget.kinematics import KinematicTree
+        from musclerl.retarget.solver import IKProblem, default_constraints
+        from musclerl.retarget.tasks import CoordinateTask, MarkerTask
+
+        site_ids = [model.site(n).id for n in names]
+        bodies = [model.body(int(model.site_bodyid[i])).name for i in site_ids]
+        tree = KinematicTree.from_model(model, keep_bodies=bodies)
+        in_tree = {j.name for j in tree.all_joints()}
+        tasks = [MarkerTask(tree, bodies, np.array(model.site_pos[site_ids]), name="markers",
+                            frame_weights=True)]
+        for name, (value, weight) in coordinates.items():
+            if name in in_tree:
+                default = float(model.qpos0[model.jnt_qposadr[model.joint(name).id]])
+                tasks.append(
+                    CoordinateTask({name: default if value is None else value}, weight, name=f"coord {name}")
+                )
+        constraints = default_constraints(model) + [Smoothness(), TendonContinuity(model)]
+        self.model, self.names = model, names
+        self.problem = IKProblem(tree, tasks, constraints)
+
+    def __call__(
+        self,
+        model: mujoco.MjModel,
+        names: list[str],
+        weights: np.ndarray,
+        coordinates: dict,
+        targets: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, float]:
+        from musclerl.retarget.solver import solve_clip
+
+        column = np.broadcast_to(weights[None, :, None], (*targets.shape[:2], 1))
+        weighted = np.concatenate([targets, column], axis=-1)  # (T, M, 4): position, weight
+        first = _first_full_frame(targets)
+        q0 = align_root(model, model.qpos0, names, targets[first])
+        result = solve_clip(self.problem, {"markers": weighted}, q0)
+        return result.q, result.converged, result.compile_s
 
 
 def solve_trial(
@@ -364,7 +383,10 @@ def solve_trial(
         raise InputError(markers.source, "every marker shared with the marker set is missing in every frame")
     weights = _weights(names, setup)
     coordinates = _coordinate_targets(setup)
-    solve = _solve_batched if solver == "batched" else functools.partial(_solve_sequential, progress=progress)
+    if solver == "batched":
+        solve = _BatchedClip(model, names, coordinates)
+    else:
+        solve = functools.partial(_solve_sequential, progress=progress)
     probe = PoseFit(model, names, weights)
     start = time.perf_counter()
     qpos, converged, compile_s = solve(model, names, weights, coordinates, targets)

@@ -334,9 +334,9 @@ class IKProblem:
         if root is None or root.type != FREE or not markers:
             return q
         pts = jnp.concatenate([t.positions(self.tree, q) for t in markers])
-        tgt = jnp.concatenate([frame[t.name] for t in markers])
-        w = jnp.concatenate([jnp.asarray(t.sqrt_w, q.dtype) ** 2 for t in markers])
-        w = jnp.where(jnp.all(jnp.isfinite(tgt), axis=-1), w, 0.0)
+        split = [t.points_and_weights(frame[t.name], q.dtype) for t in markers]
+        tgt = jnp.concatenate([p for p, _ in split])
+        w = jnp.concatenate([w for _, w in split])
         tgt = jnp.where(jnp.isfinite(tgt), tgt, 0.0)
         wsum = jnp.sum(w)
         cp = w @ pts / jnp.maximum(wsum, 1e-12)

@@ -71,10 +71,14 @@ class MarkerTask(Task):
         weights: (M,) non-negative weights (OpenSim IK setup ``<weight>`` values fit here).
         name: key of the (T, M, 3) world-frame targets; a marker with any NaN coordinate in a
             frame is ignored in that frame.
+        frame_weights: targets are (T, M, 4) instead: position (3) then a non-negative weight
+            multiplier (NaN = ignored) applied on top of ``weights``. Weights then change with
+            the targets, without building (and compiling) a new problem.
     """
 
     def __init__(self, tree: KinematicTree, bodies: Sequence[str], local_points_m: np.ndarray,
-                 weights: np.ndarray | Sequence[float] | None = None, name: str = "markers"):
+                 weights: np.ndarray | Sequence[float] | None = None, name: str = "markers",
+                 frame_weights: bool = False):
         local = np.asarray(local_points_m, dtype=np.float64)
         require(local.ndim == 2 and local.shape == (len(bodies), 3), name,
                 f"local_points_m must be ({len(bodies)}, 3), got {local.shape}")
@@ -86,28 +90,47 @@ class MarkerTask(Task):
         self.body_ids = np.array([tree.body_index(b) for b in bodies], dtype=np.int64)
         self.local_points_m = local
         self.sqrt_w = np.sqrt(w)
+        self.frame_weights = bool(frame_weights)
 
     def target_shape(self, tree: KinematicTree) -> tuple[int, ...]:
-        return (len(self.body_ids), 3)
+        return (len(self.body_ids), 4 if self.frame_weights else 3)
 
     def positions(self, tree: KinematicTree, q: jnp.ndarray) -> jnp.ndarray:
         """Model marker positions (M, 3), world frame."""
         return tree.point_positions(q, self.body_ids, self.local_points_m)
 
+    def points_and_weights(self, target: jnp.ndarray, dtype) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """One frame's target positions (M, 3) (NaN = missing) and weights (M,) (``weights``
+        times the frame's multipliers with ``frame_weights``; 0 where missing)."""
+        points = target[..., :3]
+        w = jnp.asarray(self.sqrt_w, dtype) ** 2
+        if self.frame_weights:
+            w = w * jnp.where(jnp.isfinite(target[..., 3]), target[..., 3], 0.0)
+        return points, jnp.where(jnp.all(jnp.isfinite(points), axis=-1), w, 0.0)
+
+    def _scale(self, target: jnp.ndarray, dtype) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """(valid (M, 1), sqrt weight per row (M, 1), 0 where missing) of one frame's target."""
+        points = target[..., :3]
+        valid = jnp.all(jnp.isfinite(points), axis=-1, keepdims=True)
+        sqrt_w = jnp.asarray(self.sqrt_w, dtype)[:, None]
+        if self.frame_weights:
+            mult = target[..., 3:4]
+            sqrt_w = sqrt_w * jnp.sqrt(jnp.where(jnp.isfinite(mult) & (mult > 0), mult, 0.0))
+        return valid, jnp.where(valid, sqrt_w, 0.0)
+
     def residual(self, tree, q, target):
-        valid = jnp.all(jnp.isfinite(target), axis=-1, keepdims=True)
-        diff = self.positions(tree, q) - jnp.where(valid, target, 0.0)
-        return jnp.where(valid, diff * jnp.asarray(self.sqrt_w, q.dtype)[:, None], 0.0).reshape(-1)
+        valid, scale = self._scale(target, q.dtype)
+        diff = self.positions(tree, q) - jnp.where(valid, target[..., :3], 0.0)
+        return jnp.where(valid, diff * scale, 0.0).reshape(-1)
 
     def residual_jacobian(self, tree, q, target, dq_dx):
         pts, jac = tree.points_and_jacobian(q, self.body_ids, self.local_points_m, dq_dx)
-        valid = jnp.all(jnp.isfinite(target), axis=-1, keepdims=True)
-        scale = jnp.where(valid, jnp.asarray(self.sqrt_w, q.dtype)[:, None], 0.0)  # (M, 1)
-        r = (pts - jnp.where(valid, target, 0.0)) * scale
+        valid, scale = self._scale(target, q.dtype)  # (M, 1) each
+        r = (pts - jnp.where(valid, target[..., :3], 0.0)) * scale
         return r.reshape(-1), (jac * scale[:, :, None]).reshape(len(pts) * 3, -1)
 
     def position_errors_m(self, tree, q, target):
-        return jnp.linalg.norm(self.positions(tree, q) - target, axis=-1)
+        return jnp.linalg.norm(self.positions(tree, q) - target[..., :3], axis=-1)
 
 
 class FrameTask(Task):
