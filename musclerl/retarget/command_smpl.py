@@ -41,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keypoint IK only: no contact, terrain or ground constraint")
     parser.add_argument("--y-up", action="store_true",
                         help="AMASS file in SMPL's Y-up frame (not AMASS's Z-up)")
+    parser.add_argument(
+        "--solver", choices=("sequential", "batched"), default="sequential",
+        help="sequential: frame by frame on MuJoCo C, warm-started (default, no compile); batched: "
+        "each IK pass over the whole clip in one JAX solve with tendon-jump repair and the ground as "
+        "a constraint (tens of seconds of compile per motion; pays off from about 1,000+ frames)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel processes for many motions")
 
 
@@ -50,6 +55,7 @@ class SmplOptions:
     scale: bool = True
     ground: bool = True
     y_up: bool = False
+    solver: str = "sequential"
 
 
 def read_motion(path: Path, y_up: bool = False):
@@ -76,7 +82,8 @@ def retarget_file(path: Path, options: SmplOptions, progress: bool = True):
 
     motion = read_motion(path, options.y_up)
     start = time.perf_counter()
-    params = PipelineParams(scale=options.scale, ground=options.ground, progress=progress)
+    params = PipelineParams(scale=options.scale, ground=options.ground, progress=progress,
+                            solver=options.solver)
     result = retarget_keypoints(motion, options.model, params)
     seconds = time.perf_counter() - start
     names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
@@ -91,6 +98,10 @@ def retarget_file(path: Path, options: SmplOptions, progress: bool = True):
     report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
     report["trial"] = str(path)
     report["model"] = options.model
+    report["solver"] = options.solver
+    for key in ("compile_s", "tendon_jumps_detected", "tendon_jumps_left"):
+        if key in result.metrics:
+            report[key] = result.metrics[key]
     return result, report, series
 
 
@@ -195,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.retarget import batch
 
     options = SmplOptions(model=args.model, scale=not args.no_scale, ground=not args.no_ground,
-                          y_up=args.y_up)
+                          y_up=args.y_up, solver=args.solver)
     motions = expand_motions(args.motion)
     if len(motions) == 1 and not Path(args.motion[0]).is_dir():
         out = Path(args.out)
