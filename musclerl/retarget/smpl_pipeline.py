@@ -361,7 +361,7 @@ class _BatchedFit:
         targets = {"keypoints": kp_targets}
         if sole_targets is not None:
             targets["ground"] = sole_targets
-        result = solve_clip(problem, targets, q0, max_iters=max(20, self.params.max_iterations // 5),
+        result = solve_clip(problem, targets, q0, max_iters=max(20, self.params.max_iterations // 3),
                             tol=self.params.tolerance)
         self.stats["compile_s"] += result.compile_s
         self.stats["solve_s"] += result.solve_s
