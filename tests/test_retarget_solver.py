@@ -218,8 +218,10 @@ def test_marker_frame_weights_match_fixed_weights(tiny):
         assert float(w[1]) == 0.0 and np.allclose(np.asarray(w)[[0, 2]], weights[[0, 2]])
 
 
+@pytest.mark.slow
 def test_marker_frame_weight_zero_ignores_a_bad_marker(tiny):
-    """A marker moved 20 cm off, weighted 0 through the targets, leaves the solution on the truth."""
+    """A marker moved 20 cm off, weighted 0 through the targets, leaves the solution on the truth
+    (about 30 s, mostly compiling a second tiny problem)."""
     model, clip, _ = tiny
     tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
     markers = MarkerTask(tree, clip.marker_bodies, clip.local_points_m, frame_weights=True)
