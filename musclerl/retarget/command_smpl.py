@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--solver", choices=("sequential", "batched"), default="sequential",
         help="sequential: frame by frame on MuJoCo C, warm-started (default, no compile); batched: "
         "each IK pass over the whole clip in one JAX solve with tendon-jump repair and the ground as "
-        "a constraint (tens of seconds of compile per motion; pays off from about 1,000+ frames)")
+        "a constraint (15-35 s of compile per motion: slower end to end on the clips measured, "
+        "up to 1,029 frames)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel processes for many motions")
 
 
