@@ -24,7 +24,8 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("retarget", "markers"), "musclerl.retarget.command_markers",
      "marker trajectories (.trc) -> model coordinates by scaled, constrained IK"),
     (("retarget", "smpl"), "musclerl.retarget.command_smpl",
-     "SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model coordinates by keypoint IK with recovered terrain"),
+     "SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model coordinates by keypoint IK "
+     "with recovered terrain"),
     (("train",), "musclerl.rl.command", "train a tracking policy with PPO"),
     (("evaluate",), "musclerl.evaluate.command_evaluate",
      "roll a policy out and compare torques/activations with ID, SO and EMG references"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import mujoco
-import numpy as np
 import pytest
 
 from musclerl.cli import main
@@ -76,5 +75,6 @@ def test_unknown_model_and_bad_mjcf(tmp_path, capsys):
 def test_registry_lists_musclemimic_with_licence_note():
     from musclerl.models import REGISTRY
 
-    assert {"myolegs", "myofullbody", "tiny", "musclemimic-fullbody", "musclemimic-bimanual"} <= set(model_names())
+    expected = {"myolegs", "myofullbody", "tiny", "musclemimic-fullbody", "musclemimic-bimanual"}
+    assert expected <= set(model_names())
     assert "non-commercial" in REGISTRY["musclemimic-bimanual"].licence
