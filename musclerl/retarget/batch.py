@@ -40,20 +40,28 @@ class TrialPaths:
     plot: Path | None = None
 
 
-def expand_trials(inputs: list[str]) -> list[Path]:
-    """``.trc`` files from files and folders (folders: their ``*.trc``, sorted); InputError if none."""
-    trials: list[Path] = []
+def expand_inputs(inputs: list[str], suffixes: tuple[str, ...], what: str) -> list[Path]:
+    """Files from files and folders (folders: their files with one of ``suffixes``, any case, sorted).
+
+    ``what`` names an item in the errors ("trial", "motion"); InputError if nothing is found.
+    """
+    found: list[Path] = []
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            trials += sorted(p for p in path.glob("*.trc") if p.is_file())
+            found += sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
         elif path.is_file():
-            trials.append(path)
+            found.append(path)
         else:
-            raise InputError(path, "trial file or folder not found")
-    if not trials:
-        raise InputError(", ".join(inputs), "no .trc trials found")
-    return trials
+            raise InputError(path, f"{what} file or folder not found")
+    if not found:
+        raise InputError(", ".join(inputs), f"no {' or '.join(suffixes)} {what}s found")
+    return found
+
+
+def expand_trials(inputs: list[str]) -> list[Path]:
+    """``.trc`` trials from files and folders; InputError if none."""
+    return expand_inputs(inputs, (".trc",), "trial")
 
 
 def plan(trials: list[Path], out_dir: Path, mot: bool, plot: bool) -> list[TrialPaths]:

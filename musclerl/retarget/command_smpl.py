@@ -170,20 +170,9 @@ def write_outputs(path: Path, options: SmplOptions, out: Path, report: Path | No
 
 def expand_motions(inputs: list[str]) -> list[Path]:
     """Motion files from files and folders (folders: their .npz/.txt, sorted)."""
-    from musclerl.errors import InputError
+    from musclerl.retarget.batch import expand_inputs
 
-    found: list[Path] = []
-    for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            found += sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in MOTION_SUFFIXES)
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise InputError(path, "motion file or folder not found")
-    if not found:
-        raise InputError(", ".join(inputs), "no .npz or .txt motions found")
-    return found
+    return expand_inputs(inputs, MOTION_SUFFIXES, "motion")
 
 
 def _run_one(path: Path, options: SmplOptions, out_dir: Path, plot: bool) -> dict:
