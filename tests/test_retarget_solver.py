@@ -21,7 +21,7 @@ from musclerl.retarget.constraints import (
     tendon_lengths,
 )
 from musclerl.retarget.kinematics import KinematicTree
-from musclerl.retarget.solver import IKProblem, solve_clip
+from musclerl.retarget.solver import BLOCK_SWEEPS, IKProblem, solve_clip
 from musclerl.retarget.synthetic import synthetic_clip
 from musclerl.retarget.tasks import CoordinateTask, FrameTask, MarkerTask, PostureTask
 
@@ -74,6 +74,38 @@ def test_synthetic_truth_myolegs_full_clip():
     clip = synthetic_clip(model, n_frames=600, noise_m=0.002, seed=2)
     result = solve_clip(_problem(model, clip), {"markers": clip.markers_m}, model.qpos0)
     _check_truth(model, clip, result, max_rms_deg=1.0)
+
+
+def test_clips_of_any_length_reuse_one_compiled_solver(tiny):
+    """After the first solve, clips of other lengths, chain layouts and repair batches of any
+    size run without a single XLA compile."""
+    import jax
+
+    model, clip, problem = tiny
+    targets = {"markers": clip.markers_m}
+    solve_clip(problem, targets, model.qpos0, chunk_len=8)
+    compiles = []
+
+    def listener(event, duration_s, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(duration_s)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        # 17 and 5 frames; 24 chains of one frame (more chains than one call holds).
+        for n_frames, chunk_len in ((17, None), (5, None), (24, 1)):
+            result = solve_clip(problem, {"markers": clip.markers_m[:n_frames]}, model.qpos0,
+                                chunk_len=chunk_len)
+            assert result.compile_s == 0.0
+            assert result.converged.all() and len(result.q) == n_frames
+        for k in (3, 2 * problem.chain_batch * BLOCK_SWEEPS + 1):  # one call and several calls
+            frames = np.arange(k) % len(clip.q)
+            q, conv, _ = problem.resolve_frames(frames, targets, clip.q[frames], clip.q[frames],
+                                                np.ones(k))
+            assert q.shape == (k, model.nq) and conv.all()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert compiles == []
 
 
 def test_missing_markers_are_ignored(tiny):

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mink-frames", type=int, default=None,
                         help="frames solved by mink (default: all; it is the slow one)")
     parser.add_argument("--chunk-len", type=int, default=None,
-                        help="our frames per warm-start chain (default: frames / 8)")
+                        help="our frames per warm-start chain (default: frames / chains per call)")
     parser.add_argument("--no-mink", action="store_true", help="skip mink")
     parser.add_argument("--no-opensim", action="store_true", help="skip OpenSim")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

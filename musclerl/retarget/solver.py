@@ -2,22 +2,29 @@
 
 ``solve_clip(problem, targets, q0)`` solves every frame of a clip in one batched computation:
 
-1. The clip is cut into ``K = ceil(T / chunk_len)`` chunks. The first frame of every chunk is
-   solved *cold* from ``q0`` (root first aligned rigidly to the markers by a weighted Kabsch
-   fit, then ``cold_iters`` LM iterations), all K at once (``vmap``).
-2. Then ``chunk_len - 1`` sweeps: sweep ``l`` solves frame ``l`` of every chunk at once,
-   warm-started from (and smoothed towards) the constant-velocity prediction
-   ``2 q[l-1] - q[l-2]`` of the same chunk (``q[l-1]`` for ``l = 1``; rotations of free and
-   ball joints are carried over, not extrapolated), so Smoothness penalises acceleration.
-   ``chunk_len=1`` is a pure batch solve of all frames from the cold start.
-   Measured on myolegs, 1000 frames, 33 markers, 2 shared CPU cores (load ~4): a pure batch
-   (``chunk_len=1``, every frame cold from the Kabsch-aligned ``q0``) needs 5.5 LM iterations
-   per frame and ran at ~800 frames/s; warm-start chains need 2.5–2.9 and ran at 2,200 (125
-   chains), 2,700 (32), 3,700 (8) and 2,300 (2) frames/s. Few chains win because a vmapped
-   ``while_loop`` runs every chain until the slowest has converged, and small batches stay in
-   cache; hence ``DEFAULT_CHAINS = 8``.
-3. Constraints' ``finalize`` passes (e.g. tendon-jump repair) run on the host, then per-frame
+1. The clip is cut into chains of ``chunk_len`` consecutive frames; ``problem.chain_batch``
+   chains (``CHAINS_PER_DEVICE`` on every local JAX device, split across the devices with
+   ``shard_map``) are solved side by side, more chains in further calls of the same function.
+2. Sweep 0 solves the first frame of every chain *cold* from ``q0`` (root first aligned rigidly
+   to the markers by a weighted Kabsch fit, then up to ``cold_iters`` LM iterations). Then sweep
+   ``l`` solves frame ``l`` of every chain at once, warm-started from (and smoothed towards) the
+   constant-velocity prediction ``2 q[l-1] - q[l-2]`` of the same chain (``q[l-1]`` for
+   ``l = 1``; rotations of free and ball joints are carried over, not extrapolated), so
+   Smoothness penalises acceleration. ``chunk_len=1`` is a pure batch solve of all frames from
+   the cold start.
+3. The sweeps run inside compiled code: one call is a ``lax.scan`` over ``BLOCK_SWEEPS`` sweeps
+   carrying each chain's last two solutions, and unused sweeps of a block are skipped. Every
+   shape is fixed per problem (chains per call, sweeps per call, repair batches, error batches),
+   so one problem compiles once and clips of any length, and repairs of any size, reuse it.
+   ``time_limit_s`` is checked between calls.
+4. Constraints' ``finalize`` passes (e.g. tendon-jump repair, through
+   :meth:`IKProblem.resolve_frames`, the same compiled sweeps) run on the host, then per-frame
    errors are measured.
+
+Measured on myolegs (33 markers, 20 free variables), 1000 frames, 2 shared CPU cores, one JAX
+device, load ~1.7: 3,600 frames/s after a 13 s compile, 2.54 LM iterations per frame; a pure
+batch (``chunk_len=1``) needs 5.5 iterations per frame. Few chains win on CPU because a vmapped
+``while_loop`` runs every chain until the slowest has converged, and small batches stay in cache.
 
 Per frame, LM minimises ``0.5 |r(q)|^2`` over the tree's free tangent coordinates (dependent
 coordinates eliminated, see :class:`~musclerl.retarget.constraints.JointEqualities`) with
@@ -44,6 +51,8 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg
 import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from musclerl.errors import InputError, require
 from musclerl.retarget.constraints import (
@@ -58,7 +67,10 @@ from musclerl.retarget.tasks import MarkerTask, Task
 LAMBDA_INIT = 1e-3
 LAMBDA_MIN = 1e-9
 LAMBDA_MAX = 1e8
-DEFAULT_CHAINS = 8  # parallel warm-start chains when chunk_len is not given (measured best)
+CHAINS_PER_DEVICE = 8  # warm-start chains side by side per JAX device (measured best on CPU)
+BLOCK_SWEEPS = 16  # sweeps per compiled call (lax.scan); time limits are checked between calls
+ERRORS_BATCH = 256  # frames per compiled call of the point-error measurement
+SKIP, COLD, WARM, GIVEN = 0, 1, 2, 3  # what a sweep does (see IKProblem._sweeps)
 STEP_TOL = 1e-5  # rad or m: a step this small from an accepted point ends the frame (converged)
 
 
@@ -304,27 +316,85 @@ class IKProblem:
         q, _, _, cost, _, _, it, _, conv = jax.lax.while_loop(cond, body, state)
         return q, conv, jnp.maximum(it - 1, 0), cost
 
-    def _compiled_fn(self, kind: str, *args):
-        """The jitted, vmapped function ``kind`` compiled for ``args``; (fn, compile seconds).
+    # ------------------------------------------------------------------ sweeps (compiled)
+    @property
+    def chain_batch(self) -> int:
+        """Chains solved side by side per compiled call: ``CHAINS_PER_DEVICE`` on every local
+        JAX device (chains are split evenly across them)."""
+        return CHAINS_PER_DEVICE * len(jax.local_devices())
 
-        ``lm`` takes (q_init (B, nq), frame targets, q_prev (B, nq), prev_weight (B,),
-        max_iters (), tol ()).
+    def _sweeps(self, q1, q2, mode, frame, q_given, q_prev, weight, max_iters, tol):
+        """``BLOCK_SWEEPS`` sweeps over a batch of C chains, one ``lax.scan``.
+
+        Carry: ``q1``, ``q2`` (C, nq), each chain's last two solutions. Per sweep (leading axis
+        S): ``mode`` () (SKIP, COLD, WARM or GIVEN), ``frame`` targets (C, ...), ``q_given`` and
+        ``q_prev`` (C, nq), ``weight`` (C,) on the previous frame, ``max_iters`` () LM iterations.
+        COLD starts from ``q_given`` with the root Kabsch-aligned to the markers and no previous
+        frame; WARM from (and smoothed towards) the constant-velocity prediction ``2 q1 - q2`` of
+        the linear coordinates (rotations carried over); GIVEN from ``q_given`` smoothed towards
+        ``q_prev`` (repairs; the carry is left alone); SKIP does nothing. Returns the carry and
+        per sweep q (C, nq), converged (C,), iterations (C,), cost (C,).
         """
-        shapes = jax.tree.map(lambda a: (a.shape, str(a.dtype)), args)
-        key = (kind, str(shapes))
+        lin = self.linear_qadr
+        lm = jax.vmap(lambda q, f, p, w, n: self._lm(q, f, Previous(p, w), n, tol),
+                      in_axes=(0, 0, 0, 0, None))
+        align = jax.vmap(self._align_root)
+
+        def sweep(carry, step):
+            q1, q2 = carry
+            mode, frame, q_given, q_prev, weight, n = step
+            start = jax.vmap(self.project)(q_given)
+            start = jax.lax.cond(mode == COLD, align, lambda q, f: q, start, frame)
+            q_init = jnp.where(mode == WARM, q1.at[:, lin].add(q1[:, lin] - q2[:, lin]), start)
+            q_ref = jnp.where(mode == GIVEN, q_prev, q_init)
+
+            def solve(_):
+                q, conv, it, cost = lm(q_init, frame, q_ref, weight, n)
+                return q, conv, it.astype(jnp.int32), cost
+
+            def skip(_):
+                c = q_init.shape[0]
+                return q_init, jnp.zeros(c, bool), jnp.zeros(c, jnp.int32), jnp.full(c, jnp.nan, q1.dtype)
+
+            q, conv, it, cost = jax.lax.cond(mode == SKIP, skip, solve, None)
+            chained = (mode == COLD) | (mode == WARM)
+            carry = (jnp.where(chained, q, q1), jnp.where(mode == COLD, q, jnp.where(chained, q1, q2)))
+            return carry, (q, conv, it, cost)
+
+        return jax.lax.scan(sweep, (q1, q2), (mode, frame, q_given, q_prev, weight, max_iters))
+
+    def _compiled_fn(self, kind: str, *args):
+        """The jitted function ``kind`` compiled for ``args``; (fn, compile seconds).
+
+        ``sweeps``: :meth:`_sweeps` with the chains split across the local devices
+        (``shard_map``); args (q1, q2, mode, frame, q_given, q_prev, weight, max_iters, tol).
+        ``errors``: :meth:`point_errors_m` vmapped; args (q (B, nq), frame targets).
+        """
+        shapes = jax.tree.map(lambda a: (np.shape(a), str(np.asarray(a).dtype)), args)
+        key = (kind, str(shapes), len(jax.local_devices()))
         if key in self._compiled:
             return self._compiled[key], 0.0
-        if kind == "lm":
-            fn = jax.vmap(lambda q, f, p, w, n, tol: self._lm(q, f, Previous(p, w), n, tol),
-                          in_axes=(0, 0, 0, 0, None, None))
-        elif kind == "align":
-            fn = jax.vmap(self._align_root)
+        if kind == "sweeps":
+            chains, per_sweep, one = P("chains"), P(None, "chains"), P()
+            mesh = Mesh(np.array(jax.local_devices()), ("chains",))
+            fn = jax.shard_map(self._sweeps, mesh=mesh, in_specs=(
+                chains, chains, one, per_sweep, per_sweep, per_sweep, per_sweep, one, one),
+                out_specs=((chains, chains), (per_sweep,) * 4), check_vma=False)
         else:
             fn = jax.vmap(self.point_errors_m)
         t0 = time.perf_counter()
         compiled = jax.jit(fn).lower(*args).compile()
         self._compiled[key] = compiled
         return compiled, time.perf_counter() - t0
+
+    def _run_sweeps(self, carry, mode, frame, q_given, q_prev, weight, max_iters, tol):
+        """One compiled call of :meth:`_sweeps` (inside ``jax.enable_x64``). Returns the new
+        carry (device arrays), per-sweep outputs as NumPy (S, C, ...), and compile seconds."""
+        args = (*carry, np.asarray(mode, np.int32), frame, q_given, q_prev, weight,
+                np.asarray(max_iters, np.int64), np.asarray(tol, np.float64))
+        fn, compile_s = self._compiled_fn("sweeps", *args)
+        carry, out = fn(*args)
+        return carry, tuple(np.asarray(x) for x in out), compile_s
 
     # ------------------------------------------------------------------ cold start
     def _align_root(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
@@ -357,19 +427,29 @@ class IKProblem:
                        q_init: np.ndarray, q_prev: np.ndarray, prev_weight: np.ndarray,
                        max_iters: int = 50, tol: float = 1e-6):
         """Re-solve chosen ``frames`` (k,) from ``q_init`` (k, nq) smoothed towards ``q_prev``
-        (k, nq) with ``prev_weight`` (k,). Returns (q (k, nq), converged (k,), iterations (k,))."""
+        (k, nq) with ``prev_weight`` (k,). Returns (q (k, nq), converged (k,), iterations (k,)).
+
+        Runs through the same compiled sweeps as :func:`solve_clip` (GIVEN sweeps), in calls of
+        ``BLOCK_SWEEPS x chain_batch`` frames, so any ``k`` reuses one compiled function."""
         frames = np.asarray(frames, dtype=np.int64)
-        k = len(frames)
-        # Pad the batch to a power of two so repeated repairs reuse a few compiled sizes.
-        pad = np.minimum(np.arange(max(8, 1 << (k - 1).bit_length())), k - 1)
+        q_init, q_prev = np.asarray(q_init, np.float64), np.asarray(q_prev, np.float64)
+        prev_weight = np.asarray(prev_weight, np.float64)
+        k, chains = len(frames), self.chain_batch
+        per_call = BLOCK_SWEEPS * chains
+        q, conv, iters = np.empty((k, self.tree.nq)), np.zeros(k, bool), np.zeros(k, np.int64)
+        carry = (np.zeros((chains, self.tree.nq)),) * 2
         with jax.enable_x64(True):
-            frame = {name: jnp.asarray(arr[frames[pad]]) for name, arr in targets.items()}
-            args = (jnp.asarray(np.asarray(q_init)[pad]), frame, jnp.asarray(np.asarray(q_prev)[pad]),
-                    jnp.asarray(np.asarray(prev_weight, dtype=np.float64)[pad]),
-                    jnp.asarray(max_iters), jnp.asarray(tol))
-            fn, _ = self._compiled_fn("lm", *args)
-            q, conv, it, _ = fn(*args)
-            return np.asarray(q)[:k], np.asarray(conv)[:k], np.asarray(it)[:k]
+            for lo in range(0, k, per_call):
+                n = min(per_call, k - lo)
+                rows = lo + np.minimum(np.arange(per_call), n - 1).reshape(BLOCK_SWEEPS, chains)
+                mode = np.where(np.arange(BLOCK_SWEEPS) * chains < n, GIVEN, SKIP)
+                frame = {name: arr[frames[rows]] for name, arr in targets.items()}
+                _, out, _ = self._run_sweeps(carry, mode, frame, q_init[rows], q_prev[rows],
+                                             prev_weight[rows], np.full(BLOCK_SWEEPS, max_iters), tol)
+                q[lo:lo + n] = out[0].reshape(per_call, -1)[:n]
+                conv[lo:lo + n] = out[1].reshape(-1)[:n]
+                iters[lo:lo + n] = out[2].reshape(-1)[:n]
+        return q, conv, iters
 
 
 def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.ndarray, *,
@@ -384,74 +464,69 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
         q0: (nq,) initial guess for cold starts (root re-aligned to the markers).
         max_iters: LM iterations per warm-started frame. cold_iters: per cold-started frame.
         tol: relative cost decrease below which a frame counts as converged.
-        chunk_len: frames solved sequentially per chunk (warm starts); chunks run in parallel.
-            Default: ``ceil(T / DEFAULT_CHAINS)`` (see the module docstring for why few chains).
+        chunk_len: frames solved sequentially per chain (warm starts); chains run in parallel,
+            ``problem.chain_batch`` per compiled call. Default: ``ceil(T / chain_batch)``.
         smooth_warm: pass the previous frame to constraints (Smoothness) in warm sweeps.
-        time_limit_s: stop starting new sweeps after this many seconds; unreached frames are
-            returned with ``timed_out`` True and ``converged`` False.
+        time_limit_s: checked before every block of ``BLOCK_SWEEPS`` warm sweeps (after the
+            cold sweep, which always runs); frames not reached are returned with ``timed_out``
+            True and ``converged`` False, holding the last reached frame of their chain.
     """
     tree = problem.tree
     arrays, n_frames = _check_targets(problem, targets)
     q0 = np.asarray(q0, dtype=np.float64)
     require(q0.shape == (tree.nq,), "q0", f"must be ({tree.nq},), got {q0.shape}")
+    batch = problem.chain_batch
     if chunk_len is None:
-        chunk_len = -(-n_frames // DEFAULT_CHAINS)
+        chunk_len = -(-n_frames // batch)
     require(chunk_len >= 1 and max_iters >= 1 and cold_iters >= 1, "solve_clip",
             "chunk_len, max_iters and cold_iters must be >= 1")
-    n_chunks = -(-n_frames // chunk_len)
-    padded = n_chunks * chunk_len
-    # Frame index grid (n_chunks, chunk_len); padding repeats the last frame.
-    grid = np.minimum(np.arange(padded).reshape(n_chunks, chunk_len), n_frames - 1)
-    q = np.empty((padded, tree.nq))
-    conv = np.zeros(padded, bool)
-    iters = np.zeros(padded, np.int64)
-    cost = np.full(padded, np.nan)
-    reached = np.zeros(padded, bool)
+    n_chains = -(-n_frames // chunk_len)
+    n_groups = -(-n_chains // batch)  # calls of `batch` chains side by side
+    # Frame index grid (group, chain, sweep); padding repeats the last frame.
+    grid = np.minimum(np.arange(n_groups * batch * chunk_len), n_frames - 1).reshape(
+        n_groups, batch, chunk_len)
+    q = np.empty(grid.shape + (tree.nq,))
+    conv = np.zeros(grid.shape, bool)
+    iters = np.zeros(grid.shape, np.int64)
+    cost = np.full(grid.shape, np.nan)
+    reached = np.zeros(grid.shape, bool)
+    q_cold = np.broadcast_to(problem.cold_start(q0), (BLOCK_SWEEPS, batch, tree.nq))
+    no_weight = np.zeros((BLOCK_SWEEPS, batch))
+    warm_weight = np.full((BLOCK_SWEEPS, batch), 1.0 if smooth_warm else 0.0)
+    carries = [(np.zeros((batch, tree.nq)),) * 2] * n_groups
+    # The cold sweep (sweep 0) of every group, then blocks of warm sweeps, group after group.
+    blocks = [(0, COLD)] + [(first, WARM) for first in range(1, chunk_len, BLOCK_SWEEPS)]
     compile_s = 0.0
     start = time.perf_counter()
     with jax.enable_x64(True):
-        for step in range(chunk_len):
-            rows = np.arange(n_chunks) * chunk_len + step
-            # Sliced on the host: eager device indexing costs ~ms of dispatch per call.
-            frame = {name: arr[grid[:, step]] for name, arr in arrays.items()}
-            if step == 0:
-                q_start = jnp.broadcast_to(problem.project(jnp.asarray(problem.cold_start(q0))),
-                                           (n_chunks, tree.nq))
-                align, dt_align = problem._compiled_fn("align", q_start, frame)
-                q_init = align(q_start, frame)
-                args = (q_init, frame, q_init, jnp.zeros(n_chunks), jnp.asarray(cold_iters),
-                        jnp.asarray(tol))
-                lm, dt_lm = problem._compiled_fn("lm", *args)
-            else:
-                if time_limit_s is not None and time.perf_counter() - start - compile_s > time_limit_s:
-                    break
-                prediction = q[rows - 1].copy()
-                if step >= 2:  # constant-velocity prediction of positions and scalar coordinates
-                    lin = problem.linear_qadr
-                    prediction[:, lin] += q[rows - 1][:, lin] - q[rows - 2][:, lin]
-                prev_q = jnp.asarray(prediction)
-                args = (prev_q, frame, prev_q, jnp.full(n_chunks, 1.0 if smooth_warm else 0.0),
-                        jnp.asarray(max_iters), jnp.asarray(tol))
-                lm, dt_lm = problem._compiled_fn("lm", *args)
-                dt_align = 0.0
-            compile_s += dt_align + dt_lm
-            q_s, c_s, i_s, cost_s = (np.asarray(x) for x in lm(*args))
-            q[rows], conv[rows], iters[rows], cost[rows] = q_s, c_s, i_s, cost_s
-            reached[rows] = True
-    q_out = np.empty((n_frames, tree.nq))
+        for first, kind in blocks:
+            if kind == WARM and time_limit_s is not None and \
+                    time.perf_counter() - start - compile_s > time_limit_s:
+                break
+            count = 1 if kind == COLD else min(BLOCK_SWEEPS, chunk_len - first)
+            sweeps = np.minimum(first + np.arange(BLOCK_SWEEPS), chunk_len - 1)
+            mode = np.where(np.arange(BLOCK_SWEEPS) < count, kind, SKIP)
+            n_iters = np.full(BLOCK_SWEEPS, cold_iters if kind == COLD else max_iters)
+            weight = no_weight if kind == COLD else warm_weight
+            for g in range(n_groups):
+                frame = {name: arr[grid[g][:, sweeps].T] for name, arr in arrays.items()}
+                carries[g], out, dt = problem._run_sweeps(carries[g], mode, frame, q_cold, q_cold,
+                                                          weight, n_iters, tol)
+                compile_s += dt
+                done = sweeps[:count]
+                for dest, value in zip((q, conv, iters, cost), out, strict=True):
+                    dest[g][:, done] = np.swapaxes(value[:count], 0, 1)
+                reached[g][:, done] = True
     # Keep the first occurrence of each real frame (padding repeats the last frame).
-    first = np.unique(grid.reshape(-1), return_index=True)[1]
-    q_out[:] = q[first]
-    conv_out, it_out, cost_out = conv[first], iters[first], cost[first]
-    reached_out = reached[first]
-    # Unreached frames hold the last reached frame of their chunk.
+    first_of = np.unique(grid.reshape(-1), return_index=True)[1]
+    q_out = q.reshape(-1, tree.nq)[first_of]
+    conv_out, it_out, cost_out, reached_out = (a.reshape(-1)[first_of] for a in (conv, iters, cost, reached))
+    # Unreached frames hold the last reached frame of their chain (frame 0 of a chain is reached).
     for f in np.flatnonzero(~reached_out):
         q_out[f] = q_out[f - 1]
-    timed_out = ~reached_out
-    conv_out = conv_out & reached_out
-    result = IKResult(q=q_out, converged=conv_out, iterations=it_out, residual_m=np.zeros(0),
-                      max_error_m=np.zeros(0), cost=cost_out, timed_out=timed_out,
-                      tendon_jump=np.zeros(n_frames, bool))
+    result = IKResult(q=q_out, converged=conv_out & reached_out, iterations=it_out,
+                      residual_m=np.zeros(0), max_error_m=np.zeros(0), cost=cost_out,
+                      timed_out=~reached_out, tendon_jump=np.zeros(n_frames, bool))
 
     def resolve(frames, q_init, q_prev, prev_weight):
         return problem.resolve_frames(frames, arrays, q_init, q_prev, prev_weight,
@@ -459,8 +534,9 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
 
     for c in problem.constraints:
         result = c.finalize(problem, arrays, result, resolve)
+    rms, worst, dt = _frame_errors(problem, arrays, result.q)
+    compile_s += dt
     solve_s = time.perf_counter() - start - compile_s
-    rms, worst = frame_errors(problem, arrays, result.q)
     return dataclasses.replace(result, residual_m=rms, max_error_m=worst, solve_s=solve_s,
                                compile_s=compile_s)
 
@@ -468,16 +544,29 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
 def frame_errors(problem: IKProblem, targets: Mapping[str, np.ndarray],
                  qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """RMS and max point error (T,) each, metres, of ``qs`` (T, nq) against ``targets``."""
+    return _frame_errors(problem, targets, qs)[:2]
+
+
+def _frame_errors(problem, targets, qs):
+    """:func:`frame_errors` and the seconds spent compiling, in calls of ``ERRORS_BATCH``
+    frames (one compiled shape for any clip length)."""
+    qs = np.asarray(qs, dtype=np.float64)
+    n = len(qs)
+    errs, compile_s = [], 0.0
     with jax.enable_x64(True):
-        args = (jnp.asarray(qs), {k: jnp.asarray(v) for k, v in targets.items()})
-        fn, _ = problem._compiled_fn("errors", *args)
-        errs = np.asarray(fn(*args))
+        for lo in range(0, n, ERRORS_BATCH):
+            rows = np.minimum(lo + np.arange(ERRORS_BATCH), n - 1)
+            args = (qs[rows], {k: np.asarray(v, np.float64)[rows] for k, v in targets.items()})
+            fn, dt = problem._compiled_fn("errors", *args)
+            compile_s += dt
+            errs.append(np.asarray(fn(*args))[:n - lo])
+    errs = np.concatenate(errs)
     valid = np.isfinite(errs)
     count = valid.sum(axis=1)
     sq = np.where(valid, errs, 0.0) ** 2
     rms = np.where(count > 0, np.sqrt(sq.sum(axis=1) / np.maximum(count, 1)), np.nan)
     worst = np.where(count > 0, np.where(valid, errs, -np.inf).max(axis=1), np.nan)
-    return rms, worst
+    return rms, worst, compile_s
 
 
 def _check_targets(problem: IKProblem, targets: Mapping[str, np.ndarray]):
