@@ -1,10 +1,20 @@
-"""Many marker trials: one output + report per trial, a summary table, resumable, parallel.
+"""Many motions or marker trials: one output + report each, a summary table, resumable, parallel.
 
-A trial whose output ``.npz`` already exists is skipped (its report, when present, still enters
-the summary), so an interrupted batch resumes where it stopped. With ``jobs`` > 1 trials run in a
-process pool (started with ``spawn``; each trial calibrates the subject model from the shared
-static trial); run sequentially, the trials share one calibration. A tqdm bar shows progress.
-Failures on bad input are recorded per trial and do not stop the batch.
+An item whose output ``.npz`` already exists is skipped (its report, when present, still enters
+the summary), so an interrupted batch resumes where it stopped. :func:`run_items` runs the rest:
+
+* ``jobs`` > 1: a process pool (``spawn``); each worker process keeps its own state across the
+  items it runs (e.g. the calibrated subject model and its compiled IK problem);
+* otherwise, one thread per JAX device (:func:`jax.local_devices`), items dealt round-robin, each
+  thread with its own state and ``jax.default_device`` set, so each device runs its own solves
+  (on a CPU host: one device, unless ``XLA_FLAGS=--xla_force_host_platform_device_count=N``).
+
+A tqdm bar shows progress. Failures on bad input are recorded per item and do not stop the batch.
+
+:func:`configure_compilation_cache` points JAX's persistent compilation cache at
+``$MUSCLERL_CACHE`` (default ``~/.cache/musclerl/jax``; ``MUSCLERL_CACHE=off`` disables it), so a
+second run, or another process of the same batch, loads the compiled IK solver from disk instead
+of compiling it again. The commands call it first thing; importing the library changes nothing.
 """
 
 from __future__ import annotations
@@ -13,10 +23,46 @@ import concurrent.futures
 import dataclasses
 import json
 import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path
+
+CACHE_ENV = "MUSCLERL_CACHE"
+#: Compiles shorter than this are not written to the persistent cache (tiny eager-op kernels).
+CACHE_MIN_COMPILE_S = 0.1
+
+
+def compilation_cache_dir() -> Path | None:
+    """The persistent compilation cache folder: ``$MUSCLERL_CACHE``, else ``~/.cache/musclerl/jax``;
+    None when ``MUSCLERL_CACHE=off``."""
+    value = os.environ.get(CACHE_ENV, "")
+    if value.lower() == "off":
+        return None
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "musclerl" / "jax"
+
+
+def configure_compilation_cache() -> Path | None:
+    """Turn on JAX's persistent compilation cache in :func:`compilation_cache_dir` (every entry
+    compiled in more than :data:`CACHE_MIN_COMPILE_S`, any size); returns the folder or None.
+
+    Must run before the process compiles anything with JAX: JAX decides once, at its first
+    compile, whether a cache is used.
+    """
+    import jax
+
+    path = compilation_cache_dir()
+    if path is None:
+        return None
+    path.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_S)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return path
+
 
 SUMMARY_FIELDS = (
     "frames",
@@ -81,56 +127,115 @@ def plan(trials: list[Path], out_dir: Path, mot: bool, plot: bool) -> list[Trial
     ]
 
 
-def _retarget_one(paths: TrialPaths, options, calibrated=None) -> tuple[dict, object]:
-    """Retarget and write one trial: (its report or error row, the subject model used or given).
+def retarget_trial(paths: TrialPaths, options, state: dict) -> dict:
+    """Retarget and write one trial; returns its report (or an error row).
 
-    ``calibrated``: a :class:`~musclerl.retarget.markers_pipeline.CalibratedModel` from an earlier
-    trial of the batch (it depends only on ``options``), or None to calibrate here.
+    ``state`` is kept by the worker across its trials: the subject model (it depends only on
+    ``options``) is calibrated once and its compiled IK problems are reused.
     """
     from musclerl.retarget.command_markers import write_outputs
     from musclerl.retarget.markers_pipeline import retarget_markers
 
     try:
-        result = retarget_markers(paths.trc, options, calibrated)
+        result = retarget_markers(paths.trc, options, state.get("calibrated"))
     except InputError as err:
-        return {"trial": str(paths.trc), "error": str(err)}, calibrated
+        return {"trial": str(paths.trc), "error": str(err)}
+    state["calibrated"] = result.calibrated
     write_outputs(result, paths.out, paths.report, paths.mot, paths.plot)
-    return result.report, result.calibrated
-
-
-def _run_one(paths: TrialPaths, options) -> dict:
-    """One trial in a worker process (it calibrates its own subject model)."""
-    return _retarget_one(paths, options)[0]
+    return result.report
 
 
 def run_batch(trials: list[TrialPaths], options, jobs: int = 1, progress: bool = True) -> list[dict]:
     """Retarget every trial not already done; returns one summary row per trial (input order)."""
-    from tqdm import tqdm
-
-    rows: dict[Path, dict] = {}
+    rows = {}
     todo = []
     for paths in trials:
         if paths.out.exists():
-            report = json.loads(paths.report.read_text()) if paths.report.exists() else {}
-            rows[paths.trc] = {**report, "trial": str(paths.trc), "skipped": True}
+            rows[paths.trc] = skipped_row(paths.trc, paths.report)
         else:
             todo.append(paths)
-    bar = tqdm(total=len(todo), desc="retarget", unit="trial", disable=not progress)
-    if jobs <= 1:
-        calibrated = None  # the subject model depends only on ``options``: calibrate it once
-        for paths in todo:
-            rows[paths.trc], calibrated = _retarget_one(paths, options, calibrated)
-            bar.update()
-    else:
+    results = run_items(todo, retarget_trial, (options,), jobs=jobs, desc="retarget", progress=progress)
+    rows.update({paths.trc: row for paths, row in zip(todo, results, strict=True)})
+    return [rows[p.trc] for p in trials]
+
+
+def skipped_row(item: Path, report: Path) -> dict:
+    """Summary row of an item finished by an earlier run (its report when present)."""
+    earlier = json.loads(report.read_text()) if report.exists() else {}
+    return {**earlier, "trial": str(item), "skipped": True}
+
+
+_WORKER_STATE: dict = {}  # per worker process (process pool): state kept across its items
+
+
+def _worker_init() -> None:
+    configure_compilation_cache()
+
+
+def _in_worker(run_one: Callable, item, args: tuple) -> dict:
+    return run_one(item, *args, _WORKER_STATE)
+
+
+def current_device() -> str:
+    """The JAX device this thread's solves run on (its ``jax.default_device``), as text."""
+    import jax
+
+    return str(jax.config.jax_default_device or jax.devices()[0])
+
+
+def run_items(
+    items: Sequence,
+    run_one: Callable,
+    args: tuple = (),
+    jobs: int = 1,
+    desc: str = "retarget",
+    progress: bool = True,
+    devices: Sequence | None = None,
+) -> list[dict]:
+    """``run_one(item, *args, state)`` for every item; returns the rows in ``items`` order.
+
+    ``jobs`` > 1: that many spawned processes (``run_one`` must be a module-level function).
+    Otherwise one thread per device of ``devices`` (default :func:`jax.local_devices`): device
+    ``k`` runs items ``k, k + D, k + 2D, ...`` under ``jax.default_device``. ``state`` is a dict
+    private to the process or thread, kept across its items.
+    """
+    from tqdm import tqdm
+
+    rows: list = [None] * len(items)
+    bar = tqdm(total=len(items), desc=desc, unit="item", disable=not progress)
+    if jobs > 1:
         # spawn, not fork: the parent may hold JAX/XLA threads, which do not survive a fork
         context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = {pool.submit(_run_one, paths, options): paths for paths in todo}
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=jobs, mp_context=context, initializer=_worker_init
+        ) as pool:
+            futures = {pool.submit(_in_worker, run_one, item, args): k for k, item in enumerate(items)}
             for future in concurrent.futures.as_completed(futures):
-                rows[futures[future].trc] = future.result()
+                rows[futures[future]] = future.result()
                 bar.update()
+        bar.close()
+        return rows
+    import jax
+
+    devices = list(jax.local_devices() if devices is None else devices)[: max(len(items), 1)]
+    lock = threading.Lock()
+
+    def deal(k: int) -> None:
+        state: dict = {}
+        with jax.default_device(devices[k]):
+            for i in range(k, len(items), len(devices)):
+                rows[i] = run_one(items[i], *args, state)
+                with lock:
+                    bar.update()
+
+    if len(devices) == 1:
+        deal(0)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(devices)) as pool:
+            for future in [pool.submit(deal, k) for k in range(len(devices))]:
+                future.result()
     bar.close()
-    return [rows[p.trc] for p in trials]
+    return rows
 
 
 def summary_rows(reports: list[dict]) -> list[dict]:

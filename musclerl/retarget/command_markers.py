@@ -30,14 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="plain weighted least squares (no second pass down-weighting markers the model cannot follow)",
     )
-    parser.add_argument(
-        "--solver",
-        choices=("sequential", "batched"),
-        default="sequential",
-        help="sequential: frame by frame on MuJoCo C, warm-started (default, no compile; ~170 frames/s "
-        "on gait2354); batched: the whole clip in one JAX solve (musclerl.retarget.solver) with "
-        "tendon-jump repair; same poses, but 15-20 s of compile per process on a CPU",
-    )
     parser.add_argument("--out", required=True, help="output Trajectory .npz (a folder for many trials)")
     parser.add_argument(
         "--mot",
@@ -50,7 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "'calibration' entry rebuilds the subject model (markers_pipeline.subject_spec)",
     )
     parser.add_argument("--plot", help="quality plot PNG; with many trials any value turns plots on")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel processes for many trials")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="parallel processes for many trials (default 1: one process, trials spread over its "
+        "JAX devices)",
+    )
 
 
 def write_outputs(result, out: Path, report: Path | None, mot: Path | None, plot: Path | None) -> None:
@@ -93,23 +91,21 @@ def _options(args: argparse.Namespace):
         start_s=args.start,
         end_s=args.end,
         robust=not args.no_robust,
-        solver=args.solver,
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from musclerl.errors import InputError
     from musclerl.retarget import batch
     from musclerl.retarget.markers_pipeline import load_inputs, retarget_markers
 
+    batch.configure_compilation_cache()
     options = _options(args)
     load_inputs(options)  # fail early, before any output, on a bad marker set / setup / static trial
     trials = batch.expand_trials(args.trc)
     single = len(trials) == 1 and Path(args.trc[0]).is_file() and Path(args.out).suffix == ".npz"
     if single:
-        result = retarget_markers(trials[0], dataclasses.replace(options, progress=True))
+        result = retarget_markers(trials[0], options)
         write_outputs(
             result,
             Path(args.out),

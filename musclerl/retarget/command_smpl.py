@@ -8,8 +8,10 @@ stores the terrain heightfield and the contact flags of the sole points.
 One motion: ``--out OUT.npz`` plus optional ``--report R.json`` and ``--plot P.png`` (with
 ``P_terrain.png`` beside it). Several motions (or a folder of ``.npz``/``.txt``): ``--out`` is a
 folder receiving ``<motion>.npz`` and ``<motion>.json`` (and ``.png`` files when ``--plot`` is
-given) and a ``summary.json``; finished motions are skipped, ``--jobs`` runs them in parallel
-processes.
+given) and a ``summary.json``; finished motions are skipped; motions run spread over the
+process's JAX devices, or over ``--jobs`` processes (:func:`musclerl.retarget.batch.run_items`).
+JAX's persistent compilation cache is turned on first
+(:func:`musclerl.retarget.batch.configure_compilation_cache`, ``$MUSCLERL_CACHE``).
 
 Report fields are those of :mod:`musclerl.retarget.report`, with the ground ones measured on the
 recovered terrain: ``penetration_frac``/``penetration_max_m`` (every collision geom's lowest
@@ -41,13 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keypoint IK only: no contact, terrain or ground constraint")
     parser.add_argument("--y-up", action="store_true",
                         help="AMASS file in SMPL's Y-up frame (not AMASS's Z-up)")
-    parser.add_argument(
-        "--solver", choices=("sequential", "batched"), default="sequential",
-        help="sequential: frame by frame on MuJoCo C, warm-started (default, no compile); batched: "
-        "each IK pass over the whole clip in one JAX solve with tendon-jump repair and the ground as "
-        "a constraint (15-35 s of compile per motion: slower end to end on the clips measured, "
-        "up to 1,029 frames)")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel processes for many motions")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="parallel processes for many motions (default 1: one process, motions "
+                        "spread over its JAX devices)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +54,6 @@ class SmplOptions:
     scale: bool = True
     ground: bool = True
     y_up: bool = False
-    solver: str = "sequential"
 
 
 def read_motion(path: Path, y_up: bool = False):
@@ -74,17 +71,17 @@ def read_motion(path: Path, y_up: bool = False):
     raise InputError(path, "unknown motion format: expected an AMASS .npz or a DeepMimic .txt")
 
 
-def retarget_file(path: Path, options: SmplOptions, progress: bool = True):
+def retarget_file(path: Path, options: SmplOptions):
     """Retarget one file; returns (RetargetResult, report dict, plot series)."""
     import time
 
+    from musclerl.retarget.batch import current_device
     from musclerl.retarget.report import quality_report
     from musclerl.retarget.smpl_pipeline import PipelineParams, retarget_keypoints
 
     motion = read_motion(path, options.y_up)
     start = time.perf_counter()
-    params = PipelineParams(scale=options.scale, ground=options.ground, progress=progress,
-                            solver=options.solver)
+    params = PipelineParams(scale=options.scale, ground=options.ground)
     result = retarget_keypoints(motion, options.model, params)
     seconds = time.perf_counter() - start
     names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
@@ -99,7 +96,7 @@ def retarget_file(path: Path, options: SmplOptions, progress: bool = True):
     report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
     report["trial"] = str(path)
     report["model"] = options.model
-    report["solver"] = options.solver
+    report["device"] = current_device()
     for key in ("compile_s", "tendon_jumps_detected", "tendon_jumps_left"):
         if key in result.metrics:
             report[key] = result.metrics[key]
@@ -145,14 +142,14 @@ def plot_terrain(path: Path, result) -> None:
     plt.close(fig)
 
 
-def write_outputs(path: Path, options: SmplOptions, out: Path, report: Path | None, plot: Path | None,
-                  progress: bool = True) -> dict:
+def write_outputs(path: Path, options: SmplOptions, out: Path, report: Path | None,
+                  plot: Path | None) -> dict:
     """Retarget ``path`` and write the Trajectory, report and plots; returns the report."""
     import numpy as np
 
     from musclerl.retarget.report import plot_report, write_report
 
-    result, report_dict, series = retarget_file(path, options, progress)
+    result, report_dict, series = retarget_file(path, options)
     out.parent.mkdir(parents=True, exist_ok=True)
     result.trajectory.save(out)
     if report is not None:
@@ -175,28 +172,25 @@ def expand_motions(inputs: list[str]) -> list[Path]:
     return expand_inputs(inputs, MOTION_SUFFIXES, "motion")
 
 
-def _run_one(path: Path, options: SmplOptions, out_dir: Path, plot: bool) -> dict:
+def retarget_motion(path: Path, options: SmplOptions, out_dir: Path, plot: bool, state: dict) -> dict:
+    """One motion of a folder run (:func:`musclerl.retarget.batch.run_items`): its report or an
+    error row. ``state`` is unused: each motion scales its own model, so shares no problem."""
     from musclerl.errors import InputError
 
     try:
         return write_outputs(path, options, out_dir / f"{path.stem}.npz", out_dir / f"{path.stem}.json",
-                             out_dir / f"{path.stem}.png" if plot else None, progress=False)
+                             out_dir / f"{path.stem}.png" if plot else None)
     except InputError as err:
         return {"trial": str(path), "error": str(err)}
 
 
 def run(args: argparse.Namespace) -> int:
-    import concurrent.futures
-    import json
-    import multiprocessing
-
-    from tqdm import tqdm
-
     from musclerl.errors import InputError
     from musclerl.retarget import batch
 
+    batch.configure_compilation_cache()
     options = SmplOptions(model=args.model, scale=not args.no_scale, ground=not args.no_ground,
-                          y_up=args.y_up, solver=args.solver)
+                          y_up=args.y_up)
     motions = expand_motions(args.motion)
     if len(motions) == 1 and not Path(args.motion[0]).is_dir():
         out = Path(args.out)
@@ -215,25 +209,13 @@ def run(args: argparse.Namespace) -> int:
     rows: dict[Path, dict] = {}
     todo = []
     for m in motions:
-        done, report = out_dir / f"{m.stem}.npz", out_dir / f"{m.stem}.json"
-        if done.exists():
-            rows[m] = {**(json.loads(report.read_text()) if report.exists() else {}), "trial": str(m),
-                       "skipped": True}
+        if (out_dir / f"{m.stem}.npz").exists():
+            rows[m] = batch.skipped_row(m, out_dir / f"{m.stem}.json")
         else:
             todo.append(m)
-    bar = tqdm(total=len(todo), desc="retarget smpl", unit="motion")
-    if args.jobs <= 1:
-        for m in todo:
-            rows[m] = _run_one(m, options, out_dir, bool(args.plot))
-            bar.update()
-    else:
-        context = multiprocessing.get_context("spawn")  # no fork with JAX/XLA threads around
-        with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
-            futures = {pool.submit(_run_one, m, options, out_dir, bool(args.plot)): m for m in todo}
-            for future in concurrent.futures.as_completed(futures):
-                rows[futures[future]] = future.result()
-                bar.update()
-    bar.close()
+    done = batch.run_items(todo, retarget_motion, (options, out_dir, bool(args.plot)), jobs=args.jobs,
+                           desc="retarget smpl")
+    rows.update(zip(todo, done, strict=True))
     table = batch.summary_rows([rows[m] for m in motions])
     batch.write_summary(out_dir, table)
     print(batch.format_table(table))

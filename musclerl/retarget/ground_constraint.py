@@ -2,14 +2,20 @@
 
 :class:`SoleContact` plugs into :class:`musclerl.retarget.solver.IKProblem` through the
 ``residual`` hook of :class:`musclerl.retarget.constraints.Constraint`. Its per-frame target
-(P, 3) holds each sole point's stance anchor, NaN where the point is in swing (e.g.
-:meth:`musclerl.retarget.ground.GroundContact.sole_targets` with swing rows set to NaN). Rows:
+(P, 6) holds, per sole point, its stance anchor (3; NaN where the point is in swing, e.g.
+:meth:`musclerl.retarget.ground.GroundContact.sole_targets` with swing rows set to NaN) and the
+ground plane under it, ``z = c0 + c1 x + c2 y`` (3; NaN where no ground is known), from
+:func:`ground_planes`. Rows:
 
 * ``sqrt(w) * (p - anchor)`` for anchored points — stance feet pinned, no skating;
-* ``sqrt(w) * relu(h(x, y) - z)`` for the others — a swing sole point is pushed out of the
-  ground and never pulled into it (``h`` the terrain, bilinear like :meth:`Terrain.height_at`).
+* ``sqrt(w) * relu(c0 + c1 x + c2 y - z)`` for the others — a swing sole point is pushed out of
+  the ground and never pulled into it.
 
 Cost added: ``w * (|p - anchor|^2 + relu(h - z)^2)``. Positions world metres, Z up.
+
+The terrain enters as data (a plane per frame and point, tangent to the heightfield where the
+point was), not as a constant of the compiled solver: one compiled problem serves every pass,
+every terrain, and the keypoint pass before any terrain is known (all targets NaN).
 """
 
 from __future__ import annotations
@@ -24,23 +30,21 @@ from musclerl.retarget.constraints import Constraint
 from musclerl.retarget.kinematics import KinematicTree
 
 
-def terrain_height_jax(terrain: Terrain, xy_m: jnp.ndarray) -> jnp.ndarray:
-    """:meth:`Terrain.height_at` in JAX (bilinear, clamped outside the grid): (..., 2) -> (...)."""
-    h = jnp.asarray(terrain.height_m, dtype=xy_m.dtype)
-    rows, cols = terrain.height_m.shape
-    gx = jnp.clip((xy_m[..., 0] - terrain.origin_m[0]) / terrain.cell_m, 0, cols - 1)
-    gy = jnp.clip((xy_m[..., 1] - terrain.origin_m[1]) / terrain.cell_m, 0, rows - 1)
-    c0 = jnp.minimum(jnp.floor(gx).astype(jnp.int32), max(cols - 2, 0))
-    r0 = jnp.minimum(jnp.floor(gy).astype(jnp.int32), max(rows - 2, 0))
-    c1, r1 = jnp.minimum(c0 + 1, cols - 1), jnp.minimum(r0 + 1, rows - 1)
-    fx, fy = gx - c0, gy - r0
-    top = h[r0, c0] * (1 - fx) + h[r0, c1] * fx
-    bottom = h[r1, c0] * (1 - fx) + h[r1, c1] * fx
-    return top * (1 - fy) + bottom * fy
+def ground_planes(terrain: Terrain, points_m: np.ndarray, step_m: float = 1e-3) -> np.ndarray:
+    """Planes ``(c0, c1, c2)`` (..., 3), ``z = c0 + c1 x + c2 y``, tangent to ``terrain`` (its
+    bilinear :meth:`Terrain.height_at`) under ``points_m`` (..., 3) world metres; slopes by
+    central differences over ``step_m``."""
+    xy = np.asarray(points_m, dtype=np.float64)[..., :2]
+    dx, dy = np.array([step_m, 0.0]), np.array([0.0, step_m])
+    slope_x = (terrain.height_at(xy + dx) - terrain.height_at(xy - dx)) / (2 * step_m)
+    slope_y = (terrain.height_at(xy + dy) - terrain.height_at(xy - dy)) / (2 * step_m)
+    height = terrain.height_at(xy)
+    return np.stack([height - slope_x * xy[..., 0] - slope_y * xy[..., 1], slope_x, slope_y], axis=-1)
 
 
 class SoleContact(Constraint):
-    """Sole sites ``sole_sites`` (P,) of ``model`` held on ``terrain`` (see the module docstring).
+    """Sole sites ``sole_sites`` (P,) of ``model`` held on the ground given with the targets (see
+    the module docstring).
 
     ``tree`` must contain the sites' bodies (``KinematicTree.from_model(model, keep_bodies=...)``).
     """
@@ -48,7 +52,7 @@ class SoleContact(Constraint):
     target_required = True
 
     def __init__(self, model: mujoco.MjModel, tree: KinematicTree, sole_sites: tuple[str, ...],
-                 terrain: Terrain, weight: float = 1e3, name: str = "ground"):
+                 weight: float = 1e3, name: str = "ground"):
         ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sole_sites]
         missing = [s for s, i in zip(sole_sites, ids, strict=True) if i < 0]
         if missing:
@@ -59,15 +63,17 @@ class SoleContact(Constraint):
         self.body_ids = np.array([tree.body_index(int(model.site_bodyid[i])) for i in ids], dtype=np.int64)
         self.local_m = np.array([model.site_pos[i] for i in ids], dtype=np.float64)
         self.sqrt_w = float(np.sqrt(weight))
-        self.terrain = terrain
 
     def target_shape(self, tree: KinematicTree) -> tuple[int, ...]:
-        return (len(self.body_ids), 3)
+        return (len(self.body_ids), 6)
 
     def residual(self, tree, q, target, prev):
         p = tree.point_positions(q, self.body_ids, self.local_m)
-        anchored = jnp.all(jnp.isfinite(target), axis=-1, keepdims=True)
-        pin = jnp.where(anchored, p - jnp.where(anchored, target, 0.0), 0.0).reshape(-1)
-        below = jnp.maximum(terrain_height_jax(self.terrain, p[:, :2]) - p[:, 2], 0.0)
-        free = jnp.where(anchored[:, 0], 0.0, below)
+        anchor, plane = target[:, :3], target[:, 3:]
+        anchored = jnp.all(jnp.isfinite(anchor), axis=-1, keepdims=True)
+        pin = jnp.where(anchored, p - jnp.where(anchored, anchor, 0.0), 0.0).reshape(-1)
+        known = jnp.all(jnp.isfinite(plane), axis=-1)
+        c = jnp.where(known[:, None], plane, 0.0)
+        below = jnp.maximum(c[:, 0] + c[:, 1] * p[:, 0] + c[:, 2] * p[:, 1] - p[:, 2], 0.0)
+        free = jnp.where(anchored[:, 0] | ~known, 0.0, below)
         return self.sqrt_w * jnp.concatenate([pin, free])

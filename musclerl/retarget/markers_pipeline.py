@@ -10,19 +10,19 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    the static trial saw it (OpenSim's marker placement). That step is what makes generic marker
    positions — 8-16 cm off on thighs and shanks — usable.
 2. :func:`solve_trial` — weighted least squares over the trial (OpenSim's IK objective, the IK
-   setup's marker weights and coordinate tasks), either frame by frame on MuJoCo C
-   (``solver="sequential"``, :class:`PoseFit`: LM, joint limits held, joint-equality couplings
-   exact, warm-started from the previous frame) or as one batched JAX solve of the clip
-   (``solver="batched"``, :func:`musclerl.retarget.solver.solve_clip` with joint limits, joint
-   equalities, smoothness and tendon continuity). Both reach the same poses on gait2354 (joint
-   angles within 0.01 deg, marker RMS 46.9 mm all / 15.0 mm lower body for both); measured on 2
-   shared CPU cores (load ~4), the 73-frame walk takes 4.3 s end to end sequentially (~170
-   frames/s of IK) and 30-38 s batched, of which 15-21 s is the JIT compile (3 compiled
-   functions; the robust pass reuses them, its weights travelling with the targets), so the
-   sequential solver stays the default. With
+   setup's marker weights and coordinate tasks) as one batched JAX solve of the whole clip
+   (:func:`musclerl.retarget.solver.solve_clip`): joint limits held, joint equalities exact,
+   smoothness, and tendon continuity (muscle-path jumps detected and re-solved). With
    ``robust`` a second pass down-weights markers the model cannot follow over the clip (e.g.
    trunk markers on a model whose trunk is rigid): a marker whose clip RMS exceeds twice the
-   median gets its weight scaled by ``(2 median / rms)^2``.
+   median gets its weight scaled by ``(2 median / rms)^2``. The marker weights travel with the
+   targets, so both passes — and every later trial of the same subject and marker set — reuse
+   one :class:`~musclerl.retarget.solver.IKProblem` (cached on the :class:`CalibratedModel`);
+   the JIT compile happens once per process, and not at all when JAX's persistent compilation
+   cache (set up by the command, :func:`musclerl.retarget.batch.configure_compilation_cache`)
+   already holds it. Only the static-trial placement (one averaged pose, fitted in two stages
+   with the root or the limbs locked) runs on MuJoCo C (:class:`PoseFit`): a single pose costs
+   milliseconds there, against seconds of compile for a JAX problem used once.
 3. :func:`retarget_markers` — the above for one ``.trc``, returning the Trajectory, the quality
    report (:mod:`musclerl.retarget.report`) and an OpenSim-style coordinate table.
 """
@@ -30,7 +30,6 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from pathlib import Path
 
@@ -45,6 +44,8 @@ from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import MarkerData, read_trc
+from musclerl.retarget.batch import current_device
+from musclerl.retarget.ground import site_positions_m
 from musclerl.retarget.marker_fit import PoseFit, align_root, place_markers, root_rigid_sites
 from musclerl.retarget.report import quality_report
 
@@ -63,8 +64,6 @@ class MarkerOptions:
     start_s: float | None = None
     end_s: float | None = None
     robust: bool = True
-    solver: str = "sequential"
-    progress: bool = False  # per-frame progress bar (sequential solver)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +79,18 @@ class CalibratedModel:
     model_name: str = "myolegs"
     mass_kg: float | None = None
     markers_scaled: bool = True  # False once placed: locations are in the scaled body frames
+    # IK problems built on ``model`` (see :meth:`clip_ik`), reused across passes and trials.
+    problems: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def clip_ik(self, names: list[str], coordinates: dict) -> ClipIK:
+        """The :class:`ClipIK` of markers ``names`` and coordinate tasks ``coordinates`` on this
+        subject, built on first use and cached per JAX default device (one compile per device)."""
+        import jax
+
+        key = (tuple(names), tuple(sorted(coordinates.items())), str(jax.config.jax_default_device))
+        if key not in self.problems:
+            self.problems[key] = ClipIK(self.model, names, coordinates)
+        return self.problems[key]
 
     def to_dict(self) -> dict:
         """JSON-ready description from which :func:`subject_spec` rebuilds the subject model."""
@@ -129,6 +140,8 @@ class TrialSolution:
     weights: np.ndarray
     seconds: float  # solving, without compiling
     compile_s: float = 0.0
+    tendon_jumps_detected: int = 0  # muscle-path jumps found (and re-solved) over the passes
+    tendon_jumps_left: int = 0  # frames still jumping after the repair
 
 
 def time_window(data: MarkerData, start_s: float | None, end_s: float | None) -> MarkerData:
@@ -276,55 +289,15 @@ def calibrate(
     return CalibratedModel(model, spec, placed, factors, rms, missing, model_name, mass, markers_scaled=False)
 
 
-def _solve_pass(
-    fit: PoseFit, targets: np.ndarray, qpos_init: np.ndarray, progress: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    from tqdm import tqdm
-
-    qpos = np.zeros((len(targets), fit.model.nq))
-    converged = np.zeros(len(targets), dtype=bool)
-    q = qpos_init
-    for t in tqdm(range(len(targets)), desc="IK", unit="frame", disable=not progress, leave=False):
-        if np.sum(~np.isnan(targets[t, :, 0]) & (fit.weights > 0)) < 3:
-            qpos[t] = q
-            continue
-        result = fit.solve(targets[t], q)
-        q = result.qpos
-        qpos[t], converged[t] = q, result.converged
-    return qpos, converged
-
-
-SOLVERS = ("batched", "sequential")
-
-
 def _first_full_frame(targets: np.ndarray) -> int:
     return int(np.argmax(np.sum(~np.isnan(targets[..., 0]), axis=1)))
 
 
-def _solve_sequential(
-    model: mujoco.MjModel,
-    names: list[str],
-    weights: np.ndarray,
-    coordinates: dict,
-    targets: np.ndarray,
-    progress: bool = False,
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Frame by frame on MuJoCo C (:class:`PoseFit`), warm-started.
-
-    Returns qpos (T, nq), converged (T,) and compile seconds (0: nothing to compile)."""
-    fit = PoseFit(model, names, weights, coordinates)
-    first = _first_full_frame(targets)
-    q0 = fit.solve(targets[first], align_root(model, model.qpos0, names, targets[first])).qpos
-    qpos, converged = _solve_pass(fit, targets, q0, progress)
-    return qpos, converged, 0.0
-
-
-class _BatchedClip:
+class ClipIK:
     """The batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`) of one marker set on one
     model: marker and coordinate tasks; joint limits, joint equalities, smoothness and tendon
-    continuity held. The marker weights (M,) travel with the targets (``MarkerTask`` with
-    ``frame_weights``), so the robust pass re-weights without building or compiling a new problem.
-    Call it like :func:`_solve_sequential`; returns qpos (T, nq), converged (T,), compile seconds."""
+    continuity (jump repair) held. The marker weights (M,) travel with the targets (``MarkerTask``
+    with ``frame_weights``), so re-weighted passes and other trials reuse the compiled problem."""
 
     def __init__(self, model: mujoco.MjModel, names: list[str], coordinates: dict):
         from musclerl.retarget.constraints import Smoothness, TendonContinuity
@@ -349,22 +322,16 @@ class _BatchedClip:
         self.model, self.names = model, names
         self.problem = IKProblem(tree, tasks, constraints)
 
-    def __call__(
-        self,
-        model: mujoco.MjModel,
-        names: list[str],
-        weights: np.ndarray,
-        coordinates: dict,
-        targets: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray, float]:
+    def solve(self, weights: np.ndarray, targets: np.ndarray):
+        """IK of marker ``targets`` (T, M, 3) world metres (NaN = missing) with ``weights`` (M,);
+        returns the :class:`~musclerl.retarget.solver.IKResult`."""
         from musclerl.retarget.solver import solve_clip
 
         column = np.broadcast_to(weights[None, :, None], (*targets.shape[:2], 1))
         weighted = np.concatenate([targets, column], axis=-1)  # (T, M, 4): position, weight
         first = _first_full_frame(targets)
-        q0 = align_root(model, model.qpos0, names, targets[first])
-        result = solve_clip(self.problem, {"markers": weighted}, q0)
-        return result.q, result.converged, result.compile_s
+        q0 = align_root(self.model, self.model.qpos0, self.names, targets[first])
+        return solve_clip(self.problem, {"markers": weighted}, q0)
 
 
 def solve_trial(
@@ -372,12 +339,8 @@ def solve_trial(
     markers: MarkerData,
     setup: IKSetup | None = None,
     robust: bool = True,
-    solver: str = "sequential",
-    progress: bool = False,
 ) -> TrialSolution:
-    """IK of ``markers`` on the calibrated model with ``solver`` (see module docstring)."""
-    if solver not in SOLVERS:
-        raise InputError("--solver", f"unknown solver {solver!r}; choose one of {SOLVERS}")
+    """IK of ``markers`` on the calibrated model (see the module docstring)."""
     model = calibrated.model
     sites = {model.site(i).name for i in range(model.nsite)}
     names = [n for n in calibrated.marker_set.names if n in markers.names and n in sites]
@@ -388,14 +351,12 @@ def solve_trial(
         raise InputError(markers.source, "every marker shared with the marker set is missing in every frame")
     weights = _weights(names, setup)
     coordinates = _coordinate_targets(setup)
-    if solver == "batched":
-        solve = _BatchedClip(model, names, coordinates)
-    else:
-        solve = functools.partial(_solve_sequential, progress=progress)
-    probe = PoseFit(model, names, weights)
+    ik = calibrated.clip_ik(names, coordinates)
+    site_ids = np.array([model.site(n).id for n in names])
     start = time.perf_counter()
-    qpos, converged, compile_s = solve(model, names, weights, coordinates, targets)
-    errors = np.linalg.norm(_site_positions(probe, qpos) - targets, axis=-1)
+    result = ik.solve(weights, targets)
+    compile_s, jumps = result.compile_s, int(result.tendon_jumps_detected)
+    errors = np.linalg.norm(site_positions_m(model, result.q, site_ids) - targets, axis=-1)
     if robust:
         with np.errstate(invalid="ignore"):
             rms = np.sqrt(np.nanmean(errors**2, axis=0))
@@ -406,15 +367,21 @@ def solve_trial(
             factor = np.ones(len(names))
             factor[bad] = (ROBUST_MEDIAN_FACTOR * median / rms[bad]) ** 2
             weights = weights * factor
-            qpos, converged, second_compile_s = solve(model, names, weights, coordinates, targets)
-            compile_s += second_compile_s
-            errors = np.linalg.norm(_site_positions(probe, qpos) - targets, axis=-1)
+            result = ik.solve(weights, targets)
+            compile_s, jumps = compile_s + result.compile_s, jumps + int(result.tendon_jumps_detected)
+            errors = np.linalg.norm(site_positions_m(model, result.q, site_ids) - targets, axis=-1)
     seconds = time.perf_counter() - start - compile_s
-    return TrialSolution(qpos, converged, errors, tuple(names), weights, seconds, compile_s)
-
-
-def _site_positions(fit: PoseFit, qpos: np.ndarray) -> np.ndarray:
-    return np.stack([fit.site_positions(q) for q in qpos])
+    return TrialSolution(
+        result.q,
+        result.converged,
+        errors,
+        tuple(names),
+        weights,
+        seconds,
+        compile_s,
+        jumps,
+        int(result.tendon_jump.sum()),
+    )
 
 
 def velocities(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float) -> np.ndarray:
@@ -495,12 +462,10 @@ def retarget_markers(
         else (ik_setup.time_range_s[1] if ik_setup and ik_setup.time_range_s else None)
     )
     markers = time_window(markers, start, end)
-    solution = solve_trial(
-        calibrated, markers, ik_setup, robust=options.robust, solver=options.solver, progress=options.progress
-    )
+    solution = solve_trial(calibrated, markers, ik_setup, robust=options.robust)
     model = calibrated.model
     rate = float(markers.rate_hz)
-    fit = PoseFit(model, list(solution.names), solution.weights)
+    names = list(solution.names)
     trajectory = Trajectory(
         qpos=solution.qpos,
         qvel=velocities(model, solution.qpos, rate),
@@ -508,7 +473,7 @@ def retarget_markers(
         joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
         model_name=options.model,
         site_names=solution.names,
-        site_pos_m=_site_positions(fit, solution.qpos),
+        site_pos_m=site_positions_m(model, solution.qpos, np.array([model.site(n).id for n in names])),
         clip_names=(Path(trc).stem,),
     )
     report, series = quality_report(
@@ -527,7 +492,9 @@ def retarget_markers(
     report["coordinate_tasks_without_joint"] = [name for name in tasks if name not in joints]
     report["trial_markers_unused"] = [name for name in markers.names if name not in solution.names]
     report["compile_s"] = solution.compile_s
-    report["solver"] = options.solver
+    report["tendon_jumps_detected"] = solution.tendon_jumps_detected
+    report["tendon_jumps_left"] = solution.tendon_jumps_left
+    report["device"] = current_device()
     report["static_rms_m"] = calibrated.static_rms_m
     report["calibration"] = calibrated.to_dict()
     report["markers_missing_body"] = calibrated.missing_body

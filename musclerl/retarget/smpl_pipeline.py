@@ -7,24 +7,21 @@ Steps of :func:`retarget_keypoints`:
    with :func:`musclerl.models.scaling.scale_spec`), then adds a site per landmark
    (``kp_<landmark>``) and per sole point (``sole_<heel|toe_tip>_<l|r>``, from the feet's
    collision geoms).
-2. **Keypoint IK.** Every frame is fitted to the landmarks (weighted least squares,
-   Levenberg-Marquardt, warm-started from the previous frame; joint limits and the model's joint
-   equalities held exactly by :class:`musclerl.retarget.marker_fit.PoseFit`).
+2. **Keypoint IK.** The whole clip is fitted to the landmarks in one batched JAX solve
+   (:func:`musclerl.retarget.solver.solve_clip`, weighted least squares, Levenberg-Marquardt,
+   warm-start chains): joint limits held, the model's joint equalities exact, smoothness, and
+   tendon continuity (muscle-path jumps between frames detected and re-solved).
 3. **Contact and terrain.** Stance flags come from the source's foot keypoints
    (:mod:`~musclerl.retarget.contact`); the support surface from the model's sole points in
    stance and the swing feet's free space (:mod:`~musclerl.retarget.terrain`).
 4. **Ground passes.** The IK is repeated with the sole points pinned to their stance anchors on
-   the terrain and lifted out of the ground where they dip in (:mod:`~musclerl.retarget.ground`);
-   a pass is repeated while any collision geom of a foot still penetrates.
-   With ``PipelineParams(solver="batched")`` steps 2 and 4 run as one batched JAX solve of the
-   clip each (:class:`_BatchedFit`: joint limits, joint equalities, smoothness, tendon-jump
-   repair, and :class:`~musclerl.retarget.ground_constraint.SoleContact` on the terrain).
-   Measured (2 shared CPU cores, loaded): DeepMimic walk (39 frames) 15.9 mm keypoint RMS,
-   tendon_jump_frac 0.0 (sequential: 13.5 mm, 0.13), but 64 s instead of 2.3 s (~35 s compile);
-   DeepMimic run (25 frames) 11.4 mm, tendon_jump_frac 0.96 either way (the run's paths change
-   > 5 % per frame at 30 Hz), 72 s instead of 2.4 s; a generated 1029-frame step walk 8.8 mm,
-   tendon_jump_frac 0.0, 35 s (15 s compile + ~9 s compiling tendon-repair batch sizes) against
-   8.6 mm, 0.018, 20 s. Hence ``"sequential"`` stays the default.
+   the terrain and held above it in swing
+   (:class:`~musclerl.retarget.ground_constraint.SoleContact`, the terrain given as a plane per
+   frame and sole point), and lifted where a foot's collision geoms still dip in
+   (:mod:`~musclerl.retarget.ground`); a pass is repeated while any of them penetrates.
+   Steps 2 and 4 share one :class:`~musclerl.retarget.solver.IKProblem` (:class:`ClipIK`): the
+   anchors and planes are its targets (all NaN in step 2), so a motion compiles one solver, and
+   none when JAX's persistent compilation cache already holds it (same scaled model).
 5. **Measured** with MuJoCo C on the final ``qpos``: keypoint errors, limit violations, equality
    residual, penetration of every collision geom, stance skating.
 
@@ -37,7 +34,6 @@ import dataclasses
 
 import mujoco
 import numpy as np
-from tqdm import tqdm
 
 from musclerl.errors import InputError
 from musclerl.models.registry import compile_spec, load_spec
@@ -55,12 +51,12 @@ from musclerl.retarget.ground import (
     site_positions_m,
     skating_mps,
 )
-from musclerl.retarget.marker_fit import PoseFit, align_root, equality_residual, joint_couplings
+from musclerl.retarget.ground_constraint import ground_planes
+from musclerl.retarget.marker_fit import align_root, equality_residual, joint_couplings
 from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 
 #: Sole points per foot; the first takes the source's heel contact, the others its toe contact.
 SOLE_POINTS = ("heel", "toe_tip", "lateral", "medial")
-SOLVERS = ("batched", "sequential")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,13 +68,11 @@ class PipelineParams:
     ground_weight: float = 1000.0
     ground_passes: int = 4
     blend_s: float = 0.1  # swing frames this close to a stance phase are eased onto its anchor
-    max_iterations: int = 150
+    max_iterations: int = 50  # LM iterations per warm-started frame
     tolerance: float = 1e-4  # a frame has converged when an LM step lowers the cost by less (relative)
     contact: ContactParams = ContactParams()
     terrain: TerrainParams = TerrainParams()
     ground_params: GroundParams = GroundParams()
-    progress: bool = True
-    solver: str = "sequential"  # "sequential" (PoseFit per frame) or "batched" (solve_clip)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,77 +288,50 @@ class RetargetResult:
     metrics: dict
 
 
-def _solve_frames(fit: PoseFit, targets: np.ndarray, q_init: np.ndarray, warm: bool, desc: str,
-                  progress: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Fit every frame of ``targets`` (T, S, 3). ``q_init`` (T, nq) are starts, or with ``warm``
-    only ``q_init[0]`` is used and each frame starts from the previous solution."""
-    n = len(targets)
-    q = np.zeros_like(q_init)
-    ok = np.zeros(n, dtype=bool)
-    prev = q_init[0]
-    for t in tqdm(range(n), desc=desc, disable=not progress, leave=False):
-        res = fit.solve(targets[t], prev if warm else q_init[t])
-        q[t], ok[t] = res.qpos, res.converged
-        prev = res.qpos
-    return q, ok
-
-
-class _BatchedFit:
+class ClipIK:
     """Every frame of the clip in one batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`).
 
     Tasks: the keypoint sites (``MarkerTask``, the correspondence weights). Constraints: joint
-    limits, joint equalities, smoothness, tendon continuity (jumps detected and re-solved) and, in
-    the ground passes, :class:`~musclerl.retarget.ground_constraint.SoleContact` on the recovered
-    terrain (anchors of shape (T, P, 3), NaN in swing). One problem per terrain, built once, so the
-    ground passes (new anchors each) reuse its compiled solver. ``stats`` sums ``compile_s``,
-    ``solve_s`` and the tendon jumps detected / left over the solves.
+    limits, joint equalities, smoothness, tendon continuity (jumps detected and re-solved) and
+    :class:`~musclerl.retarget.ground_constraint.SoleContact` (targets (T, P, 6): anchors and
+    ground planes, NaN where a rule does not bind). One problem for all passes. ``stats`` sums
+    ``compile_s``, ``solve_s`` and the tendon jumps detected over the solves, and keeps the
+    frames still jumping after the last one (``tendon_jumps_left``).
     """
 
     def __init__(self, prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray,
                  params: PipelineParams):
-        self.prepared = prepared
-        self.kp_sites = kp_sites
-        self.kp_weights = np.asarray(kp_weights, dtype=float)
-        self.params = params
-        self._problems: dict[int, object] = {}
-        self.stats = {"compile_s": 0.0, "solve_s": 0.0, "tendon_jumps_detected": 0,
-                      "tendon_jumps_left": 0}
-
-    def _problem(self, terrain: Terrain | None):
         from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness, TendonContinuity
         from musclerl.retarget.ground_constraint import SoleContact
         from musclerl.retarget.kinematics import KinematicTree
         from musclerl.retarget.solver import IKProblem
         from musclerl.retarget.tasks import MarkerTask
 
-        key = id(terrain)
-        if key not in self._problems:
-            model = self.prepared.model
-            kp_ids = _site_ids(model, self.kp_sites)
-            sole_ids = _site_ids(model, self.prepared.sole_sites)
-            body_of = [model.body(int(model.site_bodyid[i])).name for i in kp_ids]
-            keep = body_of + [model.body(int(model.site_bodyid[i])).name for i in sole_ids]
-            tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep)))
-            tasks = [MarkerTask(tree, body_of, model.site_pos[kp_ids], self.kp_weights, name="keypoints")]
-            constraints = [JointLimits(model), JointEqualities(model), Smoothness(), TendonContinuity(model)]
-            if terrain is not None:
-                constraints.append(SoleContact(model, tree, self.prepared.sole_sites, terrain,
-                                               weight=self.params.ground_weight))
-            self._problems[key] = (IKProblem(tree, tasks, constraints), terrain)
-        return self._problems[key][0]
+        model = prepared.model
+        kp_ids = _site_ids(model, kp_sites)
+        sole_ids = _site_ids(model, prepared.sole_sites)
+        body_of = [model.body(int(model.site_bodyid[i])).name for i in kp_ids]
+        keep = body_of + [model.body(int(model.site_bodyid[i])).name for i in sole_ids]
+        tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep)))
+        tasks = [MarkerTask(tree, body_of, model.site_pos[kp_ids], np.asarray(kp_weights, dtype=float),
+                            name="keypoints")]
+        constraints = [JointLimits(model), JointEqualities(model), Smoothness(), TendonContinuity(model),
+                       SoleContact(model, tree, prepared.sole_sites, weight=params.ground_weight)]
+        self.problem = IKProblem(tree, tasks, constraints)
+        self.n_sole = len(prepared.sole_sites)
+        self.params = params
+        self.stats = {"compile_s": 0.0, "solve_s": 0.0, "tendon_jumps_detected": 0, "tendon_jumps_left": 0}
 
-    def solve(self, kp_targets: np.ndarray, sole_targets: np.ndarray | None, terrain: Terrain | None,
+    def solve(self, kp_targets: np.ndarray, ground: np.ndarray | None,
               q0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """qpos (T, nq) and converged (T,) for keypoints (T, L, 3) and, with a terrain, sole
-        anchors (T, P, 3) (NaN: swing, held above the terrain)."""
+        """qpos (T, nq) and converged (T,) for keypoints (T, L, 3) and sole targets ``ground``
+        (T, P, 6): anchors and ground planes (None: no ground, the keypoint pass)."""
         from musclerl.retarget.solver import solve_clip
 
-        problem = self._problem(terrain if sole_targets is not None else None)
-        targets = {"keypoints": kp_targets}
-        if sole_targets is not None:
-            targets["ground"] = sole_targets
-        result = solve_clip(problem, targets, q0, max_iters=max(20, self.params.max_iterations // 3),
-                            tol=self.params.tolerance)
+        if ground is None:
+            ground = np.full((len(kp_targets), self.n_sole, 6), np.nan)
+        result = solve_clip(self.problem, {"keypoints": kp_targets, "ground": ground}, q0,
+                            max_iters=self.params.max_iterations, tol=self.params.tolerance)
         self.stats["compile_s"] += result.compile_s
         self.stats["solve_s"] += result.solve_s
         self.stats["tendon_jumps_detected"] += int(result.tendon_jumps_detected)
@@ -390,25 +357,14 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
                        params: PipelineParams | None = None) -> RetargetResult:
     """Retarget ``motion`` onto ``model_name``; see the module docstring for the steps."""
     params = params or PipelineParams()
-    if params.solver not in SOLVERS:
-        raise InputError("--solver", f"unknown solver {params.solver!r}; choose one of {SOLVERS}")
     prepared, match = prepare_model(model_name, motion, scale=params.scale, contact=params.contact)
     model = prepared.model
     kp_sites = [_site_name(lm) for lm in match.landmarks]
     sites = kp_sites + list(prepared.sole_sites)
-    weights = np.concatenate([match.weights, np.full(len(prepared.sole_sites), params.ground_weight)])
-    fit = PoseFit(model, sites, weights, max_iterations=params.max_iterations, tolerance=params.tolerance)
     kp_targets = match.source_positions(motion.names, motion.positions_m)  # (T, L, 3)
-    n, n_sole = motion.num_frames, len(prepared.sole_sites)
-    no_sole = np.full((n, n_sole, 3), np.nan)
     q0 = align_root(model, np.array(model.qpos0), kp_sites, kp_targets[0])
-    batched = _BatchedFit(prepared, kp_sites, match.weights, params) if params.solver == "batched" else None
-    if batched is not None:
-        q, converged = batched.solve(kp_targets, None, None, q0)
-    else:
-        fit_q0 = fit.solve(np.concatenate([kp_targets[0], no_sole[0]]), q0).qpos
-        q, converged = _solve_frames(fit, np.concatenate([kp_targets, no_sole], axis=1),
-                                     np.repeat(fit_q0[None], n, 0), True, "keypoint IK", params.progress)
+    ik = ClipIK(prepared, kp_sites, match.weights, params)
+    q, converged = ik.solve(kp_targets, None, q0)
     sole_ids = _site_ids(model, prepared.sole_sites)
     sole1 = site_positions_m(model, q, sole_ids)
 
@@ -428,11 +384,11 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
         targets = _ease_into_anchors(targets, sole1, flags, int(round(params.blend_s * motion.rate_hz)))
         tol = params.ground_params.penetration_tol_m
         for k in range(params.ground_passes):
-            if batched is not None:
-                q, converged = batched.solve(kp_targets, targets, terrain, q0)
-            else:
-                q, converged = _solve_frames(fit, np.concatenate([kp_targets, targets], axis=1), q, False,
-                                             f"ground pass {k + 1}", params.progress)
+            # The ground under each sole point where the last solve put it (its stance anchor
+            # when anchored): a plane per frame and point, tangent to the terrain there.
+            planes = ground_planes(terrain, np.where(np.isnan(targets), site_positions_m(model, q, sole_ids),
+                                                     targets))
+            q, converged = ik.solve(kp_targets, np.concatenate([targets, planes], axis=-1), q0)
             if k == params.ground_passes - 1:
                 break
             depth = _foot_penetration(prepared, q, terrain)  # (T, 2)
@@ -444,9 +400,7 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
             base[..., 2] += lift
             targets = np.where(lift[..., None] > 0, base, targets)
     metrics = measure(prepared, q, motion.rate_hz, kp_targets, kp_sites, flags, terrain, converged)
-    metrics["solver"] = params.solver
-    if batched is not None:
-        metrics.update(batched.stats)
+    metrics.update(ik.stats)
     site_all = site_positions_m(model, q, np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s)
                                                     for s in sites]))
     traj = Trajectory(
