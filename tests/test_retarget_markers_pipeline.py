@@ -180,38 +180,28 @@ def test_batch_folder_is_resumable(case, tmp_path, capsys):
 TRUNK = ("Sternum", "R.Acromium", "L.Acromium", "Top.Head")
 
 
-def test_run_items_deals_items_round_robin_over_devices():
-    """Items k, k + D, ... on device k, each device's thread with its own state; rows come back
-    in input order."""
-    import jax
-
-    from musclerl.retarget.batch import current_device, run_items
+def test_run_items_keeps_order_and_state():
+    from musclerl.retarget.batch import run_items
 
     def run_one(item, offset, state):
         state.setdefault("items", []).append(item)
-        return {
-            "value": item + offset,
-            "seen": list(state["items"]),
-            "device": current_device(),
-        }
+        return {"value": item + offset, "seen": list(state["items"])}
 
-    device = jax.local_devices()[0]
-    rows = run_items(list(range(5)), run_one, (10,), devices=[device, device], progress=False)
-    assert [r["value"] for r in rows] == [10, 11, 12, 13, 14]
-    assert rows[4]["seen"] == [0, 2, 4] and rows[3]["seen"] == [1, 3]
-    assert all(r["device"] == str(device) for r in rows)
+    rows = run_items([3, 1, 2], run_one, (10,), progress=False)
+    assert [r["value"] for r in rows] == [13, 11, 12] and rows[2]["seen"] == [3, 1, 2]
 
 
 @pytest.mark.slow
-def test_folder_spread_over_two_host_devices(case, tmp_path):
-    """A fresh process with two (virtual) CPU devices: a folder of 4 trials, 2 on each device."""
+def test_folder_on_two_host_devices(case, walk, tmp_path):
+    """A fresh process with two (virtual) CPU devices, the solver's chains split over them: a
+    folder of 2 trials gives the poses of the one-device run (other chain cuts, same optimum)."""
     import os
     import subprocess
     import sys
 
     trials = tmp_path / "trials"
     trials.mkdir()
-    for name in "abcd":
+    for name in "ab":
         (trials / f"{name}.trc").write_bytes(case["walk"].read_bytes())
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     command = [
@@ -230,8 +220,12 @@ def test_folder_spread_over_two_host_devices(case, tmp_path):
         str(tmp_path / "out"),
     ]
     subprocess.run(command, env=env, check=True, capture_output=True)
-    devices = [json.loads((tmp_path / "out" / f"{n}.json").read_text())["device"] for n in "abcd"]
-    assert devices[0] == devices[2] and devices[1] == devices[3] and devices[0] != devices[1]
+    one_device = Trajectory.load(walk / "walk.npz").qpos
+    for name in "ab":
+        report = json.loads((tmp_path / "out" / f"{name}.json").read_text())
+        assert report["failed_frames"] == 0
+        qpos = Trajectory.load(tmp_path / "out" / f"{name}.npz").qpos
+        assert np.rad2deg(np.abs(qpos[:, 7:] - one_device[:, 7:]).max()) < 0.5
 
 
 @pytest.mark.slow

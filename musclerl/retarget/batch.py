@@ -5,9 +5,11 @@ the summary), so an interrupted batch resumes where it stopped. :func:`run_items
 
 * ``jobs`` > 1: a process pool (``spawn``); each worker process keeps its own state across the
   items it runs (e.g. the calibrated subject model and its compiled IK problem);
-* otherwise, one thread per JAX device (:func:`jax.local_devices`), items dealt round-robin, each
-  thread with its own state and ``jax.default_device`` set, so each device runs its own solves
-  (on a CPU host: one device, unless ``XLA_FLAGS=--xla_force_host_platform_device_count=N``).
+* otherwise one item after the other in this process, sharing that state.
+
+Across JAX devices: every solve splits its warm-start chains over all local devices
+(:func:`musclerl.retarget.solver.solve_clip`, ``shard_map``), so one process uses every device
+it sees (on a CPU host one device, unless ``XLA_FLAGS=--xla_force_host_platform_device_count=N``).
 
 A tqdm bar shows progress. Failures on bad input are recorded per item and do not stop the batch.
 
@@ -24,7 +26,6 @@ import dataclasses
 import json
 import multiprocessing
 import os
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -176,13 +177,6 @@ def _in_worker(run_one: Callable, item, args: tuple) -> dict:
     return run_one(item, *args, _WORKER_STATE)
 
 
-def current_device() -> str:
-    """The JAX device this thread's solves run on (its ``jax.default_device``), as text."""
-    import jax
-
-    return str(jax.config.jax_default_device or jax.devices()[0])
-
-
 def run_items(
     items: Sequence,
     run_one: Callable,
@@ -190,20 +184,22 @@ def run_items(
     jobs: int = 1,
     desc: str = "retarget",
     progress: bool = True,
-    devices: Sequence | None = None,
 ) -> list[dict]:
     """``run_one(item, *args, state)`` for every item; returns the rows in ``items`` order.
 
-    ``jobs`` > 1: that many spawned processes (``run_one`` must be a module-level function).
-    Otherwise one thread per device of ``devices`` (default :func:`jax.local_devices`): device
-    ``k`` runs items ``k, k + D, k + 2D, ...`` under ``jax.default_device``. ``state`` is a dict
-    private to the process or thread, kept across its items.
+    ``jobs`` > 1: that many spawned processes (``run_one`` must be a module-level function), each
+    with its own ``state`` dict kept across its items; else in this process with one ``state``.
     """
     from tqdm import tqdm
 
     rows: list = [None] * len(items)
-    bar = tqdm(total=len(items), desc=desc, unit="item", disable=not progress)
-    if jobs > 1:
+    with tqdm(total=len(items), desc=desc, unit="item", disable=not progress) as bar:
+        if jobs <= 1:
+            state: dict = {}
+            for k, item in enumerate(items):
+                rows[k] = run_one(item, *args, state)
+                bar.update()
+            return rows
         # spawn, not fork: the parent may hold JAX/XLA threads, which do not survive a fork
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(
@@ -213,28 +209,6 @@ def run_items(
             for future in concurrent.futures.as_completed(futures):
                 rows[futures[future]] = future.result()
                 bar.update()
-        bar.close()
-        return rows
-    import jax
-
-    devices = list(jax.local_devices() if devices is None else devices)[: max(len(items), 1)]
-    lock = threading.Lock()
-
-    def deal(k: int) -> None:
-        state: dict = {}
-        with jax.default_device(devices[k]):
-            for i in range(k, len(items), len(devices)):
-                rows[i] = run_one(items[i], *args, state)
-                with lock:
-                    bar.update()
-
-    if len(devices) == 1:
-        deal(0)
-    else:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=len(devices)) as pool:
-            for future in [pool.submit(deal, k) for k in range(len(devices))]:
-                future.result()
-    bar.close()
     return rows
 
 

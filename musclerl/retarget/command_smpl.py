@@ -75,7 +75,6 @@ def retarget_file(path: Path, options: SmplOptions):
     """Retarget one file; returns (RetargetResult, report dict, plot series)."""
     import time
 
-    from musclerl.retarget.batch import current_device
     from musclerl.retarget.report import quality_report
     from musclerl.retarget.smpl_pipeline import PipelineParams, retarget_keypoints
 
@@ -96,7 +95,6 @@ def retarget_file(path: Path, options: SmplOptions):
     report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
     report["trial"] = str(path)
     report["model"] = options.model
-    report["device"] = current_device()
     for key in ("compile_s", "tendon_jumps_detected", "tendon_jumps_left"):
         if key in result.metrics:
             report[key] = result.metrics[key]

@@ -44,8 +44,8 @@ from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import MarkerData, read_trc
-from musclerl.retarget.batch import current_device
 from musclerl.retarget.ground import site_positions_m
+from musclerl.retarget.joint_centres import JOINT_CENTRE_WEIGHT_RATIO, joint_centre_markers
 from musclerl.retarget.marker_fit import PoseFit, align_root, place_markers, root_rigid_sites
 from musclerl.retarget.report import quality_report
 
@@ -84,10 +84,8 @@ class CalibratedModel:
 
     def clip_ik(self, names: list[str], coordinates: dict) -> ClipIK:
         """The :class:`ClipIK` of markers ``names`` and coordinate tasks ``coordinates`` on this
-        subject, built on first use and cached per JAX default device (one compile per device)."""
-        import jax
-
-        key = (tuple(names), tuple(sorted(coordinates.items())), str(jax.config.jax_default_device))
+        subject, built on first use and then reused (its solver compiles once)."""
+        key = (tuple(names), tuple(sorted(coordinates.items())))
         if key not in self.problems:
             self.problems[key] = ClipIK(self.model, names, coordinates)
         return self.problems[key]
@@ -273,7 +271,8 @@ def calibrate(
     else:
         factors = _uniform_factor(generic, measured, static.source or "static trial")
     mass = scale_setup.mass_kg if scale_setup is not None and scale_setup.preserve_mass_distribution else None
-    spec, model, missing = _build(model_name, marker_set, factors, mass)
+    centres, centre_targets = joint_centre_markers(generic, measured)  # seat the bones: hip and knee
+    spec, model, missing = _build(model_name, MarkerSet(marker_set.markers + centres, marker_set.source), factors, mass)
     names = [n for n in marker_set.names if n in measured and n not in missing]
     placement = (
         scale_setup.placement
@@ -282,7 +281,15 @@ def calibrate(
     )
     weights = _weights(names, placement)
     targets = np.array([measured[n] for n in names])
-    qpos, _ = fit_static_pose(model, names, targets, weights, _coordinate_targets(placement))
+    centre_names = [n for n in centre_targets if n not in missing]
+    centre_weight = JOINT_CENTRE_WEIGHT_RATIO * max(float(weights.max(initial=0.0)), 1.0)
+    qpos, _ = fit_static_pose(
+        model,
+        names + centre_names,
+        np.array([*targets, *(centre_targets[n] for n in centre_names)]).reshape(-1, 3),
+        np.concatenate([weights, np.full(len(centre_names), centre_weight)]),
+        _coordinate_targets(placement),
+    )
     placed = marker_set.with_locations(place_markers(model, qpos, marker_set, measured))
     spec, model, missing = _build(model_name, placed, factors, mass, scale_markers=False)
     _, rms = fit_static_pose(model, names, targets, weights, _coordinate_targets(placement))
@@ -494,7 +501,6 @@ def retarget_markers(
     report["compile_s"] = solution.compile_s
     report["tendon_jumps_detected"] = solution.tendon_jumps_detected
     report["tendon_jumps_left"] = solution.tendon_jumps_left
-    report["device"] = current_device()
     report["static_rms_m"] = calibrated.static_rms_m
     report["calibration"] = calibrated.to_dict()
     report["markers_missing_body"] = calibrated.missing_body
