@@ -272,7 +272,8 @@ def calibrate(
         factors = _uniform_factor(generic, measured, static.source or "static trial")
     mass = scale_setup.mass_kg if scale_setup is not None and scale_setup.preserve_mass_distribution else None
     centres, centre_targets = joint_centre_markers(generic, measured)  # seat the bones: hip and knee
-    spec, model, missing = _build(model_name, MarkerSet(marker_set.markers + centres, marker_set.source), factors, mass)
+    with_centres = MarkerSet(marker_set.markers + centres, marker_set.source)
+    spec, model, missing = _build(model_name, with_centres, factors, mass)
     names = [n for n in marker_set.names if n in measured and n not in missing]
     placement = (
         scale_setup.placement

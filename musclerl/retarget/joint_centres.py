@@ -1,0 +1,141 @@
+"""Anatomical joint centres from static-trial landmarks, used to seat the skeleton in the markers.
+
+Marker placement (OpenSim's MarkerPlacer, :func:`musclerl.retarget.marker_fit.place_markers`)
+moves every marker to where the static trial saw it, relative to the bones of the fitted static
+pose. Where the bones sit inside the marker cloud therefore comes from the *generic* marker
+positions, which were written for another model: the gait2354 pelvis markers put myolegs' hip
+centres 1.5-2 cm from where gait2354 has them, and the thigh then swings about the wrong point
+for the whole trial. Clinical gait analysis fixes the joint centres from the landmarks instead,
+and so does :func:`joint_centre_markers`:
+
+* hip (per side): Harrington et al. (2007, J Biomech 40:595) regression from the pelvis
+  markers, in a pelvis frame at the mid-ASIS point (x anterior, y superior, z to the right, mm):
+  ``x = -0.24 PD - 9.9``, ``y = -0.30 PW - 10.9``, ``z = +-(0.33 PW + 7.3)`` with ``PW`` the
+  inter-ASIS and ``PD`` the mid-ASIS to mid-PSIS (or sacral marker) distance;
+* knee (per side): the midpoint of the lateral and medial femoral epicondyle markers.
+
+Each centre becomes a *fixed* virtual marker on the model (the hip at the thigh body's position in
+the pelvis, the knee at the shank body's origin) with the landmark estimate as its static target;
+the static pose is fitted with them weighing :data:`JOINT_CENTRE_WEIGHT_RATIO` times the heaviest
+real marker, and only the real markers are then placed. Centres whose landmarks or bodies are
+missing are left out (so a marker set without medial knee markers just gets no knee centre).
+
+The ankle (malleoli midpoint at the talus origin) is not used: on the gait2354 walk it rotated the
+static shank so that ankle angles moved 3-4 deg away from OpenSim's IK and the lower-body marker
+RMS got worse (13.0 mm vs 12.5 mm with hip and knee only).
+
+Landmark names are matched case- and punctuation-insensitively (``R.ASIS``, ``RASI``, ``r_asis``,
+``ASIS_R`` ...); see :data:`LANDMARK_NAMES`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import mujoco
+import numpy as np
+
+from musclerl.models.markers import Marker
+
+JOINT_CENTRE_WEIGHT_RATIO = 100.0
+JOINT_CENTRE_PREFIX = "JC."
+
+# Landmark -> accepted names with "{s}" for the side letter (r/l); compared after lower-casing and
+# dropping everything but letters and digits.
+LANDMARK_NAMES: dict[str, tuple[str, ...]] = {
+    "asis": ("{s}asis", "{s}asi", "asis{s}", "asi{s}"),
+    "psis": ("{s}psis", "{s}psi", "psis{s}", "psi{s}"),
+    "knee_lat": ("{s}kneelat", "{s}kneelateral", "{s}latknee", "{s}kne", "{s}lfe", "{s}lfc", "kneelat{s}"),
+    "knee_med": ("{s}kneemed", "{s}kneemedial", "{s}medknee", "{s}knm", "{s}mfe", "{s}mfc", "kneemed{s}"),
+}
+SACRUM_NAMES = ("vsacral", "sacral", "sacr", "sacrum", "sacrm")
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def find_landmark(measured_m: dict[str, np.ndarray], landmark: str, side: str) -> np.ndarray | None:
+    """Static position (3,) of ``landmark`` on ``side`` ('r' or 'l'), or None when absent/NaN."""
+    keys = {_key(n): n for n in measured_m}
+    for pattern in LANDMARK_NAMES[landmark]:
+        name = keys.get(pattern.format(s=side))
+        if name is not None and np.all(np.isfinite(measured_m[name])):
+            return np.asarray(measured_m[name], dtype=float)
+    return None
+
+
+def _sacrum(measured_m: dict[str, np.ndarray]) -> np.ndarray | None:
+    """Mid-PSIS (3,): both PSIS markers' midpoint, else a single sacral marker."""
+    psis = [find_landmark(measured_m, "psis", s) for s in "rl"]
+    if all(p is not None for p in psis):
+        return 0.5 * (psis[0] + psis[1])
+    keys = {_key(n): n for n in measured_m}
+    for pattern in SACRUM_NAMES:
+        name = keys.get(pattern)
+        if name is not None and np.all(np.isfinite(measured_m[name])):
+            return np.asarray(measured_m[name], dtype=float)
+    return None
+
+
+def harrington_hip_centres_m(
+    asis_r: np.ndarray, asis_l: np.ndarray, mid_psis: np.ndarray, up: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Hip centres {'r': (3,), 'l': (3,)} in the markers' frame (metres), Harrington et al. 2007.
+
+    ``up`` (3,) is the world's vertical, used only to pick the superior side of the pelvis plane.
+    """
+    mid = 0.5 * (asis_r + asis_l)
+    right = (asis_r - asis_l) / np.linalg.norm(asis_r - asis_l)
+    anterior = mid - mid_psis
+    anterior = anterior - right * (anterior @ right)
+    anterior /= np.linalg.norm(anterior)
+    superior = np.cross(right, anterior)
+    if superior @ up < 0:  # markers mirrored (left-handed lab frame): keep superior pointing up
+        superior = -superior
+    width_mm = 1000.0 * np.linalg.norm(asis_r - asis_l)
+    depth_mm = 1000.0 * np.linalg.norm(mid - mid_psis)
+    out = {}
+    for side, sign in (("r", 1.0), ("l", -1.0)):
+        local_mm = np.array([-0.24 * depth_mm - 9.9, -0.30 * width_mm - 10.9, sign * (0.33 * width_mm + 7.3)])
+        out[side] = mid + (local_mm[0] * anterior + local_mm[1] * superior + local_mm[2] * right) / 1000.0
+    return out
+
+
+def joint_centre_markers(
+    model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+) -> tuple[tuple[Marker, ...], dict[str, np.ndarray]]:
+    """Virtual joint-centre markers for the static fit of ``model`` (the generic, unscaled model).
+
+    ``measured_m`` maps marker name -> static position (3,), metres, world frame with ``up`` (Z-up
+    for trials read by :func:`musclerl.motion.trc.read_trc`).
+    Returns fixed :class:`Marker` s (locations in the generic body frames, so they scale with
+    their bodies) and their targets: name -> (3,). Empty when no landmark set is complete.
+    """
+    markers: list[Marker] = []
+    targets: dict[str, np.ndarray] = {}
+
+    def body(name: str) -> int:
+        return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+
+    asis = [find_landmark(measured_m, "asis", s) for s in "rl"]
+    sacrum = _sacrum(measured_m)
+    if asis[0] is not None and asis[1] is not None and sacrum is not None:
+        hips = harrington_hip_centres_m(asis[0], asis[1], sacrum, np.asarray(up, dtype=float))
+        for side in "rl":
+            thigh = body(f"femur_{side}")
+            if thigh < 0 or int(model.body_parentid[thigh]) <= 0:
+                continue
+            name = f"{JOINT_CENTRE_PREFIX}hip_{side}"
+            pelvis = model.body(int(model.body_parentid[thigh])).name
+            markers.append(Marker(name, pelvis, np.array(model.body_pos[thigh]), fixed=True))
+            targets[name] = hips[side]
+    for side in "rl":
+        lateral = find_landmark(measured_m, "knee_lat", side)
+        medial = find_landmark(measured_m, "knee_med", side)
+        if lateral is None or medial is None or body(f"tibia_{side}") < 0:
+            continue
+        name = f"{JOINT_CENTRE_PREFIX}knee_{side}"
+        markers.append(Marker(name, f"tibia_{side}", np.zeros(3), fixed=True))
+        targets[name] = 0.5 * (lateral + medial)
+    return tuple(markers), targets
