@@ -246,7 +246,7 @@ def test_marker_frame_weights_match_fixed_weights(tiny):
         r_b, j_b = fixed.residual_jacobian(tree, q, jnp.asarray(target), dq_dx)
         np.testing.assert_allclose(r_a, r_b, atol=1e-12)
         np.testing.assert_allclose(j_a, j_b, atol=1e-12)
-        points, w = per_frame.points_and_weights(jnp.asarray(column), q.dtype)
+        points, w = per_frame.points_and_weights(column)
         assert float(w[1]) == 0.0 and np.allclose(np.asarray(w)[[0, 2]], weights[[0, 2]])
 
 

@@ -50,6 +50,7 @@ from collections.abc import Mapping, Sequence
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg
+import mujoco
 import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
@@ -61,7 +62,7 @@ from musclerl.retarget.constraints import (
     JointLimits,
     Previous,
 )
-from musclerl.retarget.kinematics import FREE, HINGE, SLIDE, KinematicTree, mat_to_quat, quat_mul
+from musclerl.retarget.kinematics import FREE, HINGE, SLIDE, KinematicTree
 from musclerl.retarget.tasks import MarkerTask, Task
 
 LAMBDA_INIT = 1e-3
@@ -70,7 +71,7 @@ LAMBDA_MAX = 1e8
 CHAINS_PER_DEVICE = 8  # warm-start chains side by side per JAX device (measured best on CPU)
 BLOCK_SWEEPS = 16  # sweeps per compiled call (lax.scan); time limits are checked between calls
 ERRORS_BATCH = 256  # frames per compiled call of the point-error measurement
-SKIP, COLD, WARM, GIVEN = 0, 1, 2, 3  # what a sweep does (see IKProblem._sweeps)
+COLD, WARM, GIVEN = 0, 1, 2  # how a sweep starts (see IKProblem._sweeps)
 STEP_TOL = 1e-5  # rad or m: a step this small from an accepted point ends the frame (converged)
 
 
@@ -304,8 +305,8 @@ class IKProblem:
             conv = small | tiny_step | (jnp.max(jnp.abs(grad)) <= 1e-14) | (lam >= LAMBDA_MAX)
             return q, jac, r, cost, cand, lam, it + 1, conv, conv
 
-        def cond(state):
-            return (state[6] < max_iters + 1) & ~state[7]
+        def cond(state):  # max_iters = 0: no evaluation at all
+            return (state[6] < max_iters + jnp.minimum(max_iters, 1)) & ~state[7]
 
         q0 = self.project(q_init)
         dtype = q0.dtype
@@ -327,39 +328,28 @@ class IKProblem:
         """``BLOCK_SWEEPS`` sweeps over a batch of C chains, one ``lax.scan``.
 
         Carry: ``q1``, ``q2`` (C, nq), each chain's last two solutions. Per sweep (leading axis
-        S): ``mode`` () (SKIP, COLD, WARM or GIVEN), ``frame`` targets (C, ...), ``q_given`` and
-        ``q_prev`` (C, nq), ``weight`` (C,) on the previous frame, ``max_iters`` () LM iterations.
-        COLD starts from ``q_given`` with the root Kabsch-aligned to the markers and no previous
-        frame; WARM from (and smoothed towards) the constant-velocity prediction ``2 q1 - q2`` of
-        the linear coordinates (rotations carried over); GIVEN from ``q_given`` smoothed towards
-        ``q_prev`` (repairs; the carry is left alone); SKIP does nothing. Returns the carry and
-        per sweep q (C, nq), converged (C,), iterations (C,), cost (C,).
+        S): ``mode`` () (COLD, WARM or GIVEN), ``frame`` targets (C, ...), ``q_given`` and
+        ``q_prev`` (C, nq), ``weight`` (C,) on the previous frame, ``max_iters`` () LM iterations
+        (0 skips the sweep). WARM starts from (and is smoothed towards) the constant-velocity
+        prediction ``2 q1 - q2`` of the linear coordinates (rotations carried over); COLD and
+        GIVEN start from ``q_given``, smoothed towards ``q_prev``. COLD restarts the chains'
+        carry, GIVEN (repairs) leaves it alone. Returns the carry and per sweep q (C, nq),
+        converged (C,), iterations (C,), cost (C,).
         """
         lin = self.linear_qadr
         lm = jax.vmap(lambda q, f, p, w, n: self._lm(q, f, Previous(p, w), n, tol),
                       in_axes=(0, 0, 0, 0, None))
-        align = jax.vmap(self._align_root)
 
         def sweep(carry, step):
             q1, q2 = carry
             mode, frame, q_given, q_prev, weight, n = step
-            start = jax.vmap(self.project)(q_given)
-            start = jax.lax.cond(mode == COLD, align, lambda q, f: q, start, frame)
-            q_init = jnp.where(mode == WARM, q1.at[:, lin].add(q1[:, lin] - q2[:, lin]), start)
-            q_ref = jnp.where(mode == GIVEN, q_prev, q_init)
-
-            def solve(_):
-                q, conv, it, cost = lm(q_init, frame, q_ref, weight, n)
-                return q, conv, it.astype(jnp.int32), cost
-
-            def skip(_):
-                c = q_init.shape[0]
-                return q_init, jnp.zeros(c, bool), jnp.zeros(c, jnp.int32), jnp.full(c, jnp.nan, q1.dtype)
-
-            q, conv, it, cost = jax.lax.cond(mode == SKIP, skip, solve, None)
-            chained = (mode == COLD) | (mode == WARM)
-            carry = (jnp.where(chained, q, q1), jnp.where(mode == COLD, q, jnp.where(chained, q1, q2)))
-            return carry, (q, conv, it, cost)
+            warm = mode == WARM
+            q_init = jnp.where(warm, q1.at[:, lin].add(q1[:, lin] - q2[:, lin]), q_given)
+            q, conv, it, cost = lm(q_init, frame, jnp.where(warm, q_init, q_prev), weight, n)
+            done = n > 0
+            q1_new = jnp.where(done & (warm | (mode == COLD)), q, q1)
+            q2_new = jnp.where(done & warm, q1, jnp.where(done & (mode == COLD), q, q2))
+            return (q1_new, q2_new), (q, conv, it, cost)
 
         return jax.lax.scan(sweep, (q1, q2), (mode, frame, q_given, q_prev, weight, max_iters))
 
@@ -397,30 +387,45 @@ class IKProblem:
         return carry, tuple(np.asarray(x) for x in out), compile_s
 
     # ------------------------------------------------------------------ cold start
-    def _align_root(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
-        """Rigidly move a free root so the markers best match their targets (weighted Kabsch)."""
+    def aligned_starts(self, q_start: np.ndarray, frames: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Cold starts (C, nq): ``q_start`` (nq,) with a free root moved rigidly so the markers
+        best match each of C frames' targets (``frames``: name -> (C, ...)), by a weighted Kabsch
+        fit (NumPy; model markers at ``q_start`` from MuJoCo C, which the tree reproduces). A
+        frame with fewer than 3 weighted markers, or a tree without a free root, keeps
+        ``q_start``."""
+        n = len(next(iter(frames.values())))
+        out = np.tile(np.asarray(q_start, dtype=np.float64), (n, 1))
         root = self.tree.joints[0][0] if self.tree.joints and self.tree.joints[0] else None
-        markers = [t for t in self.tasks if isinstance(t, MarkerTask) and t.name in frame]
+        markers = [t for t in self.tasks if isinstance(t, MarkerTask) and t.name in frames]
         if root is None or root.type != FREE or not markers:
-            return q
-        pts = jnp.concatenate([t.positions(self.tree, q) for t in markers])
-        split = [t.points_and_weights(frame[t.name], q.dtype) for t in markers]
-        tgt = jnp.concatenate([p for p, _ in split])
-        w = jnp.concatenate([w for _, w in split])
-        tgt = jnp.where(jnp.isfinite(tgt), tgt, 0.0)
-        wsum = jnp.sum(w)
-        cp = w @ pts / jnp.maximum(wsum, 1e-12)
-        ct = w @ tgt / jnp.maximum(wsum, 1e-12)
-        cov = ((pts - cp) * w[:, None]).T @ (tgt - ct)
-        u, _, vt = jnp.linalg.svd(cov)
-        d = jnp.sign(jnp.linalg.det(vt.T @ u.T))
-        rot = vt.T @ jnp.diag(jnp.array([1.0, 1.0, 1.0], q.dtype).at[2].set(d)) @ u.T
+            return out
+        data = mujoco.MjData(self.tree.model)
+        data.qpos[:] = q_start
+        mujoco.mj_kinematics(self.tree.model, data)
+        pts, tgt, w = [], [], []
+        for t in markers:
+            body = self.tree.model_body_ids[t.body_ids]
+            rot = data.xmat[body].reshape(-1, 3, 3)
+            pts.append(data.xpos[body] + np.einsum("mij,mj->mi", rot, t.local_points_m))
+            p, wt = t.points_and_weights(frames[t.name])
+            tgt.append(p)
+            w.append(wt)
+        pts, tgt, w = np.concatenate(pts), np.concatenate(tgt, axis=1), np.concatenate(w, axis=1)
         a = root.qpos_adr
-        new_pos = rot @ (q[a:a + 3] - cp) + ct
-        new_quat = quat_mul(mat_to_quat(rot), q[a + 3:a + 7])
-        aligned = q.at[a:a + 3].set(new_pos).at[a + 3:a + 7].set(new_quat)
-        enough = jnp.sum(w > 0) >= 3
-        return jnp.where(enough, aligned, q)
+        for c in range(n):
+            wsum = w[c].sum()
+            if np.sum(w[c] > 0) < 3:
+                continue
+            target = np.where(np.isfinite(tgt[c]), tgt[c], 0.0)
+            cp, ct = w[c] @ pts / wsum, w[c] @ target / wsum
+            u, _, vt = np.linalg.svd(((pts - cp) * w[c][:, None]).T @ (target - ct))
+            d = np.sign(np.linalg.det(vt.T @ u.T))
+            rot = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
+            quat = np.empty(4)
+            mujoco.mju_mat2Quat(quat, rot.reshape(-1))
+            out[c, a:a + 3] = rot @ (out[c, a:a + 3] - cp) + ct
+            mujoco.mju_mulQuat(out[c, a + 3:a + 7], quat, np.array(q_start[a + 3:a + 7]))
+        return out
 
     # ------------------------------------------------------------------ host entry points
     def resolve_frames(self, frames: np.ndarray, targets: Mapping[str, np.ndarray],
@@ -442,10 +447,11 @@ class IKProblem:
             for lo in range(0, k, per_call):
                 n = min(per_call, k - lo)
                 rows = lo + np.minimum(np.arange(per_call), n - 1).reshape(BLOCK_SWEEPS, chains)
-                mode = np.where(np.arange(BLOCK_SWEEPS) * chains < n, GIVEN, SKIP)
+                used = np.arange(BLOCK_SWEEPS) * chains < n
                 frame = {name: arr[frames[rows]] for name, arr in targets.items()}
-                _, out, _ = self._run_sweeps(carry, mode, frame, q_init[rows], q_prev[rows],
-                                             prev_weight[rows], np.full(BLOCK_SWEEPS, max_iters), tol)
+                _, out, _ = self._run_sweeps(carry, np.full(BLOCK_SWEEPS, GIVEN), frame, q_init[rows],
+                                             q_prev[rows], prev_weight[rows],
+                                             np.where(used, max_iters, 0), tol)
                 q[lo:lo + n] = out[0].reshape(per_call, -1)[:n]
                 conv[lo:lo + n] = out[1].reshape(-1)[:n]
                 iters[lo:lo + n] = out[2].reshape(-1)[:n]
@@ -490,9 +496,10 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
     iters = np.zeros(grid.shape, np.int64)
     cost = np.full(grid.shape, np.nan)
     reached = np.zeros(grid.shape, bool)
-    q_cold = np.broadcast_to(problem.cold_start(q0), (BLOCK_SWEEPS, batch, tree.nq))
-    no_weight = np.zeros((BLOCK_SWEEPS, batch))
-    warm_weight = np.full((BLOCK_SWEEPS, batch), 1.0 if smooth_warm else 0.0)
+    with jax.enable_x64(True):
+        q_start = np.asarray(problem.project(jnp.asarray(problem.cold_start(q0))))
+    weights = {COLD: np.zeros((BLOCK_SWEEPS, batch)),
+               WARM: np.full((BLOCK_SWEEPS, batch), 1.0 if smooth_warm else 0.0)}
     carries = [(np.zeros((batch, tree.nq)),) * 2] * n_groups
     # The cold sweep (sweep 0) of every group, then blocks of warm sweeps, group after group.
     blocks = [(0, COLD)] + [(first, WARM) for first in range(1, chunk_len, BLOCK_SWEEPS)]
@@ -505,13 +512,16 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
                 break
             count = 1 if kind == COLD else min(BLOCK_SWEEPS, chunk_len - first)
             sweeps = np.minimum(first + np.arange(BLOCK_SWEEPS), chunk_len - 1)
-            mode = np.where(np.arange(BLOCK_SWEEPS) < count, kind, SKIP)
-            n_iters = np.full(BLOCK_SWEEPS, cold_iters if kind == COLD else max_iters)
-            weight = no_weight if kind == COLD else warm_weight
+            n_iters = np.where(np.arange(BLOCK_SWEEPS) < count,
+                               cold_iters if kind == COLD else max_iters, 0)
             for g in range(n_groups):
                 frame = {name: arr[grid[g][:, sweeps].T] for name, arr in arrays.items()}
-                carries[g], out, dt = problem._run_sweeps(carries[g], mode, frame, q_cold, q_cold,
-                                                          weight, n_iters, tol)
+                q_given = np.broadcast_to(
+                    problem.aligned_starts(q_start, {k: v[0] for k, v in frame.items()})
+                    if kind == COLD else q_start, (BLOCK_SWEEPS, batch, tree.nq))
+                carries[g], out, dt = problem._run_sweeps(
+                    carries[g], np.full(BLOCK_SWEEPS, kind), frame, q_given, q_given, weights[kind],
+                    n_iters, tol)
                 compile_s += dt
                 done = sweeps[:count]
                 for dest, value in zip((q, conv, iters, cost), out, strict=True):

@@ -99,14 +99,17 @@ class MarkerTask(Task):
         """Model marker positions (M, 3), world frame."""
         return tree.point_positions(q, self.body_ids, self.local_points_m)
 
-    def points_and_weights(self, target: jnp.ndarray, dtype) -> tuple[jnp.ndarray, jnp.ndarray]:
-        """One frame's target positions (M, 3) (NaN = missing) and weights (M,) (``weights``
-        times the frame's multipliers with ``frame_weights``; 0 where missing)."""
+    def points_and_weights(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One frame's target positions (..., M, 3) (NaN = missing) and weights (..., M)
+        (``weights`` times the frame's multipliers with ``frame_weights``; 0 where missing).
+        NumPy (host side: the solver's cold-start alignment)."""
+        target = np.asarray(target, dtype=np.float64)
         points = target[..., :3]
-        w = jnp.asarray(self.sqrt_w, dtype) ** 2
+        w = self.sqrt_w ** 2
         if self.frame_weights:
-            w = w * jnp.where(jnp.isfinite(target[..., 3]), target[..., 3], 0.0)
-        return points, jnp.where(jnp.all(jnp.isfinite(points), axis=-1), w, 0.0)
+            mult = target[..., 3]
+            w = w * np.where(np.isfinite(mult), mult, 0.0)
+        return points, np.where(np.all(np.isfinite(points), axis=-1), w, 0.0)
 
     def _scale(self, target: jnp.ndarray, dtype) -> tuple[jnp.ndarray, jnp.ndarray]:
         """(valid (M, 1), sqrt weight per row (M, 1), 0 where missing) of one frame's target."""
