@@ -2,7 +2,10 @@
 
 One trial: ``--out OUT.npz`` plus optional ``--mot``, ``--report``, ``--plot`` files. Several
 trials (or a folder): ``--out`` is a folder receiving ``<trial>.npz/.json[/.mot/.png]`` and a
-``summary.json``; finished trials are skipped, ``--jobs`` runs trials in parallel processes.
+``summary.json``; finished trials are skipped, ``--jobs`` runs trials in parallel processes
+(:func:`musclerl.retarget.batch.run_items`). The subject model is calibrated once per process
+and its IK problem compiled once; JAX's persistent compilation cache (``$MUSCLERL_CACHE``,
+default ``~/.cache/musclerl/jax``) is turned on first, so later runs load it instead.
 """
 
 from __future__ import annotations
