@@ -57,9 +57,12 @@ def test_joint_centre_markers_on_myolegs(myolegs):
         "R.ASIS": asis_r, "L.ASIS": asis_l, "V.Sacral": psis,
         "R.Knee.Lat": np.array([0.3, -0.15, 0.5]), "R.Knee.Med": np.array([0.3, -0.05, 0.5]),
     }  # fmt: skip
+    # No left knee pair: all four centres or none.
+    assert joint_centre_markers(myolegs, measured) == ((), {})
+    measured.update({"L.Knee.Lat": np.array([0.3, 0.15, 0.5]), "l_knee_med": np.array([0.3, 0.05, 0.5])})
     markers, targets = joint_centre_markers(myolegs, measured)
     names = {m.name for m in markers}
-    assert names == {f"{JOINT_CENTRE_PREFIX}{n}" for n in ("hip_r", "hip_l", "knee_r")}  # no left knee pair
+    assert names == {f"{JOINT_CENTRE_PREFIX}{n}" for n in ("hip_r", "hip_l", "knee_r", "knee_l")}
     assert all(m.fixed for m in markers)
     hip_r = next(m for m in markers if m.name.endswith("hip_r"))
     femur = myolegs.body("femur_r")
@@ -75,7 +78,10 @@ def test_hip_centre_marker_sits_on_the_hip_joint(myolegs):
     from musclerl.models.markers import MarkerSet, add_markers
 
     asis_r, asis_l, psis, _ = _pelvis()
-    markers, _ = joint_centre_markers(myolegs, {"R.ASIS": asis_r, "L.ASIS": asis_l, "V.Sacral": psis})
+    knees = {f"{s}.Knee.{k}": np.zeros(3) for s in "RL" for k in ("Lat", "Med")}
+    markers, _ = joint_centre_markers(
+        myolegs, {"R.ASIS": asis_r, "L.ASIS": asis_l, "V.Sacral": psis, **knees}
+    )
     spec = load_spec("myolegs")
     add_markers(spec, MarkerSet(markers))
     model = compile_spec(spec)
