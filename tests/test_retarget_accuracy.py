@@ -6,6 +6,7 @@ import mujoco
 import numpy as np
 import pytest
 
+from musclerl.errors import InputError
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.retarget.joint_centres import (
     JOINT_CENTRE_PREFIX,
@@ -92,3 +93,51 @@ def test_hip_centre_marker_sits_on_the_hip_joint(myolegs):
     np.testing.assert_allclose(
         data.site(f"{JOINT_CENTRE_PREFIX}hip_r").xpos, data.body("femur_r").xpos, atol=1e-12
     )
+
+
+# ------------------------------------------------------------------ SMPL / keypoint input checks
+def _smpl_standing_file(path, frames=8):
+    """An SMPL clip in SMPL's own Y-up frame: zero pose (standing along +Y), drifting along +Z."""
+    from musclerl.motion.smpl import write_amass_npz
+
+    trans = np.zeros((frames, 3))
+    trans[:, 2] = np.linspace(0.0, 0.2, frames)
+    trans[:, 1] = 0.9
+    write_amass_npz(path, root_orient=np.zeros((frames, 3)), body_pose=np.zeros((frames, 21, 3)),
+                    trans_m=trans, rate_hz=30.0)  # fmt: skip
+    return path
+
+
+def test_y_up_smpl_file_read_as_z_up_is_refused(tmp_path, capsys):
+    from musclerl.cli import main
+    from musclerl.motion.smpl import read_amass
+    from musclerl.retarget.correspondence import check_upright
+
+    path = _smpl_standing_file(tmp_path / "yup.npz")
+    upright = read_amass(path, y_up=True).keypoints()
+    check_upright("smpl", upright.names, upright.positions_m, upright.source)  # no error once rotated
+    lying = read_amass(path).keypoints()
+    with pytest.raises(InputError, match=r"trunk points along \+Y.*--y-up"):
+        check_upright("smpl", lying.names, lying.positions_m, lying.source)
+    out = tmp_path / "out.npz"
+    assert main(["retarget", "smpl", str(path), "--model", "tiny", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "yup.npz" in err[0] and "--y-up" in err[0]
+    assert not out.exists()
+
+
+def test_upright_check_ignores_missing_frames_and_accepts_a_lean():
+    from musclerl.retarget.correspondence import SOURCE_LANDMARKS, check_upright
+
+    src = SOURCE_LANDMARKS["deepmimic"]
+    names = (src["hip_l"], src["hip_r"], src["trunk"])
+    lean = np.radians(60.0)  # a sprinter's forward lean still counts as upright
+    pos = np.zeros((10, 3, 3))
+    pos[:, 0] = [0.0, 0.1, 1.0]
+    pos[:, 1] = [0.0, -0.1, 1.0]
+    pos[:, 2] = [0.5 * np.sin(lean), 0.0, 1.0 + 0.5 * np.cos(lean)]
+    pos[:4] = np.nan
+    check_upright("deepmimic", names, pos, "lean.txt")
+    pos[:, 2] = [0.5, 0.0, 1.0]  # lying along +X
+    with pytest.raises(InputError, match=r"lean.txt.*\+X"):
+        check_upright("deepmimic", names, pos, "lean.txt")

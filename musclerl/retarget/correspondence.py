@@ -162,3 +162,35 @@ def correspondence(model_name: str, kind: str, keypoint_names: tuple[str, ...],
     landmarks = tuple(p[0] for p in pairs)
     weights = np.array([LANDMARK_WEIGHTS.get(lm, 1.0) for lm in landmarks])
     return Correspondence(model_name, kind, landmarks, tuple(p[1] for p in pairs), weights)
+
+
+#: The trunk (hip midpoint -> ``trunk`` keypoint) must point within ~70 deg of +Z in most frames.
+UPRIGHT_MIN_COS = 0.35
+
+
+def check_upright(kind: str, names: tuple[str, ...], positions_m: np.ndarray, source: str) -> None:
+    """Raise :class:`InputError` unless the source body stands along +Z (world metres, Z up).
+
+    ``positions_m`` (T, K, 3) named ``names``. The median over frames of the unit trunk direction
+    must have a Z component of at least :data:`UPRIGHT_MIN_COS`: a Y-up file read as Z-up (the
+    usual mistake with SMPL files outside AMASS) lies on its side and is refused here rather than
+    retargeted into a body lying on the floor. Clips that spend most frames lying or crawling are
+    refused too. Frames with missing points are ignored.
+    """
+    src = SOURCE_LANDMARKS[kind]
+    needed = [src[k] for k in ("hip_l", "hip_r", "trunk")]
+    if not all(k in names for k in needed):
+        return
+    hip_l, hip_r, trunk = (np.asarray(positions_m)[:, names.index(k)] for k in needed)
+    axis = trunk - 0.5 * (hip_l + hip_r)
+    norm = np.linalg.norm(axis, axis=-1, keepdims=True)
+    ok = np.all(np.isfinite(axis), axis=-1) & (norm[:, 0] > 1e-6)
+    if not ok.any():
+        return
+    direction = np.median(axis[ok] / norm[ok], axis=0)
+    if direction[2] < UPRIGHT_MIN_COS:
+        along = "XYZ"[int(np.argmax(np.abs(direction)))]
+        sign = "+" if direction[int(np.argmax(np.abs(direction)))] > 0 else "-"
+        hint = " (an SMPL file in SMPL's own Y-up frame needs --y-up)" if along == "Y" else ""
+        raise InputError(source or "motion", f"the body's trunk points along {sign}{along}, not up (+Z), "
+                                             f"in most frames: is the file's up axis right?{hint}")

@@ -169,6 +169,7 @@ def prepare_model(model_name: str, motion: KeypointMotion, scale: bool = True,
     """Scale ``model_name`` to the skeleton of ``motion`` and add landmark and sole sites."""
     key = corr.table_key(model_name)
     kind = corr.source_kind(motion.names)
+    corr.check_upright(kind, motion.names, motion.positions_m, motion.source)
     table = corr.MODEL_LANDMARKS[key]
     spec = load_spec(model_name)
     base = compile_spec(spec, model_name)
