@@ -86,7 +86,7 @@ def retarget_file(path: Path, options: SmplOptions):
     names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
     report, series = quality_report(result.prepared.model, result.trajectory.qpos, result.trajectory.rate_hz,
                                     target_errors_m=result.keypoint_error_m, target_names=names,
-                                    converged=result.converged, solve_seconds=seconds,
+                                    converged=result.converged, solve_seconds=result.metrics["solve_s"],
                                     terrain=result.trajectory.terrain)
     for key in ("penetration_frac", "penetration_max_m", "skating_mps", "skating_max_mps", "stance_frac",
                 "terrain"):
@@ -95,7 +95,8 @@ def retarget_file(path: Path, options: SmplOptions):
     report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
     report["trial"] = str(path)
     report["model"] = options.model
-    for key in ("compile_s", "tendon_jumps_detected", "tendon_jumps_left"):
+    report["wall_s"] = seconds  # model preparation, every IK pass, compile and measurement
+    for key in ("compile_s", "solve_s", "tendon_jumps_detected", "tendon_jumps_left"):
         if key in result.metrics:
             report[key] = result.metrics[key]
     return result, report, series

@@ -455,6 +455,7 @@ def retarget_markers(
     trc: str | Path, options: MarkerOptions, calibrated: CalibratedModel | None = None
 ) -> MarkerRetarget:
     """Retarget one ``.trc`` trial; pass ``calibrated`` to reuse a subject model across trials."""
+    start_time = time.perf_counter()
     marker_set, static, ik_setup, scale_setup = load_inputs(options)
     if calibrated is None:
         calibrated = calibrate(options.model, marker_set, static, scale_setup, ik_setup)
@@ -500,6 +501,7 @@ def retarget_markers(
     report["coordinate_tasks_without_joint"] = [name for name in tasks if name not in joints]
     report["trial_markers_unused"] = [name for name in markers.names if name not in solution.names]
     report["compile_s"] = solution.compile_s
+    report["solve_s"] = solution.seconds
     report["tendon_jumps_detected"] = solution.tendon_jumps_detected
     report["tendon_jumps_left"] = solution.tendon_jumps_left
     report["static_rms_m"] = calibrated.static_rms_m
@@ -508,4 +510,5 @@ def retarget_markers(
     report["marker_weights"] = {n: float(w) for n, w in zip(solution.names, solution.weights, strict=True)}
     report["time_range_s"] = [float(markers.time_s[0]), float(markers.time_s[-1])]
     table = coordinate_table(model, solution.qpos, markers.time_s, Path(trc).stem)
+    report["wall_s"] = time.perf_counter() - start_time  # calibration, IK passes, compile, measurement
     return MarkerRetarget(trajectory, report, series, table, calibrated, solution)

@@ -41,6 +41,7 @@ from musclerl.models.scaling import scale_spec
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
 from musclerl.retarget import correspondence as corr
+from musclerl.retarget.constraints import TendonContinuity, tendon_jumps, tendon_lengths
 from musclerl.retarget.contact import ContactParams, detect_contacts, dilate_flags
 from musclerl.retarget.ground import (
     GeomSurface,
@@ -57,6 +58,10 @@ from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_pa
 
 #: Sole points per foot; the first takes the source's heel contact, the others its toe contact.
 SOLE_POINTS = ("heel", "toe_tip", "lateral", "medial")
+#: Weight of the pull of every coordinate towards the model's rest pose (per rad^2 or m^2; a
+#: keypoint's weight is 1 per m^2): it holds still the coordinates no keypoint sees (wrists,
+#: fingers, toes), which otherwise wander with the warm starts and make muscle paths jump.
+POSTURE_WEIGHT = 1e-4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,11 +294,31 @@ class RetargetResult:
     metrics: dict
 
 
+class GuardedTendonContinuity(TendonContinuity):
+    """:class:`~musclerl.retarget.constraints.TendonContinuity` whose repair is kept only when it
+    leaves fewer jumping frames than it found; otherwise the clip is returned as solved, its jumps
+    flagged in ``IKResult.tendon_jump``. Some jumps are a muscle path flipping across a wrap
+    surface under a tiny change of pose (myofullbody's psoas, rectus abdominis and iliocostalis at
+    heel strikes of the DeepMimic walk): re-solving the frames around them, pulled towards their
+    neighbours, cannot remove the flip and drags the fit off its targets (keypoint RMS 14 -> 27
+    mm, 6 -> 13 jumping frames), so such a repair is refused."""
+
+    def finalize(self, problem, targets, result, resolve):
+        repaired = super().finalize(problem, targets, result, resolve)
+        found = repaired.tendon_jumps_detected
+        if found == 0 or int(repaired.tendon_jump.sum()) < found:
+            return repaired
+        lengths = tendon_lengths(self.model, result.q, self.tendons)
+        return dataclasses.replace(result, tendon_jump=tendon_jumps(lengths, self.max_jump_frac),
+                                   tendon_jumps_detected=found)
+
+
 class ClipIK:
     """Every frame of the clip in one batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`).
 
     Tasks: the keypoint sites (``MarkerTask``, the correspondence weights). Constraints: joint
-    limits, joint equalities, smoothness, tendon continuity (jumps detected and re-solved) and
+    limits, joint equalities, smoothness, tendon continuity (jumps detected and re-solved,
+    :class:`GuardedTendonContinuity`), a weak rest-pose pull (:data:`POSTURE_WEIGHT`) and
     :class:`~musclerl.retarget.ground_constraint.SoleContact` (targets (T, P, 6): anchors and
     ground planes, NaN where a rule does not bind). One problem for all passes. ``stats`` sums
     ``compile_s``, ``solve_s`` and the tendon jumps detected over the solves, and keeps the
@@ -302,11 +327,11 @@ class ClipIK:
 
     def __init__(self, prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray,
                  params: PipelineParams):
-        from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness, TendonContinuity
+        from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
         from musclerl.retarget.ground_constraint import SoleContact
         from musclerl.retarget.kinematics import KinematicTree
         from musclerl.retarget.solver import IKProblem
-        from musclerl.retarget.tasks import MarkerTask
+        from musclerl.retarget.tasks import MarkerTask, PostureTask
 
         model = prepared.model
         kp_ids = _site_ids(model, kp_sites)
@@ -315,8 +340,9 @@ class ClipIK:
         keep = body_of + [model.body(int(model.site_bodyid[i])).name for i in sole_ids]
         tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep)))
         tasks = [MarkerTask(tree, body_of, model.site_pos[kp_ids], np.asarray(kp_weights, dtype=float),
-                            name="keypoints")]
-        constraints = [JointLimits(model), JointEqualities(model), Smoothness(), TendonContinuity(model),
+                            name="keypoints"), PostureTask(model.qpos0, weight=POSTURE_WEIGHT)]
+        constraints = [JointLimits(model), JointEqualities(model), Smoothness(),
+                       GuardedTendonContinuity(model),
                        SoleContact(model, tree, prepared.sole_sites, weight=params.ground_weight)]
         self.problem = IKProblem(tree, tasks, constraints)
         self.n_sole = len(prepared.sole_sites)
