@@ -45,7 +45,11 @@ from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import MarkerData, read_trc
 from musclerl.retarget.ground import site_positions_m
-from musclerl.retarget.joint_centres import JOINT_CENTRE_WEIGHT_RATIO, joint_centre_markers
+from musclerl.retarget.joint_centres import (
+    JOINT_CENTRE_PREFIX,
+    JOINT_CENTRE_WEIGHT_RATIO,
+    joint_centre_markers,
+)
 from musclerl.retarget.marker_fit import PoseFit, align_root, place_markers, root_rigid_sites
 from musclerl.retarget.report import quality_report
 
@@ -230,7 +234,11 @@ def fit_static_pose(
     weights: np.ndarray,
     coordinates: dict[str, tuple[float | None, float]],
 ) -> tuple[np.ndarray, float]:
-    """Static pose: the root from root-rigid markers, then the limbs with the root held. -> (qpos, rms)."""
+    """Static pose: the root from root-rigid markers, then the limbs with the root held. -> (qpos, rms).
+
+    Joint-centre targets (names starting with ``JOINT_CENTRE_PREFIX``, see
+    :mod:`musclerl.retarget.joint_centres`) on the root's bodies only translate the root after
+    its markers have oriented it; those on the limbs join the limb fit."""
     root = root_rigid_sites(model, names)
     free_joint = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
     qpos = align_root(model, model.qpos0, names, targets_m)
@@ -239,9 +247,12 @@ def fit_static_pose(
             range(int(model.jnt_dofadr[free_joint[0]]), int(model.jnt_dofadr[free_joint[0]]) + 6)
         )
         others = tuple(d for d in range(model.nv) if d not in root_dofs)
-        qpos = (
-            PoseFit(model, names, weights * root, coordinates, locked_dofs=others).solve(targets_m, qpos).qpos
-        )
+        centre = np.array([n.startswith(JOINT_CENTRE_PREFIX) for n in names], dtype=bool)
+        pelvis = PoseFit(model, names, weights * root * ~centre, coordinates, locked_dofs=others)
+        qpos = pelvis.solve(targets_m, qpos).qpos
+        if (centre & root).any():  # onto the hip centres: shift the pelvis, keep its markers' tilt
+            shift = PoseFit(model, names, weights * root, coordinates, locked_dofs=others + root_dofs[3:])
+            qpos = shift.solve(targets_m, qpos).qpos
         limbs = PoseFit(model, names, weights * ~root, coordinates, locked_dofs=root_dofs)
         qpos = limbs.solve(targets_m, qpos).qpos
     else:
