@@ -8,6 +8,7 @@ import dataclasses
 import mujoco
 import numpy as np
 import pytest
+from test_retarget_kinematics import BALL_SLIDE_XML
 
 from musclerl.errors import InputError
 from musclerl.models.registry import load_model
@@ -106,6 +107,59 @@ def test_clips_of_any_length_reuse_one_compiled_solver(tiny):
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     assert compiles == []
+
+
+@pytest.mark.parametrize("source", ["myolegs", "ball_slide"])
+def test_closed_form_linearization_matches_autodiff(source):
+    """The closed-form tangent basis and Jacobians (markers, coordinates, posture, smoothness;
+    a frame task through the jacfwd fallback) equal ``jax.jacfwd`` through the retraction, with
+    joint equalities (myolegs) and free, ball, hinge and slide joints (ball_slide)."""
+    import jax
+    import jax.numpy as jnp
+
+    from musclerl.retarget.constraints import Previous
+    from musclerl.retarget.solver import default_constraints
+
+    if source == "myolegs":  # the right leg: knee equalities, patella
+        model = load_model("myolegs")
+        tree = KinematicTree.from_model(model, keep_bodies=["toes_r", "patella_r"])
+    else:
+        model = mujoco.MjModel.from_xml_string(BALL_SLIDE_XML)
+        tree = KinematicTree.from_model(model)
+    rng = np.random.default_rng(7)
+    bodies = [b for b in tree.body_names for _ in range(2)]
+    hinge = next(j.name for j in tree.all_joints() if j.type == 3)
+    frame_task = FrameTask(tree, tree.body_names[-1], weight=3.0, rot_weight=0.5)
+    problem = IKProblem(
+        tree, [MarkerTask(tree, bodies, rng.normal(size=(len(bodies), 3)) * 0.05),
+               PostureTask(model.qpos0, 1e-2), CoordinateTask({hinge: 0.1}, weight=2.0), frame_task],
+        [*default_constraints(model), Smoothness(1e-2)])
+
+    def pose():
+        q = model.qpos0.copy()
+        mujoco.mj_integratePos(model, q, rng.normal(size=model.nv) * 0.3, 1.0)
+        return q
+
+    targets = rng.normal(size=(len(bodies), 3))
+    targets[1] = np.nan
+    quat = rng.normal(size=4)
+    pose_target = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)])
+    frame = {"markers": targets, frame_task.name: pose_target}
+
+    @jax.jit
+    def closed_and_auto(q, q_prev, frame):
+        q, prev, zero = problem.project(q), Previous(q_prev, 1.0), jnp.zeros(problem.n_vars)
+        jac, rows = problem.linearize(q, frame, prev)
+        auto_basis = jax.jacfwd(lambda dx: problem.retract(q, dx))(zero)
+        auto_jac = jax.jacfwd(lambda dx: problem.residual(problem.retract(q, dx), frame, prev))(zero)
+        return problem.tangent_basis(q), auto_basis, jac, auto_jac, rows, problem.residual(q, frame, prev)
+
+    with jax.enable_x64(True):
+        basis, auto_basis, jac, auto_jac, rows, auto_rows = closed_and_auto(pose(), pose(), frame)
+    np.testing.assert_allclose(basis, auto_basis, atol=1e-12)
+    np.testing.assert_allclose(rows, auto_rows, atol=1e-12)
+    np.testing.assert_allclose(jac, auto_jac, atol=1e-9)
+    assert np.abs(jac).max() > 0.1  # not trivially zero
 
 
 def test_missing_markers_are_ignored(tiny):

@@ -1,4 +1,4 @@
-"""IK constraints: what the solver *holds* (not only penalises), through four optional hooks.
+"""IK constraints: what the solver *holds* (not only penalises), through optional hooks.
 
 The constraint interface
 ------------------------
@@ -20,6 +20,8 @@ A :class:`Constraint` may implement any of these; the solver combines them all:
     none). A terrain constraint adds its penetration rows here (e.g. ``sqrt(w) *
     relu(h(x, y) - z)`` per foot point, and stance feet held at their contact point), with the
     per-frame stance flags and contact points passed as its targets (``target_shape``).
+    ``residual_jacobian(tree, q, target, prev, dq_dx)`` may give the rows with their Jacobian
+    (k, n) in closed form, given ``dq_dx`` (nq, n); otherwise the solver uses ``jax.jacfwd``.
 ``finalize(problem, targets, result, resolve) -> IKResult``  (host)
     A pass over the solved clip: it may measure things (with MuJoCo C) and re-solve chosen
     frames through ``resolve(frames, q_init, q_prev, prev_weight)`` (see
@@ -39,7 +41,8 @@ import numpy as np
 
 from musclerl.errors import require
 from musclerl.models.introspect import muscle_ids
-from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree, quat_mul
+from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
+from musclerl.retarget.rotations import quat_left_matrix
 
 if TYPE_CHECKING:
     from musclerl.retarget.solver import IKProblem, IKResult
@@ -72,6 +75,13 @@ class Constraint:
 
     def residual(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None,
                  prev: Previous) -> jnp.ndarray | None:
+        return None
+
+    def residual_jacobian(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None,
+                          prev: Previous, dq_dx: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray] | None:
+        """Optional closed form of :meth:`residual`: rows (k,) and their Jacobian (k, n) w.r.t.
+        the solver's variables, given ``dq_dx`` (nq, n). None (the default) makes the solver
+        differentiate :meth:`residual` with ``jax.jacfwd``."""
         return None
 
     def finalize(self, problem: IKProblem, targets: dict[str, np.ndarray], result: IKResult,
@@ -190,26 +200,45 @@ class Smoothness(Constraint):
         self.sqrt_w = float(np.sqrt(weight))
 
     def residual(self, tree, q, target, prev):
+        return jnp.concatenate([r for r, _ in self._rows(tree, q, prev)]) * self._scale(prev)
+
+    def residual_jacobian(self, tree, q, target, prev, dq_dx):
+        rows = self._rows(tree, q, prev)
+        scale = self._scale(prev)
+        r = jnp.concatenate([r for r, _ in rows]) * scale
+        return r, jnp.concatenate([d(dq_dx) for _, d in rows]) * scale
+
+    def _scale(self, prev):
+        return self.sqrt_w * jnp.sqrt(prev.weight)
+
+    @staticmethod
+    def _rows(tree, q, prev):
+        """Unscaled rows, each with a function mapping ``dq_dx`` (nq, n) to its Jacobian (k, n):
+        coordinate differences are linear in ``q``, and so is the rotation vector
+        :func:`_quat_diff` (``2 vec(conj(q_prev) q)``, up to its sign)."""
         rows = []
-        scalar = [j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)]
-        if scalar:
-            idx = np.array(scalar, dtype=np.int64)
-            rows.append(q[idx] - prev.q[idx])
+        scalar = np.array([j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)],
+                          dtype=np.int64)
+        if scalar.size:
+            rows.append((q[scalar] - prev.q[scalar], lambda d: d[scalar]))
         for j in tree.all_joints():
             a = j.qpos_adr
             if j.type == FREE:
-                rows.append(q[a:a + 3] - prev.q[a:a + 3])
-                rows.append(_quat_diff(prev.q[a + 3:a + 7], q[a + 3:a + 7]))
-            elif j.type == BALL:
-                rows.append(_quat_diff(prev.q[a:a + 4], q[a:a + 4]))
-        return jnp.concatenate(rows) * (self.sqrt_w * jnp.sqrt(prev.weight))
+                rows.append((q[a:a + 3] - prev.q[a:a + 3], lambda d, a=a: d[a:a + 3]))
+                a = a + 3
+            if j.type in (FREE, BALL):
+                diff, rate = _quat_diff(prev.q[a:a + 4], q[a:a + 4])
+                rows.append((diff, lambda d, a=a, rate=rate: rate @ d[a:a + 4]))
+        return rows
 
 
-def _quat_diff(q_from: jnp.ndarray, q_to: jnp.ndarray) -> jnp.ndarray:
-    """Small-angle rotation vector (3,) from ``q_from`` to ``q_to`` (body frame), sign-safe."""
+def _quat_diff(q_from: jnp.ndarray, q_to: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Small-angle rotation vector (3,) from ``q_from`` to ``q_to`` (body frame), sign-safe, and
+    its derivative (3, 4) w.r.t. ``q_to``."""
     conj = q_from * jnp.array([1.0, -1.0, -1.0, -1.0], q_from.dtype)
-    d = quat_mul(conj, q_to)
-    return 2.0 * jnp.sign(d[0] + 1e-30) * d[1:]
+    left = quat_left_matrix(conj)
+    sign = 2.0 * jnp.sign(left[0] @ q_to + 1e-30)
+    return sign * (left[1:] @ q_to), sign * left[1:]
 
 
 def muscle_tendon_ids(model: mujoco.MjModel) -> np.ndarray:

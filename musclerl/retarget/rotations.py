@@ -23,6 +23,13 @@ def quat_mul(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
     ], axis=-1)
 
 
+def quat_left_matrix(a: jnp.ndarray) -> jnp.ndarray:
+    """(4, 4) matrix ``L(a)`` with ``quat_mul(a, b) == L(a) @ b`` for a quaternion ``a`` (4,)."""
+    w, x, y, z = a[0], a[1], a[2], a[3]
+    return jnp.stack([jnp.stack([w, -x, -y, -z]), jnp.stack([x, w, -z, y]),
+                      jnp.stack([y, z, w, -x]), jnp.stack([z, -y, x, w])])
+
+
 def quat_rotate(quat: jnp.ndarray, vec: jnp.ndarray) -> jnp.ndarray:
     """Rotate vectors (..., 3) by unit quaternions (..., 4)."""
     w, u = quat[..., :1], quat[..., 1:]

@@ -62,7 +62,8 @@ from musclerl.retarget.constraints import (
     JointLimits,
     Previous,
 )
-from musclerl.retarget.kinematics import FREE, HINGE, SLIDE, KinematicTree
+from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
+from musclerl.retarget.rotations import quat_left_matrix
 from musclerl.retarget.tasks import MarkerTask, Task
 
 LAMBDA_INIT = 1e-3
@@ -161,6 +162,25 @@ class IKProblem:
             elif j.type == FREE:
                 linear.extend(range(j.qpos_adr, j.qpos_adr + 3))
         self.linear_qadr = np.array(linear, dtype=np.int64)
+        # tangent_basis: constant unit columns, and per free/ball rotation its quaternion rows
+        # (nq, 4) and variable columns (3, n_vars) selectors.
+        var_of = {int(d): k for k, d in enumerate(self.free_dofs)}
+        self._basis_linear = np.zeros((tree.nq, self.n_vars))
+        self._basis_rotations = []
+        for j in tree.all_joints():
+            if j.type in (HINGE, SLIDE) and j.dof_adr in var_of:
+                self._basis_linear[j.qpos_adr, var_of[j.dof_adr]] = 1.0
+            if j.type == FREE:
+                for i in range(3):
+                    self._basis_linear[j.qpos_adr + i, var_of[j.dof_adr + i]] = 1.0
+            if j.type in (FREE, BALL):
+                qadr, dof = (j.qpos_adr + 3, j.dof_adr + 3) if j.type == FREE else (j.qpos_adr, j.dof_adr)
+                rows = np.zeros((tree.nq, 4))
+                rows[qadr + np.arange(4), np.arange(4)] = 1.0
+                cols = np.zeros((3, self.n_vars))
+                for i in range(3):
+                    cols[i, var_of[dof + i]] = 1.0
+                self._basis_rotations.append((qadr, rows, cols))
 
     def cold_start(self, q0: np.ndarray) -> np.ndarray:
         """``q0`` (nq,) with bounded coordinates moved at least 5 % of their range inside it: a
@@ -197,60 +217,73 @@ class IKProblem:
     # ------------------------------------------------------------------ residuals
     def residual(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray], prev: Previous) -> jnp.ndarray:
         """All weighted residual rows (m,) for one frame."""
-        rows = [t.residual(self.tree, q, frame.get(t.name)) for t in self.tasks]
-        for c in self.constraints:
-            r = c.residual(self.tree, q, frame.get(c.name), prev)
-            if r is not None:
-                rows.append(r)
-        return jnp.concatenate([jnp.ravel(r) for r in rows])
+        rows = [self._term_residual(term, q, frame, prev) for term in self.tasks + self.constraints]
+        return jnp.concatenate([jnp.ravel(r) for r in rows if r is not None])
 
     def _count_rows(self, q, frame, prev) -> dict[str, int]:
         """Residual rows each term adds (static shapes, from tracing)."""
         counts = {}
-        for t in self.tasks:
-            counts[t.name] = int(np.prod(jax.eval_shape(
-                lambda q, t=t: t.residual(self.tree, q, frame.get(t.name)), q).shape))
-        for c in self.constraints:
-            shape = jax.eval_shape(lambda q, c=c: c.residual(self.tree, q, frame.get(c.name), prev), q)
-            counts[c.name] = 0 if shape is None else int(np.prod(shape.shape))
+        for term in self.tasks + self.constraints:
+            shape = jax.eval_shape(lambda q, term=term: self._term_residual(term, q, frame, prev), q)
+            counts[term.name] = 0 if shape is None else int(np.prod(shape.shape))
         return counts
+
+    def tangent_basis(self, q: jnp.ndarray) -> jnp.ndarray:
+        """``dq/dx`` (nq, n_vars) of :meth:`retract` at ``dx = 0``, in closed form: unit columns
+        for hinge, slide and free-joint position variables, the unit-quaternion rate ``0.5 L(u)
+        [:, 1:] / |quat|`` for free/ball rotations (body-frame angular velocity), then pushed
+        through the derivative of the constraints' projection (e.g. the knee translations follow
+        the knee angle through their polynomials)."""
+        basis = jnp.asarray(self._basis_linear, q.dtype)
+        for qadr, rows, cols in self._basis_rotations:
+            quat = q[qadr:qadr + 4]
+            rate = 0.5 * quat_left_matrix(quat)[:, 1:] / jnp.linalg.norm(quat)  # (4, 3)
+            basis = basis + jnp.asarray(rows, q.dtype) @ rate @ jnp.asarray(cols, q.dtype)
+        return jax.vmap(lambda t: jax.jvp(self._manifold, (q,), (t,))[1], in_axes=1, out_axes=1)(basis)
 
     def linearize(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray], prev: Previous):
         """Jacobian (m, n_vars) of all residual rows w.r.t. the free tangent variables, and the
-        rows (m,), in :meth:`residual`'s order. ``dq/dx`` (nq, n_vars) of the retraction is
-        computed once; tasks with a closed-form ``residual_jacobian`` (markers) chain with it,
-        the other terms are differentiated by ``jax.jacfwd`` through the affine map
-        ``q + dq/dx dx`` (the same first derivative, without re-running the retraction)."""
-        zero = jnp.zeros(self.n_vars, q.dtype)
-        dq_dx = jax.jacfwd(lambda dx: self.retract(q, dx))(zero)
+        rows (m,), in :meth:`residual`'s order. ``dq/dx`` (:meth:`tangent_basis`) is computed
+        once; terms with a closed-form ``residual_jacobian`` (markers, coordinates, posture,
+        smoothness) chain with it, any other term is differentiated by ``jax.jacfwd`` through
+        the affine map ``q + dq/dx dx`` (the same first derivative, without the retraction)."""
+        dq_dx = self.tangent_basis(q)
         closed = {}
-        for task in self.tasks:
-            out = task.residual_jacobian(self.tree, q, frame.get(task.name), dq_dx)
+        for t in self.tasks:
+            out = t.residual_jacobian(self.tree, q, frame.get(t.name), dq_dx)
             if out is not None:
-                closed[task.name] = out
-
-        def others(dx):
-            qx = q + dq_dx @ dx
-            rows = [t.residual(self.tree, qx, frame.get(t.name)) for t in self.tasks
-                    if t.name not in closed]
-            rows += [c.residual(self.tree, qx, frame.get(c.name), prev) for c in self.constraints]
-            rows = [jnp.ravel(r) for r in rows if r is not None]
-            r = jnp.concatenate(rows) if rows else jnp.zeros(0, q.dtype)
-            return r, r
-
-        jac_o, r_o = jax.jacfwd(others, has_aux=True)(zero)
+                closed[t.name] = out
+        for c in self.constraints:
+            out = c.residual_jacobian(self.tree, q, frame.get(c.name), prev, dq_dx)
+            if out is not None:
+                closed[c.name] = out
         counts = self._count_rows(q, frame, prev)
+        rest = [term for term in self.tasks + self.constraints
+                if term.name not in closed and counts[term.name]]
+        if rest:
+            def rows_of(dx):
+                qx = q + dq_dx @ dx
+                r = jnp.concatenate([jnp.ravel(self._term_residual(term, qx, frame, prev))
+                                     for term in rest])
+                return r, r
+
+            jac_o, r_o = jax.jacfwd(rows_of, has_aux=True)(jnp.zeros(self.n_vars, q.dtype))
         rows, jacs, k = [], [], 0
         for term in self.tasks + self.constraints:  # back into residual() order
             if term.name in closed:
-                rows.append(closed[term.name][0])
-                jacs.append(closed[term.name][1])
-                continue
-            size = counts[term.name]
-            rows.append(r_o[k:k + size])
-            jacs.append(jac_o[k:k + size])
-            k += size
+                rows.append(jnp.ravel(closed[term.name][0]))
+                jacs.append(closed[term.name][1].reshape(-1, self.n_vars))
+            elif counts[term.name]:
+                size = counts[term.name]
+                rows.append(r_o[k:k + size])
+                jacs.append(jac_o[k:k + size])
+                k += size
         return jnp.concatenate(jacs), jnp.concatenate(rows)
+
+    def _term_residual(self, term, q, frame, prev):
+        if isinstance(term, Task):
+            return term.residual(self.tree, q, frame.get(term.name))
+        return term.residual(self.tree, q, frame.get(term.name), prev)
 
     def point_errors_m(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
         """Unweighted point errors (k,) of all positional tasks, NaN where missing."""

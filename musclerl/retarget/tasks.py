@@ -17,8 +17,10 @@ task                   cost added per frame                            target (p
 
 All weights are multiplied in as ``sqrt(w)`` on the residual rows. A task may also give
 ``residual_jacobian(tree, q, target, dq_dx)``: its rows and their Jacobian w.r.t. the solver's
-variables in closed form (MarkerTask does, from the tree's joint twists); otherwise the solver
-differentiates ``residual`` with ``jax.jacfwd`` (FK has an analytic JVP, so that is cheap too).
+variables in closed form (MarkerTask from the tree's joint twists; CoordinateTask and
+PostureTask, whose rows are linear in the coordinates, as rows of ``dq_dx``); otherwise the
+solver differentiates ``residual`` with ``jax.jacfwd`` (FK has an analytic JVP, so that is
+cheap too).
 """
 
 from __future__ import annotations
@@ -215,10 +217,16 @@ class CoordinateTask(Task):
         return (len(self.joint_names),)
 
     def residual(self, tree, q, target):
+        return self.residual_jacobian(tree, q, target, None)[0]
+
+    def residual_jacobian(self, tree, q, target, dq_dx):
+        """Rows ``sqrt(w) (q_j - c_j)`` (0 where the target is NaN); their Jacobian is the rows
+        of ``dq_dx`` (None: rows only)."""
         qadr = _scalar_joint_qadr(tree.model, self.joint_names, self.name)
         goal = jnp.asarray(self.values, q.dtype) if target is None else target
         ok = jnp.isfinite(goal)
-        return jnp.where(ok, (q[qadr] - jnp.where(ok, goal, 0.0)) * self.sqrt_w, 0.0)
+        r = jnp.where(ok, (q[qadr] - jnp.where(ok, goal, 0.0)) * self.sqrt_w, 0.0)
+        return r, None if dq_dx is None else jnp.where(ok[:, None], dq_dx[qadr] * self.sqrt_w, 0.0)
 
 
 class PostureTask(Task):
@@ -232,8 +240,14 @@ class PostureTask(Task):
         self.sqrt_w = float(np.sqrt(weight))
 
     def residual(self, tree, q, target):
+        return self.residual_jacobian(tree, q, target, None)[0]
+
+    def residual_jacobian(self, tree, q, target, dq_dx):
+        """Rows ``sqrt(w) (q_j - q_rest_j)``; their Jacobian is the rows of ``dq_dx`` (None:
+        rows only)."""
         require(self.q_rest.shape == (tree.nq,), self.name,
                 f"q_rest must be ({tree.nq},), got {self.q_rest.shape}")
         qadr = np.array([j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)],
                         dtype=np.int64)
-        return (q[qadr] - jnp.asarray(self.q_rest[qadr], q.dtype)) * self.sqrt_w
+        r = (q[qadr] - jnp.asarray(self.q_rest[qadr], q.dtype)) * self.sqrt_w
+        return r, None if dq_dx is None else dq_dx[qadr] * self.sqrt_w
