@@ -141,3 +141,23 @@ def test_upright_check_ignores_missing_frames_and_accepts_a_lean():
     pos[:, 2] = [0.5, 0.0, 1.0]  # lying along +X
     with pytest.raises(InputError, match=r"lean.txt.*\+X"):
         check_upright("deepmimic", names, pos, "lean.txt")
+
+
+# ------------------------------------------------------------------ terrain evidence
+def test_settled_heights_ignore_a_sunk_strike_and_the_heel_rise():
+    from musclerl.retarget.terrain import settled_mask, support_patches
+
+    heel = np.full(12, 0.002)
+    heel[:2] = [-0.04, -0.025]  # driven into the floor at the strike (as DeepMimic's run does)
+    heel[-3:] = [0.02, 0.04, 0.07]  # rising before toe-off, still flagged
+    flags = np.ones((12, 1), dtype=bool)
+    mask = settled_mask(heel[:, None], flags, 0.01)[:, 0]
+    np.testing.assert_array_equal(mask, [False, False] + [True] * 7 + [False] * 3)
+    points = np.zeros((12, 1, 3))
+    points[:, 0, 0] = 0.3
+    points[:, 0, 2] = heel
+    patch = support_patches(points, flags, np.zeros(1, dtype=int), 0.0, settle_m=0.01)[0]
+    assert patch.height_m == pytest.approx(0.002, abs=1e-9)
+    # Unflagged frames never count, however many there are.
+    flags[:8] = False
+    assert settled_mask(heel[:, None], flags, 0.01)[:, 0].sum() == 1
