@@ -232,13 +232,15 @@ def test_folder_on_two_host_devices(case, walk, tmp_path):
 @pytest.mark.parametrize(
     "model, all_max_m, lower_max_m",
     [
-        # myolegs has a rigid trunk (no lumbar joints), so trunk markers cannot follow the walk:
-        # all-marker RMS measured 46.9 mm (OpenSim: 21.9 mm with a lumbar joint); guard at 55 mm.
-        # Lower body measured 15.0 mm (OpenSim 12.0 mm, aim +20 % = 14.4 mm is missed); guard 16.5 mm.
-        ("myolegs", 0.055, 0.0165),
+        # myolegs has a rigid trunk (no lumbar joints) and the subject leans ~14 deg further forward
+        # walking than standing, so the static-placed trunk markers cannot follow the walk:
+        # all-marker RMS measured 44.0 mm (OpenSim: 21.9 mm with a lumbar joint); guard at 48 mm.
+        # Lower body measured 12.5 mm with the hip/knee joint centres seated (OpenSim 12.0 mm):
+        # the aim, OpenSim + 20 % = 14.4 mm, is the threshold.
+        ("myolegs", 0.048, 0.0144),
         # myofullbody has a spine: all markers measured 23.8 mm, within the aim (OpenSim + 20 % =
-        # 26.3 mm), which is the threshold here; lower body measured 14.5 mm.
-        ("myofullbody", 0.0263, 0.0165),
+        # 26.3 mm), which is the threshold here; lower body measured 12.3 mm (aim 14.4 mm).
+        ("myofullbody", 0.0263, 0.0144),
     ],
 )
 def test_gait2354_walk_against_opensim(gait2354, tmp_path, model, all_max_m, lower_max_m):
@@ -265,8 +267,8 @@ def test_gait2354_walk_against_opensim(gait2354, tmp_path, model, all_max_m, low
     assert np.mean(np.sqrt(np.nanmean(errors**2, axis=1))) < lower_max_m
     ours, ref = read_storage(tmp_path / "walk.mot"), read_storage(d / "subject01_walk1_ik.mot")
     # OpenSim's gait2354 knee is negative in flexion, the MyoSuite models' positive. The issue's aims:
-    # knee and ankle within 5 deg RMS, hip within 8 deg (measured on myolegs: hip 2.2/2.6, knee
-    # 2.3/2.5, ankle 2.1/1.8; on myofullbody: hip 2.3/2.1, knee 2.3/2.4, ankle 2.0/1.7).
+    # knee and ankle within 5 deg RMS, hip within 8 deg (measured r/l on myolegs: hip 1.8/2.5, knee
+    # 2.8/3.2, ankle 2.7/3.5; on myofullbody: hip 2.3/1.5, knee 2.5/2.9, ankle 2.6/3.4).
     for name, sign, limit in (("hip_flexion", 1, 8.0), ("knee_angle", -1, 5.0), ("ankle_angle", 1, 5.0)):
         for side in "rl":
             col = f"{name}_{side}"

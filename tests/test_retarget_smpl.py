@@ -145,10 +145,11 @@ def test_deepmimic_run_on_myolegs(shared_data):
     from musclerl.motion.deepmimic import read_deepmimic
 
     motion = read_deepmimic(shared_data / "deepmimic" / "humanoid3d_run.txt")
-    # The clip's own planted feet sink up to 2.3 cm into DeepMimic's floor (heel at -1.4 cm,
-    # down to -6 cm at heel strike), so the ground under the feet is held to 2.5 cm of z = 0.
+    # The clip's own heels sink 1-6 cm into DeepMimic's floor at the strikes; the ground comes from
+    # each sole point's settled stance heights: measured 0.8 cm off z = 0 under the planted feet
+    # (was 2.3 cm); the 2 cm is the threshold.
     result = retarget_keypoints(motion, "myolegs", PipelineParams())
-    _check_ground_quality(result, lambda x: np.zeros_like(x), max_terrain_err_m=0.025)
+    _check_ground_quality(result, lambda x: np.zeros_like(x), max_terrain_err_m=0.02)
     assert result.metrics["marker_rms_m"] < 0.02
     assert 0.05 < result.metrics["stance_frac"] < 0.4  # running: short stances, flight phases
 
