@@ -5,7 +5,11 @@ of every independent coordinate, 3 markers per moving body, 2 mm Gaussian noise.
 get the same markers, weights, start pose, joint limits and knee equalities:
 
 * ours: :func:`musclerl.retarget.solver.solve_clip` (lean tree, batched LM, equalities
-  eliminated). Compile time is measured apart; frames/s is a second, compiled run.
+  eliminated), on every local JAX device (on CPU, ``XLA_FLAGS=
+  --xla_force_host_platform_device_count=2`` gives two devices, one per core). Compile time is
+  measured apart; frames/s is a second, compiled run. Reported with it: JAX devices, chains
+  per call, CPU threads available, and the threads the timed solve kept busy (process CPU
+  seconds per wall second).
 * mink (``pip install mink``, optional): one ``FrameTask`` per marker site (position only,
   weight as ours), a small ``PostureTask``, the model's equalities as ``EqualityConstraintTask``,
   ``ConfigurationLimit``; per frame, warm-started from the previous frame, ``solve_ik`` steps
@@ -104,6 +108,8 @@ def _errors(model, clip, qs, frames):
 
 
 def _bench_ours(model, clip, chunk_len: int | None) -> dict:
+    import jax
+
     from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
     from musclerl.retarget.kinematics import KinematicTree
     from musclerl.retarget.solver import IKProblem, solve_clip
@@ -117,7 +123,9 @@ def _bench_ours(model, clip, chunk_len: int | None) -> dict:
     targets = {"markers": clip.markers_m}
     first = solve_clip(problem, targets, model.qpos0, chunk_len=chunk_len, tol=TOL)
     first_s = time.perf_counter() - t0
+    cpu0 = time.process_time()
     result = solve_clip(problem, targets, model.qpos0, chunk_len=chunk_len, tol=TOL)
+    cpu_s = time.process_time() - cpu0
     frames = len(clip.markers_m)
     errors = _errors(model, clip, result.q, frames)
     return {
@@ -127,6 +135,11 @@ def _bench_ours(model, clip, chunk_len: int | None) -> dict:
         "ours_fps": frames / result.solve_s,
         "ours_converged_frac": float(result.converged.mean()),
         "ours_iterations_mean": float(result.iterations.mean()),
+        "ours_jax_devices": len(jax.local_devices()),
+        "ours_chains_per_call": problem.chain_batch,
+        "ours_cpu_threads_available": len(os.sched_getaffinity(0)),
+        # Process CPU seconds per wall second of the timed solve: the threads it kept busy.
+        "ours_busy_threads": cpu_s / max(result.solve_s, 1e-9),
         **{f"ours_{k}": v for k, v in errors.items()},
     }
 
