@@ -161,3 +161,35 @@ def test_settled_heights_ignore_a_sunk_strike_and_the_heel_rise():
     # Unflagged frames never count, however many there are.
     flags[:8] = False
     assert settled_mask(heel[:, None], flags, 0.01)[:, 0].sum() == 1
+
+
+# ------------------------------------------------------------------ markers placed from the trial (opt-in)
+def test_trial_marker_locations_recover_body_frame_offsets():
+    from markers_fixtures import gait_qpos, site_trajectories, subject_model
+
+    from musclerl.retarget.marker_fit import trial_marker_locations
+
+    model = subject_model()
+    names = ["foot_r.0", "foot_r.1", "pelvis.2"]
+    qpos = gait_qpos(model, 30, 60.0)
+    targets = site_trajectories(model, qpos, names)
+    targets[5:9, 1] = np.nan  # a gap
+    targets[:, 2] = np.nan  # never seen: left out
+    found = trial_marker_locations(model, qpos, names, targets)
+    assert set(found) == {"foot_r.0", "foot_r.1"}
+    for name in found:
+        np.testing.assert_allclose(found[name], model.site(name).pos, atol=1e-12)
+
+
+def test_place_from_trial_unknown_body_fails_before_solving(tmp_path, capsys):
+    from markers_fixtures import write_case
+
+    from musclerl.cli import main
+
+    case = write_case(tmp_path / "case", frames=10)
+    out = tmp_path / "x.npz"
+    args = ["retarget", "markers", str(case["walk"]), "--model", "tiny", "--markers", str(case["markers"])]
+    assert main([*args, "--out", str(out), "--place-from-trial", "torso,pelvis"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["musclerl: error: --place-from-trial: model 'tiny' has no body ['torso']"]
+    assert not out.exists()

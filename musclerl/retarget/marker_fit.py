@@ -17,6 +17,8 @@ root by a rigid (Kabsch) fit so the first solve starts close.
 
 :func:`place_markers` is OpenSim's MarkerPlacer: after the static pose is fitted, every marker
 not flagged ``fixed`` moves to its measured position, expressed in its body's frame.
+:func:`trial_marker_locations` does the same from a whole solved trial (mean body-frame
+position), for markers on a segment whose posture in the trial differs from the static one.
 """
 
 from __future__ import annotations
@@ -301,6 +303,28 @@ def place_markers(
         rot = data.xmat[body].reshape(3, 3)
         out[marker.name] = rot.T @ (np.asarray(point) - data.xpos[body])
     return out
+
+
+def trial_marker_locations(
+    model: mujoco.MjModel, qpos: np.ndarray, sites: list[str], targets_m: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Body-frame location (3,) of each marker of ``sites`` (M,) as the mean over a solved trial.
+
+    ``qpos`` (T, nq) are the solved poses, ``targets_m`` (T, M, 3) the measured markers (world
+    metres, NaN = missing). This fits marker offsets to the trial itself (an explicit option of
+    the markers pipeline, never the default); markers never present are left out.
+    """
+    data = mujoco.MjData(model)
+    bodies = [int(model.site_bodyid[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s)]) for s in sites]
+    sums, counts = np.zeros((len(sites), 3)), np.zeros(len(sites))
+    for q, frame in zip(qpos, targets_m, strict=True):
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        for i, body in enumerate(bodies):
+            if np.all(np.isfinite(frame[i])):
+                sums[i] += data.xmat[body].reshape(3, 3).T @ (frame[i] - data.xpos[body])
+                counts[i] += 1
+    return {s: sums[i] / counts[i] for i, s in enumerate(sites) if counts[i] > 0}
 
 
 def root_rigid_sites(model: mujoco.MjModel, sites: list[str]) -> np.ndarray:
