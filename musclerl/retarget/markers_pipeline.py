@@ -6,9 +6,12 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    (:mod:`musclerl.models.markers`). With a static trial, the model is scaled per segment from
    marker-pair distances (the Scale setup's measurements; without one, one uniform factor from all
    marker distances), the static pose is fitted (pelvis first from the markers that move with the
-   root alone, then the limbs with the root held), and every non-fixed marker is moved to where
-   the static trial saw it (OpenSim's marker placement). That step is what makes generic marker
-   positions — 8-16 cm off on thighs and shanks — usable.
+   root alone, then shifted onto the hip centres, then the limbs with the root held and the knees
+   on their centres: :mod:`musclerl.retarget.joint_centres`), and every non-fixed marker is moved
+   to where the static trial saw it (OpenSim's marker placement). That step is what makes generic
+   marker positions — 8-16 cm off on thighs and shanks — usable. With ``place_from_trial``
+   (off by default) the markers of the named bodies are then re-placed from the trial itself
+   (:func:`place_from_trial`).
 2. :func:`solve_trial` — weighted least squares over the trial (OpenSim's IK objective, the IK
    setup's marker weights and coordinate tasks) as one batched JAX solve of the whole clip
    (:func:`musclerl.retarget.solver.solve_clip`): joint limits held, joint equalities exact,
