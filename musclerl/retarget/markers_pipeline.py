@@ -26,6 +26,11 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    already holds it. Only the static-trial placement (one averaged pose, fitted in two stages
    with the root or the limbs locked) runs on MuJoCo C (:class:`PoseFit`): a single pose costs
    milliseconds there, against seconds of compile for a JAX problem used once.
+   Measured on gait2354's walk onto myolegs (73 frames, 2 shared CPU cores, load 3-4): 3.0-3.5 s
+   for calibration and both passes with the compiled solver in the persistent cache (1.0-1.3 s
+   of tracing and loading it), 11 s with an empty cache (8.5 s compiling); the two passes solve
+   in ~1 s in a fresh process, 0.06 s for each further trial in the same process. Same poses
+   as the per-frame :class:`PoseFit` on the same subject (within 0.15 deg, same cost).
 3. :func:`retarget_markers` — the above for one ``.trc``, returning the Trajectory, the quality
    report (:mod:`musclerl.retarget.report`) and an OpenSim-style coordinate table.
 """

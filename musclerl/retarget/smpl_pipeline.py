@@ -22,6 +22,13 @@ Steps of :func:`retarget_keypoints`:
    Steps 2 and 4 share one :class:`~musclerl.retarget.solver.IKProblem` (:class:`ClipIK`): the
    anchors and planes are its targets (all NaN in step 2), so a motion compiles one solver, and
    none when JAX's persistent compilation cache already holds it (same scaled model).
+   Measured onto myolegs (2 shared CPU cores, load 3-4), with the solver in the persistent
+   cache / with an empty one: DeepMimic walk (39 frames) 3.5 / 13 s, keypoint RMS 14.2 mm,
+   tendon_jump_frac 0.0 (10 jumps repaired); DeepMimic run (25 frames) 3.2 / 10 s, 11.6 mm,
+   tendon_jump_frac 0.96 (its paths change > 5 % per frame at 30 Hz; 72 found, 24 left); a
+   generated 501-frame step-and-slope walk 5.2 / 11 s, 9.1 mm, no jump left, penetration 0.9
+   mm, stance skating 0.0002 m/s. Compiling is 7-11 s of the cold runs, 1.6-1.9 s (tracing
+   and loading) of the warm ones.
 5. **Measured** with MuJoCo C on the final ``qpos``: keypoint errors, limit violations, equality
    residual, penetration of every collision geom, stance skating.
 
