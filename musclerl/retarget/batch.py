@@ -33,8 +33,9 @@ from musclerl.errors import InputError
 from musclerl.fileio import atomic_path
 
 CACHE_ENV = "MUSCLERL_CACHE"
-#: Compiles shorter than this are not written to the persistent cache (tiny eager-op kernels).
-CACHE_MIN_COMPILE_S = 0.1
+#: Compiles shorter than this are not written to the persistent cache. 0: every compile, the
+#: ~30 small eager-op kernels of a solve too (50-75 ms each to compile, ~1 s per process).
+CACHE_MIN_COMPILE_S = 0.0
 
 
 def compilation_cache_dir() -> Path | None:
