@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -74,6 +75,21 @@ BLOCK_SWEEPS = 16  # sweeps per compiled call (lax.scan); time limits are checke
 ERRORS_BATCH = 256  # frames per compiled call of the point-error measurement
 COLD, WARM, GIVEN = 0, 1, 2  # how a sweep starts (see IKProblem._sweeps)
 STEP_TOL = 1e-5  # rad or m: a step this small from an accepted point ends the frame (converged)
+
+
+class _LMState(NamedTuple):
+    """One frame's LM state: best point ``q`` (nq,) with the normal equations of its rows
+    (``hess`` = J^T J (n, n), ``grad`` = J^T r (n,)) and ``cost``; the next candidate ``cand``
+    (nq,); damping ``lam``; evaluations so far ``it``; ``conv``."""
+
+    q: jnp.ndarray
+    hess: jnp.ndarray
+    grad: jnp.ndarray
+    cost: jnp.ndarray
+    cand: jnp.ndarray
+    lam: jnp.ndarray
+    it: jnp.ndarray
+    conv: jnp.ndarray
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,63 +308,47 @@ class IKProblem:
         return jnp.concatenate(errs) if errs else jnp.full((1,), jnp.nan, q.dtype)
 
     # ------------------------------------------------------------------ one frame of LM
-    def _lm(self, q_init, frame, prev, max_iters, tol):
-        """LM on one frame. Returns (q, converged, iterations, cost).
-
-        Each iteration linearises at the candidate (one ``jacfwd``, which also gives the
-        residual); the candidate is accepted if it lowers the cost, and the next step is taken
-        from the best point so far. ``max_iters`` and ``tol`` are traced, so one compile serves
-        cold and warm starts.
-        """
-        lo = jnp.asarray(self.var_lo)
-        hi = jnp.asarray(self.var_hi)
-        has_bound = self.var_qadr >= 0
-        var_q = np.maximum(self.var_qadr, 0)
-
-        def lin(q):
-            return self.linearize(q, frame, prev)
-
-        def body(state):
-            q, jac, r, cost, cand, lam, it, _, _ = state
-            jac_c, r_c = lin(cand)
-            cost_c = 0.5 * r_c @ r_c
-            accept = cost_c < cost
-            small = accept & (it > 0) & ((cost - cost_c) <= tol * cost)
-            q = jnp.where(accept, cand, q)
-            jac = jnp.where(accept, jac_c, jac)
-            r = jnp.where(accept, r_c, r)
-            lam = jnp.where(it == 0, lam, jnp.where(accept, lam * 0.3, lam * 10.0))
-            lam = jnp.clip(lam, LAMBDA_MIN, LAMBDA_MAX)
-            cost = jnp.where(accept, cost_c, cost)
-            grad = jac.T @ r
-            qv = q[var_q]
-            at_lo = has_bound & (qv <= lo + 1e-12) & (grad > 0)
-            at_hi = has_bound & (qv >= hi - 1e-12) & (grad < 0)
-            free = ~(at_lo | at_hi)
-            grad = jnp.where(free, grad, 0.0)
-            hess = jac.T @ jac * (free[:, None] & free[None, :])
-            damp = lam * (jnp.diagonal(hess) + 1e-9) + jnp.where(free, 0.0, 1.0)
-            # Symmetric positive definite: Cholesky is cheaper than LU for the batched solves.
-            dx = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(hess + jnp.diag(damp)), grad)
-            cand = self.project(self.retract(q, dx))
-            # The Gauss-Newton model's predicted decrease of the next step: when even that is
-            # below tol the point is final, without paying another evaluation.
-            predicted = -(grad @ dx) - 0.5 * (dx @ (hess @ dx))
-            tiny_step = accept & ((jnp.max(jnp.abs(dx)) <= STEP_TOL) | (predicted <= tol * cost))
-            conv = small | tiny_step | (jnp.max(jnp.abs(grad)) <= 1e-14) | (lam >= LAMBDA_MAX)
-            return q, jac, r, cost, cand, lam, it + 1, conv, conv
-
-        def cond(state):  # max_iters = 0: no evaluation at all
-            return (state[6] < max_iters + jnp.minimum(max_iters, 1)) & ~state[7]
-
+    def _lm_start(self, q_init: jnp.ndarray) -> _LMState:
+        """LM state (:class:`_LMState`) before the first evaluation, at ``project(q_init)``."""
         q0 = self.project(q_init)
-        dtype = q0.dtype
-        m = jax.eval_shape(lambda q: self.residual(q, frame, prev), q0).shape[0]  # rows
-        state = (q0, jnp.zeros((m, self.n_vars), dtype), jnp.zeros(m, dtype),
-                 jnp.asarray(jnp.inf, dtype), q0, jnp.asarray(LAMBDA_INIT, dtype),
-                 jnp.asarray(0), jnp.asarray(False), jnp.asarray(False))
-        q, _, _, cost, _, _, it, _, conv = jax.lax.while_loop(cond, body, state)
-        return q, conv, jnp.maximum(it - 1, 0), cost
+        n, dtype = self.n_vars, q0.dtype
+        return _LMState(q=q0, hess=jnp.zeros((n, n), dtype), grad=jnp.zeros(n, dtype),
+                        cost=jnp.asarray(jnp.inf, dtype), cand=q0,
+                        lam=jnp.asarray(LAMBDA_INIT, dtype), it=jnp.asarray(0, jnp.int32),
+                        conv=jnp.asarray(False))
+
+    def _lm_step(self, state: _LMState, frame, prev: Previous, tol) -> _LMState:
+        """One LM iteration on one frame: linearise at the candidate (rows, Jacobian, and its
+        normal equations); accept it if it lowers the cost; take the next step from the best
+        point so far. The first call (``it == 0``) only evaluates the start point."""
+        q, hess, grad, cost, cand, lam, it, _ = state
+        jac_c, r_c = self.linearize(cand, frame, prev)
+        cost_c = 0.5 * r_c @ r_c
+        accept = cost_c < cost
+        small = accept & (it > 0) & ((cost - cost_c) <= tol * cost)
+        q = jnp.where(accept, cand, q)
+        hess = jnp.where(accept, jac_c.T @ jac_c, hess)
+        grad = jnp.where(accept, jac_c.T @ r_c, grad)
+        lam = jnp.where(it == 0, lam, jnp.where(accept, lam * 0.3, lam * 10.0))
+        lam = jnp.clip(lam, LAMBDA_MIN, LAMBDA_MAX)
+        cost = jnp.where(accept, cost_c, cost)
+        qv = q[np.maximum(self.var_qadr, 0)]
+        bounded = self.var_qadr >= 0
+        at_lo = bounded & (qv <= jnp.asarray(self.var_lo) + 1e-12) & (grad > 0)
+        at_hi = bounded & (qv >= jnp.asarray(self.var_hi) - 1e-12) & (grad < 0)
+        free = ~(at_lo | at_hi)
+        g = jnp.where(free, grad, 0.0)
+        h = hess * (free[:, None] & free[None, :])
+        damp = lam * (jnp.diagonal(h) + 1e-9) + jnp.where(free, 0.0, 1.0)
+        # Symmetric positive definite: Cholesky is cheaper than LU for the batched solves.
+        dx = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(h + jnp.diag(damp)), g)
+        cand = self.project(self.retract(q, dx))
+        # The Gauss-Newton model's predicted decrease of the next step: when even that is
+        # below tol the point is final, without paying another evaluation.
+        predicted = -(g @ dx) - 0.5 * (dx @ (h @ dx))
+        tiny_step = accept & ((jnp.max(jnp.abs(dx)) <= STEP_TOL) | (predicted <= tol * cost))
+        conv = small | tiny_step | (jnp.max(jnp.abs(g)) <= 1e-14) | (lam >= LAMBDA_MAX)
+        return _LMState(q, hess, grad, cost, cand, lam, it + 1, conv)
 
     # ------------------------------------------------------------------ sweeps (compiled)
     @property
@@ -358,33 +358,56 @@ class IKProblem:
         return CHAINS_PER_DEVICE * len(jax.local_devices())
 
     def _sweeps(self, q1, q2, mode, frame, q_given, q_prev, weight, max_iters, tol):
-        """``BLOCK_SWEEPS`` sweeps over a batch of C chains, one ``lax.scan``.
+        """Up to ``BLOCK_SWEEPS`` sweeps (frames) of every chain in a batch of C chains.
 
         Carry: ``q1``, ``q2`` (C, nq), each chain's last two solutions. Per sweep (leading axis
         S): ``mode`` () (COLD, WARM or GIVEN), ``frame`` targets (C, ...), ``q_given`` and
         ``q_prev`` (C, nq), ``weight`` (C,) on the previous frame, ``max_iters`` () LM iterations
-        (0 skips the sweep). WARM starts from (and is smoothed towards) the constant-velocity
-        prediction ``2 q1 - q2`` of the linear coordinates (rotations carried over); COLD and
-        GIVEN start from ``q_given``, smoothed towards ``q_prev``. COLD restarts the chains'
-        carry, GIVEN (repairs) leaves it alone. Returns the carry and per sweep q (C, nq),
-        converged (C,), iterations (C,), cost (C,).
+        (0 ends the block: only leading sweeps run). WARM starts from (and is smoothed towards)
+        the constant-velocity prediction ``2 q1 - q2`` of the linear coordinates (rotations
+        carried over); COLD and GIVEN start from ``q_given``, smoothed towards ``q_prev``. COLD
+        restarts the chain's carry, GIVEN (repairs) leaves it alone.
+
+        Each chain runs its own sequence of LM iterations (one ``while_loop`` trip = one
+        iteration for every chain) and moves to its next frame as soon as the current one is
+        done, so no chain waits for the slowest on every frame. Returns the carry and per sweep
+        q (S, C, nq), converged (S, C), iterations (S, C), cost (S, C).
         """
+        n_sweeps = mode.shape[0]
+        n_active = jnp.sum(max_iters > 0)
         lin = self.linear_qadr
-        lm = jax.vmap(lambda q, f, p, w, n: self._lm(q, f, Previous(p, w), n, tol),
-                      in_axes=(0, 0, 0, 0, None))
 
-        def sweep(carry, step):
-            q1, q2 = carry
-            mode, frame, q_given, q_prev, weight, n = step
-            warm = mode == WARM
-            q_init = jnp.where(warm, q1.at[:, lin].add(q1[:, lin] - q2[:, lin]), q_given)
-            q, conv, it, cost = lm(q_init, frame, jnp.where(warm, q_init, q_prev), weight, n)
-            done = n > 0
-            q1_new = jnp.where(done & (warm | (mode == COLD)), q, q1)
-            q2_new = jnp.where(done & warm, q1, jnp.where(done & (mode == COLD), q, q2))
-            return (q1_new, q2_new), (q, conv, it, cost)
+        def chain(q1, q2, frame, q_given, q_prev, weight):
+            def start(s, q1, q2):
+                warm = mode[s] == WARM
+                q_init = jnp.where(warm, q1.at[lin].add(q1[lin] - q2[lin]), q_given[s])
+                return self._lm_start(q_init), jnp.where(warm, q_init, q_prev[s])
 
-        return jax.lax.scan(sweep, (q1, q2), (mode, frame, q_given, q_prev, weight, max_iters))
+            def body(loop):
+                s, q1, q2, lm, q_ref, out = loop
+                here = jax.tree.map(lambda a: a[s], frame)
+                lm = self._lm_step(lm, here, Previous(q_ref, weight[s]), tol)
+                done = lm.conv | (lm.it >= max_iters[s] + 1)
+                row = jnp.where(done, s, n_sweeps)  # out of range: dropped
+                out = tuple(o.at[row].set(v, mode="drop") for o, v in
+                            zip(out, (lm.q, lm.conv, lm.it - 1, lm.cost), strict=True))
+                chained = done & (mode[s] != GIVEN)
+                q2 = jnp.where(chained, jnp.where(mode[s] == COLD, lm.q, q1), q2)
+                q1 = jnp.where(chained, lm.q, q1)
+                s = s + done.astype(s.dtype)
+                fresh, fresh_ref = start(jnp.minimum(s, n_sweeps - 1), q1, q2)
+                lm = jax.tree.map(lambda a, b: jnp.where(done, a, b), fresh, lm)
+                return s, q1, q2, lm, jnp.where(done, fresh_ref, q_ref), out
+
+            lm, q_ref = start(0, q1, q2)
+            out = (jnp.zeros((n_sweeps,) + q1.shape, q1.dtype), jnp.zeros(n_sweeps, bool),
+                   jnp.zeros(n_sweeps, jnp.int32), jnp.full(n_sweeps, jnp.nan, q1.dtype))
+            loop = (jnp.asarray(0, jnp.int32), q1, q2, lm, q_ref, out)
+            s, q1, q2, _, _, out = jax.lax.while_loop(lambda loop: loop[0] < n_active, body, loop)
+            return (q1, q2), out
+
+        return jax.vmap(chain, in_axes=(0, 0, 1, 1, 1, 1), out_axes=((0, 0), 1))(
+            q1, q2, frame, q_given, q_prev, weight)
 
     def _compiled_fn(self, kind: str, *args):
         """The jitted function ``kind`` compiled for ``args``; (fn, compile seconds).
