@@ -193,3 +193,22 @@ def test_place_from_trial_unknown_body_fails_before_solving(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["musclerl: error: --place-from-trial: model 'tiny' has no body ['torso']"]
     assert not out.exists()
+
+
+def test_stance_fragment_cut_by_the_clip_start_gives_no_patch_at_60_hz():
+    from musclerl.retarget.terrain import TerrainParams, terrain_from_contacts
+
+    params = TerrainParams()
+    assert [params.min_stance_frames(r) for r in (30.0, 60.0, 120.0)] == [3, 5, 10]
+    rate_hz = 60.0
+    points = np.zeros((60, 1, 3))
+    points[:, 0, 0] = np.linspace(0.0, 1.0, 60)
+    flags = np.zeros((60, 1), dtype=bool)
+    flags[:4] = True  # the end of a toe-off, 2 cm up and rising
+    points[:4, 0, 2] = [0.018, 0.02, 0.022, 0.024]
+    flags[30:50] = True  # a full stance on the ground (z = 0)
+    points[30:50, 0, 0] = 0.6
+    terrain = terrain_from_contacts(points, flags, np.zeros(1, dtype=int), rate_hz=rate_hz)
+    assert np.abs(terrain.height_at(points[flags[:, 0], 0, :2])).max() < 1e-6
+    per_frame = terrain_from_contacts(points, flags, np.zeros(1, dtype=int))  # 3 frames suffice
+    assert per_frame.height_at(points[:1, 0, :2])[0] > 0.015

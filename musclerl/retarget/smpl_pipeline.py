@@ -409,7 +409,8 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
         # when an unconstrained foot rolls (the edge points do).
         axis = np.flatnonzero(np.isin(np.tile(np.arange(len(SOLE_POINTS)), 2), [0, 1]))
         patches = support_patches(sole1[:, axis], flags[:, axis], prepared.sole_foot[axis], 0.0,
-                                  params.terrain.slope_ridge)
+                                  params.terrain.slope_ridge,
+                                  min_frames=params.terrain.min_stance_frames(motion.rate_hz))
         margin = dilate_flags(flags, int(round(0.1 * motion.rate_hz)), loop=wraps_in_place(motion))
         free = sole1[~margin]
         terrain = recover_terrain(patches, free, params.terrain, extent_xy_m=sole1[..., :2].reshape(-1, 2))

@@ -66,6 +66,14 @@ class TerrainParams:
     coverage_m: float = 0.3  # cells this close to evidence are solved; the rest copy the nearest
     lateral_scale: float = 0.3  # weight of distances across the walking direction
     slope_ridge: float = 1e-3  # ridge weight on slope (m^2 of lever arm)
+    # Stance runs shorter than this give no patch (at least 3 frames): at 60 Hz and up, the last
+    # frames of a toe-off cut by the clip's start are otherwise long enough to pass for a footprint
+    # (DeepMimic's walk resampled to 60 Hz: a 4-frame toe 2 cm up put the ground 2.1 cm high).
+    min_stance_s: float = 0.08
+
+    def min_stance_frames(self, rate_hz: float) -> int:
+        """Frames a stance run needs to give a patch at ``rate_hz``."""
+        return max(3, int(round(self.min_stance_s * rate_hz)))
 
 
 def fit_patch(samples_m: np.ndarray, foot: int, frames: tuple[int, int], ridge: float) -> SupportPatch:
@@ -255,10 +263,13 @@ def _near_samples(centres: np.ndarray, xy: np.ndarray, radius_m: float) -> np.nd
 
 def terrain_from_contacts(points_m: np.ndarray, flags: np.ndarray, foot_of_point: np.ndarray,
                           sole_offset_m: np.ndarray | float = 0.0, free_points_m: np.ndarray | None = None,
-                          params: TerrainParams | None = None) -> Terrain:
-    """Convenience: :func:`support_patches` then :func:`recover_terrain` (shapes as there)."""
+                          params: TerrainParams | None = None, rate_hz: float | None = None) -> Terrain:
+    """Convenience: :func:`support_patches` then :func:`recover_terrain` (shapes as there);
+    with ``rate_hz``, stance runs shorter than ``params.min_stance_s`` give no patch (else 3 frames)."""
     params = params or TerrainParams()
-    patches = support_patches(points_m, flags, foot_of_point, sole_offset_m, params.slope_ridge)
+    min_frames = params.min_stance_frames(rate_hz) if rate_hz else 3
+    patches = support_patches(points_m, flags, foot_of_point, sole_offset_m, params.slope_ridge,
+                              min_frames=min_frames)
     pts = np.asarray(points_m, dtype=float)
     offset = np.broadcast_to(np.asarray(sole_offset_m, dtype=float), (pts.shape[1],))
     soles = pts - np.stack([np.zeros_like(offset), np.zeros_like(offset), offset], axis=-1)
