@@ -262,26 +262,25 @@ class KinematicTree:
         its ancestors' joint twists (what ``mj_jac`` does)."""
         plan = self._plan
         dtype = q.dtype
-        idx = plan.slots  # (nb, K)
-        # Frame of each slot's joint, in the world, before the joint moves.
-        wr = mm(par_r[:, None], before_r)
-        wt = par_t[:, None, :] + mv(par_r[:, None], before_t)
-        axis_w = mv(wr, jnp.asarray(plan.axis, dtype)[idx])
-        anchor_w = wt + mv(wr, jnp.asarray(plan.anchor, dtype)[idx])
-        flat = plan.scalar_slot  # (ns,) index into the flattened (nb * K) slots
-        axis_s = axis_w.reshape(-1, 3)[flat]
-        anchor_s = anchor_w.reshape(-1, 3)[flat]
+        # World frame of each hinge/slide joint before it moves (only the slots that hold one).
+        body, slot = plan.scalar_body, plan.scalar_slot_k
+        wr = mm(par_r[body], before_r[body, slot])
+        wt = par_t[body] + mv(par_r[body], before_t[body, slot])
+        axis_s = mv(wr, jnp.asarray(plan.axis[plan.scalar], dtype))
+        anchor_s = wt + mv(wr, jnp.asarray(plan.anchor[plan.scalar], dtype))
         hinge = jnp.asarray(plan.is_hinge[plan.scalar], dtype)[:, None]
         unit_w = hinge * axis_s
         unit_c = (1.0 - hinge) * axis_s - jnp.cross(unit_w, anchor_s)
         quats = []
-        for jid, qadr, _ in plan.balls:
-            body, slot = plan.joint_slot[jid]
-            cols = wr[body, slot] @ jr[jid] @ quat_rate_matrix(q[qadr:qadr + 4])
-            quats.append((body, qadr, cols, -jnp.cross(cols.T, anchor_w[body, slot]).T))
-        for body, qadr in plan.frees:
-            cols = xr[body] @ quat_rate_matrix(q[qadr + 3:qadr + 7])
-            quats.append((body, qadr + 3, cols, -jnp.cross(cols.T, xt[body]).T))
+        for jid, qadr, anchor in plan.balls:
+            b, k = plan.joint_slot[jid]
+            rot = par_r[b] @ before_r[b, k]
+            anchor_w = par_t[b] + par_r[b] @ before_t[b, k] + rot @ jnp.asarray(anchor, dtype)
+            cols = rot @ jr[jid] @ quat_rate_matrix(q[qadr:qadr + 4])
+            quats.append((b, qadr, cols, -jnp.cross(cols.T, anchor_w).T))
+        for b, qadr in plan.frees:
+            cols = xr[b] @ quat_rate_matrix(q[qadr + 3:qadr + 7])
+            quats.append((b, qadr + 3, cols, -jnp.cross(cols.T, xt[b]).T))
         return unit_w, unit_c, quats
 
     def _body_velocity(self, dq, xt, twists):
@@ -426,7 +425,8 @@ class _FKPlan:
     axis: np.ndarray  # (nj + 1, 3) joint axes (zero for ball/free/padding)
     anchor: np.ndarray  # (nj + 1, 3) joint anchors in the body frame
     ancestors: np.ndarray  # (nb, nb) [b, a] = 1 when a is b or an ancestor of b (level order)
-    scalar_slot: np.ndarray  # (ns,) flattened slot index of each hinge/slide joint
+    scalar_body: np.ndarray  # (ns,) level-order body of each hinge/slide joint
+    scalar_slot_k: np.ndarray  # (ns,) its slot in that body
     scalar_ancestors: np.ndarray  # (nb, ns) 1 when the joint's body is the body or an ancestor
     joint_slot: dict  # joint index -> (level-order body, slot)
     levels: tuple  # first entry: indices of level 0; then (lo, hi) slices
@@ -493,8 +493,8 @@ class _FKPlan:
                       for k, jid in enumerate(slots[b]) if jid < nj}
         scalar_body = np.array([joint_slot[int(i)][0] for i in scalar], dtype=np.int64)
         return cls(
-            scalar_slot=np.array([joint_slot[int(i)][0] * width + joint_slot[int(i)][1]
-                                  for i in scalar], dtype=np.int64),
+            scalar_body=scalar_body,
+            scalar_slot_k=np.array([joint_slot[int(i)][1] for i in scalar], dtype=np.int64),
             scalar_ancestors=ancestors[:, scalar_body].reshape(tree.nbody, len(scalar)),
             joint_slot=joint_slot,
             scalar=scalar, scalar_qadr=np.array([joints[i].qpos_adr for i in scalar], dtype=np.int64),
