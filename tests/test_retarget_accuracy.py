@@ -212,3 +212,27 @@ def test_stance_fragment_cut_by_the_clip_start_gives_no_patch_at_60_hz():
     assert np.abs(terrain.height_at(points[flags[:, 0], 0, :2])).max() < 1e-6
     per_frame = terrain_from_contacts(points, flags, np.zeros(1, dtype=int))  # 3 frames suffice
     assert per_frame.height_at(points[:1, 0, :2])[0] > 0.015
+
+
+@pytest.mark.slow
+def test_gait2354_rigid_trunk_placed_from_the_walk(gait2354, tmp_path):
+    """myolegs' rigid trunk with its markers re-placed from the walk (opt-in): measured 13.8 mm over
+    all markers (44.0 mm without; OpenSim with a lumbar joint 21.9 mm), 12.7 mm lower body."""
+    import json
+
+    from musclerl.cli import main
+
+    d = gait2354
+    code = main(
+        ["retarget", "markers", str(d / "subject01_walk1.trc"), "--model", "myolegs",
+         "--markers", str(d / "gait2354_Scale_MarkerSet.xml"), "--static", str(d / "subject01_static.trc"),
+         "--setup", str(d / "subject01_Setup_IK.xml"), "--scale-setup", str(d / "subject01_Setup_Scale.xml"),
+         "--place-from-trial", "torso", "--out", str(tmp_path / "walk.npz"),
+         "--report", str(tmp_path / "w.json")]
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads((tmp_path / "w.json").read_text())
+    assert report["markers_placed_from_trial_on"] == ["torso"] and report["failed_frames"] == 0
+    assert report["marker_rms_m"]["mean"] < 0.0263  # the issue's aim, OpenSim's 21.9 mm + 20 %
+    torso = {n for n, m in report["calibration"]["markers"].items() if m["body"] == "torso"}
+    assert torso == {"Sternum", "R.Acromium", "L.Acromium", "Top.Head"}
