@@ -201,35 +201,39 @@ class KinematicTree:
     def _fk_levels(self, q):
         """Forward kinematics in level order. Returns world positions (nb, 3), rotations
         (nb, 3, 3), each body's parent world transform (nb, 3), (nb, 3, 3), the body-local
-        transform before each joint slot (nb, K, 3), (nb, K, 3, 3), and joint rotations (nj+1, 3, 3)."""
+        transform before each joint slot (nb, K, 3), (nb, K, 3, 3), and joint rotations in table
+        order (see ``_FKPlan.joint_row``)."""
         plan = self._plan
         dtype = q.dtype
-        nj = plan.n_joints
-        jt = jnp.zeros((nj + 1, 3), dtype)
-        jr = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nj + 1, 3, 3))
+        eye = jnp.eye(3, dtype=dtype)
+        # Joint motions stacked in table order (hinges, slides, balls, identity; see
+        # _FKPlan.joint_row), built by concatenation: no scatters.
+        jt, jr = [], []
         if plan.hinge.size:
             angle = q[plan.hinge_qadr] - plan.hinge_q0
             k1 = jnp.asarray(plan.hinge_k1, dtype)
             k2 = jnp.asarray(plan.hinge_k2, dtype)
-            rot = (jnp.eye(3, dtype=dtype) + jnp.sin(angle)[:, None, None] * k1
-                   + (1.0 - jnp.cos(angle))[:, None, None] * k2)
+            rot = eye + jnp.sin(angle)[:, None, None] * k1 + (1.0 - jnp.cos(angle))[:, None, None] * k2
             anchor = jnp.asarray(plan.hinge_pos, dtype)
-            jt = jt.at[plan.hinge].set(anchor - mv(rot, anchor))
-            jr = jr.at[plan.hinge].set(rot)
+            jt.append(anchor - mv(rot, anchor))
+            jr.append(rot)
         if plan.slide.size:
             disp = q[plan.slide_qadr] - plan.slide_q0
-            jt = jt.at[plan.slide].set(jnp.asarray(plan.slide_axis, dtype) * disp[:, None])
-        for jid, qadr, anchor in plan.balls:
+            jt.append(jnp.asarray(plan.slide_axis, dtype) * disp[:, None])
+            jr.append(jnp.broadcast_to(eye, (plan.slide.size, 3, 3)))
+        for _, qadr, anchor in plan.balls:
             rot = quat_to_mat(normalize(q[qadr:qadr + 4]))
             a = jnp.asarray(anchor, dtype)
-            jt = jt.at[jid].set(a - rot @ a)
-            jr = jr.at[jid].set(rot)
+            jt.append((a - rot @ a)[None])
+            jr.append(rot[None])
+        jt = jnp.concatenate(jt + [jnp.zeros((1, 3), dtype)])
+        jr = jnp.concatenate(jr + [eye[None]])
         # Body local transforms (level order): offset composed with its joints in order.
         lt = jnp.asarray(plan.body_pos, dtype)
         lr = jnp.asarray(plan.body_rot, dtype)
         before_t, before_r = [], []
         for k in range(plan.slots.shape[1]):
-            idx = plan.slots[:, k]
+            idx = plan.joint_row[plan.slots[:, k]]
             before_t.append(lt)
             before_r.append(lr)
             lt = lt + mv(lr, jt[idx])
@@ -276,7 +280,7 @@ class KinematicTree:
             b, k = plan.joint_slot[jid]
             rot = par_r[b] @ before_r[b, k]
             anchor_w = par_t[b] + par_r[b] @ before_t[b, k] + rot @ jnp.asarray(anchor, dtype)
-            cols = rot @ jr[jid] @ quat_rate_matrix(q[qadr:qadr + 4])
+            cols = rot @ jr[plan.joint_row[jid]] @ quat_rate_matrix(q[qadr:qadr + 4])
             quats.append((b, qadr, cols, -jnp.cross(cols.T, anchor_w).T))
         for b, qadr in plan.frees:
             cols = xr[b] @ quat_rate_matrix(q[qadr + 3:qadr + 7])
@@ -403,6 +407,8 @@ class _FKPlan:
     renumbered level by level (world children first) so each level is a contiguous block."""
 
     n_joints: int
+    joint_row: np.ndarray  # (nj + 1,) joint index -> row of the FK joint tables (hinges, slides,
+    # balls, then one identity row, which padding slots and free joints use)
     hinge: np.ndarray
     hinge_qadr: np.ndarray
     hinge_q0: np.ndarray
@@ -492,7 +498,11 @@ class _FKPlan:
         joint_slot = {int(jid): (b, k) for b in range(tree.nbody)
                       for k, jid in enumerate(slots[b]) if jid < nj}
         scalar_body = np.array([joint_slot[int(i)][0] for i in scalar], dtype=np.int64)
+        table = list(kinds[HINGE]) + list(kinds[SLIDE]) + [i for i, j in enumerate(joints) if j.type == BALL]
+        joint_row = np.full(nj + 1, len(table), dtype=np.int64)
+        joint_row[np.array(table, dtype=np.int64)] = np.arange(len(table))
         return cls(
+            joint_row=joint_row,
             scalar_body=scalar_body,
             scalar_slot_k=np.array([joint_slot[int(i)][1] for i in scalar], dtype=np.int64),
             scalar_ancestors=ancestors[:, scalar_body].reshape(tree.nbody, len(scalar)),
