@@ -30,7 +30,10 @@ from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
 from musclerl.retarget.rotations import quat_left_matrix
 from musclerl.retarget.tasks import MarkerTask, Task
 
-LAMBDA_INIT = 1e-3
+LAMBDA_INIT = 1e-3  # initial damping of cold starts and repairs
+# Initial damping of warm starts: the constant-velocity prediction is close, where Gauss-Newton
+# steps are good; measured on the bench: 2.02 instead of 2.54 iterations per frame (1e-3).
+LAMBDA_WARM = 1e-5
 LAMBDA_MIN = 1e-9
 LAMBDA_MAX = 1e8
 CHAINS_PER_DEVICE = 8  # warm-start chains side by side per JAX device (measured best on CPU)
@@ -241,13 +244,14 @@ class IKProblem:
         return jnp.concatenate(errs) if errs else jnp.full((1,), jnp.nan, q.dtype)
 
     # ------------------------------------------------------------------ one frame of LM
-    def _lm_start(self, q_init: jnp.ndarray) -> _LMState:
-        """LM state (:class:`_LMState`) before the first evaluation, at ``project(q_init)``."""
+    def _lm_start(self, q_init: jnp.ndarray, lam: jnp.ndarray) -> _LMState:
+        """LM state (:class:`_LMState`) before the first evaluation, at ``project(q_init)``,
+        with initial damping ``lam``."""
         q0 = self.project(q_init)
         n, dtype = self.n_vars, q0.dtype
         return _LMState(q=q0, hess=jnp.zeros((n, n), dtype), grad=jnp.zeros(n, dtype),
                         cost=jnp.asarray(jnp.inf, dtype), cand=q0,
-                        lam=jnp.asarray(LAMBDA_INIT, dtype), it=jnp.asarray(0, jnp.int32),
+                        lam=jnp.asarray(lam, dtype), it=jnp.asarray(0, jnp.int32),
                         conv=jnp.asarray(False))
 
     def _lm_step(self, state: _LMState, frame, prev: Previous, tol) -> _LMState:
@@ -314,7 +318,8 @@ class IKProblem:
             def start(s, q1, q2):
                 warm = mode[s] == WARM
                 q_init = jnp.where(warm, q1.at[lin].add(q1[lin] - q2[lin]), q_given[s])
-                return self._lm_start(q_init), jnp.where(warm, q_init, q_prev[s])
+                lam = jnp.where(warm, LAMBDA_WARM, LAMBDA_INIT)
+                return self._lm_start(q_init, lam), jnp.where(warm, q_init, q_prev[s])
 
             def body(loop):
                 s, q1, q2, lm, q_ref, out = loop
