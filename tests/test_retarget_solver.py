@@ -322,3 +322,28 @@ def test_marker_frame_weight_zero_ignores_a_bad_marker(tiny):
     err_deg = np.degrees(result.q[:, clip.coord_qadr] - clip.q[:, clip.coord_qadr])
     assert np.sqrt(np.mean(err_deg ** 2)) < 1.5
     assert result.converged.all()
+
+
+def test_tendon_continuity_keeps_only_repairs_that_remove_jumps(tiny):
+    """Two flipped frames; the repair of the second is sabotaged (it would jump further): the
+    first run's repair is kept, the second run is left as solved and its jumps stay flagged."""
+    model, clip, problem = tiny
+    targets = {"markers": clip.markers_m}
+    result = solve_clip(problem, targets, model.qpos0, chunk_len=8)
+    broken = result.q.copy()
+    hip, knee = (model.joint(n).qposadr[0] for n in ("hip_flexion_r", "knee_angle_r"))
+    broken[10, [hip, knee]] = -0.5, 0.3
+    broken[20, [hip, knee]] = -0.5, 0.3
+    guard = TendonContinuity(model, max_jump_frac=0.1, rounds=1)
+
+    def resolve(frames, q_init, q_prev, prev_weight):
+        q, conv, iters = problem.resolve_frames(frames, targets, q_init, q_prev, prev_weight)
+        worse = (frames >= 19) & (frames <= 21)
+        q[worse, hip] = -1.0  # a "repair" that swings the thigh further back
+        return q, conv, iters
+
+    repaired = guard.finalize(problem, targets, dataclasses.replace(result, q=broken), resolve)
+    np.testing.assert_allclose(repaired.q[10, [hip, knee]], clip.q[10, [hip, knee]],
+                               atol=np.radians(3.0))
+    np.testing.assert_array_equal(repaired.q[19:22], broken[19:22])
+    assert not repaired.tendon_jump[:15].any() and repaired.tendon_jump[[20, 21]].all()

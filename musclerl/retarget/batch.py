@@ -9,14 +9,16 @@ the summary), so an interrupted batch resumes where it stopped. :func:`run_items
 
 Across JAX devices: every solve splits its warm-start chains over all local devices
 (:func:`musclerl.retarget.solver.solve_clip`, ``shard_map``), so one process uses every device
-it sees (on a CPU host one device, unless ``XLA_FLAGS=--xla_force_host_platform_device_count=N``).
+it sees: the GPUs, or on a CPU-only host as many CPU devices as :func:`configure_jax` gives it
+(the cores this process may use, divided among the ``jobs`` processes).
 
 A tqdm bar shows progress. Failures on bad input are recorded per item and do not stop the batch.
 
 :func:`configure_compilation_cache` points JAX's persistent compilation cache at
 ``$MUSCLERL_CACHE`` (default ``~/.cache/musclerl/jax``; ``MUSCLERL_CACHE=off`` disables it), so a
 second run, or another process of the same batch, loads the compiled IK solver from disk instead
-of compiling it again. The commands call it first thing; importing the library changes nothing.
+of compiling it again. The commands call :func:`configure_jax` (cache and CPU devices) first
+thing; importing the library changes nothing.
 """
 
 from __future__ import annotations
@@ -64,6 +66,36 @@ def configure_compilation_cache() -> Path | None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_S)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return path
+
+
+def configure_jax(jobs: int = 1) -> int:
+    """Set up JAX for one of ``jobs`` retargeting processes: the persistent compilation cache
+    (:func:`configure_compilation_cache`) and :func:`set_cpu_devices` with this process's share of
+    the cores (at least 1). Returns the CPU device count set (0: left as it was)."""
+    configure_compilation_cache()
+    return set_cpu_devices(max(1, available_cores() // max(1, jobs)))
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, not the machine's count)."""
+    return len(os.sched_getaffinity(0))
+
+
+def set_cpu_devices(count: int) -> int:
+    """Give JAX ``count`` CPU devices (``jax_num_cpu_devices``), so that a solve split over the
+    local devices runs each share on its own thread; on a GPU host the solver uses the GPUs and
+    this does not matter. Left alone (returns 0) when ``XLA_FLAGS`` already sets a host device
+    count or when JAX has already computed something in this process (the count is fixed then);
+    else returns ``count``."""
+    import jax
+
+    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return 0
+    try:
+        jax.config.update("jax_num_cpu_devices", count)
+    except RuntimeError:  # raised once JAX's backends are initialised: keep what it has
+        return 0
+    return count
 
 
 SUMMARY_FIELDS = (
@@ -170,8 +202,8 @@ def skipped_row(item: Path, report: Path) -> dict:
 _WORKER_STATE: dict = {}  # per worker process (process pool): state kept across its items
 
 
-def _worker_init() -> None:
-    configure_compilation_cache()
+def _worker_init(jobs: int) -> None:
+    configure_jax(jobs)
 
 
 def _in_worker(run_one: Callable, item, args: tuple) -> dict:
@@ -204,7 +236,7 @@ def run_items(
         # spawn, not fork: the parent may hold JAX/XLA threads, which do not survive a fork
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(
-            max_workers=jobs, mp_context=context, initializer=_worker_init
+            max_workers=jobs, mp_context=context, initializer=_worker_init, initargs=(jobs,)
         ) as pool:
             futures = {pool.submit(_in_worker, run_one, item, args): k for k, item in enumerate(items)}
             for future in concurrent.futures.as_completed(futures):

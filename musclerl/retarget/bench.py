@@ -5,8 +5,8 @@ of every independent coordinate, 3 markers per moving body, 2 mm Gaussian noise.
 get the same markers, weights, start pose, joint limits and knee equalities:
 
 * ours: :func:`musclerl.retarget.solver.solve_clip` (lean tree, batched LM, equalities
-  eliminated), on every local JAX device (on CPU, ``XLA_FLAGS=
-  --xla_force_host_platform_device_count=2`` gives two devices, one per core). Compile time is
+  eliminated), on every local JAX device (on CPU: ``--cpu-devices``, default one per core;
+  mink uses one core, so ``--cpu-devices 1`` is the like-for-like ratio). Compile time is
   measured apart; frames/s is a second, compiled run. Reported with it: JAX devices, chains
   per call, CPU threads available, and the threads the timed solve kept busy (process CPU
   seconds per wall second).
@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="our frames per warm-start chain (default: frames / chains per call)")
     parser.add_argument("--no-mink", action="store_true", help="skip mink")
     parser.add_argument("--no-opensim", action="store_true", help="skip OpenSim")
+    parser.add_argument("--cpu-devices", type=int, default=None,
+                        help="JAX CPU devices for ours (default: one per core this process may use; "
+                        "1 = one core, as mink uses)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -53,6 +56,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.frames < 2 or (args.chunk_len is not None and args.chunk_len < 1):
         raise InputError("bench ik", "--frames must be >= 2 and --chunk-len >= 1")
+    if args.cpu_devices is not None and args.cpu_devices < 1:
+        raise InputError("bench ik", "--cpu-devices must be >= 1")
+    from musclerl.retarget.batch import available_cores, set_cpu_devices
+
+    # No persistent compilation cache here: the bench reports compile seconds.
+    set_cpu_devices(args.cpu_devices or available_cores())
     result = bench(args.frames, args.mink_frames, args.chunk_len, not args.no_mink,
                    not args.no_opensim, progress=not args.json)
     if args.json:

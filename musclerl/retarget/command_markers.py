@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.retarget import batch
     from musclerl.retarget.markers_pipeline import load_inputs, retarget_markers
 
-    batch.configure_compilation_cache()
+    batch.configure_jax(args.jobs)
     options = _options(args)
     load_inputs(options)  # fail early, before any output, on a bad marker set / setup / static trial
     trials = batch.expand_trials(args.trc)

@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.errors import InputError
     from musclerl.retarget import batch
 
-    batch.configure_compilation_cache()
+    batch.configure_jax(args.jobs)
     options = SmplOptions(model=args.model, scale=not args.no_scale, ground=not args.no_ground,
                           y_up=args.y_up)
     motions = expand_motions(args.motion)

@@ -274,7 +274,11 @@ class TendonContinuity(Constraint):
     Both frames around a jump are re-solved, started from and pulled (through
     :class:`Smoothness`, which the problem must hold) towards the time interpolation of their
     nearest unflagged neighbours, the pull multiplied by ``repair_weight`` and by 10 more in each
-    further round, up to ``rounds`` rounds. Frames still jumping are reported in
+    further round, up to ``rounds`` rounds. A repair is kept per run of consecutive re-solved
+    frames, and only when it leaves fewer jumps across that run than it found: some jumps are a
+    muscle path flipping across a wrap surface under a tiny change of pose (myofullbody's psoas
+    and rectus abdominis at the DeepMimic walk's heel strikes), which re-solving cannot remove,
+    only trade for a pose dragged off its targets. Frames still jumping are reported in
     ``IKResult.tendon_jump``, never hidden; ``IKResult.tendon_jumps_detected`` counts the jumps
     found before repair."""
 
@@ -308,10 +312,18 @@ class TendonContinuity(Constraint):
             anchor = self._interpolate_good(q, frames, problem.linear_qadr)
             weight = np.full(frames.size, self.repair_weight * 10.0 ** round_)
             q_new, conv_new, it_new = resolve(frames, anchor, anchor, weight)
-            q[frames], converged[frames] = q_new, conv_new
             iterations[frames] += it_new
-            touched = np.unique(np.clip(np.concatenate([frames, frames + 1]), 0, last))
-            lengths[touched] = tendon_lengths(self.model, q[touched], self.tendons)
+            trial_lengths = lengths.copy()
+            trial_lengths[frames] = tendon_lengths(self.model, q_new, self.tendons)
+            trial_jumps = tendon_jumps(trial_lengths, self.max_jump_frac)
+            # Runs of consecutive re-solved frames; the jumps a run can change lie on its frames
+            # and on the frame after it.
+            starts = np.flatnonzero(np.diff(frames, prepend=-2) > 1)
+            for run in np.split(np.arange(frames.size), starts[1:]):
+                span = slice(frames[run[0]], min(frames[run[-1]] + 2, last + 1))
+                if trial_jumps[span].sum() < jumps[span].sum():
+                    q[frames[run]], converged[frames[run]] = q_new[run], conv_new[run]
+                    lengths[frames[run]] = trial_lengths[frames[run]]
             jumps = tendon_jumps(lengths, self.max_jump_frac)
         return dataclasses.replace(result, q=q, converged=converged, iterations=iterations,
                                    tendon_jump=jumps, tendon_jumps_detected=detected)

@@ -48,7 +48,7 @@ from musclerl.models.scaling import scale_spec
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget.constraints import TendonContinuity, tendon_jumps, tendon_lengths
+from musclerl.retarget.constraints import TendonContinuity
 from musclerl.retarget.contact import ContactParams, detect_contacts, dilate_flags
 from musclerl.retarget.ground import (
     GeomSurface,
@@ -301,31 +301,13 @@ class RetargetResult:
     metrics: dict
 
 
-class GuardedTendonContinuity(TendonContinuity):
-    """:class:`~musclerl.retarget.constraints.TendonContinuity` whose repair is kept only when it
-    leaves fewer jumping frames than it found; otherwise the clip is returned as solved, its jumps
-    flagged in ``IKResult.tendon_jump``. Some jumps are a muscle path flipping across a wrap
-    surface under a tiny change of pose (myofullbody's psoas, rectus abdominis and iliocostalis at
-    heel strikes of the DeepMimic walk): re-solving the frames around them, pulled towards their
-    neighbours, cannot remove the flip and drags the fit off its targets (keypoint RMS 14 -> 27
-    mm, 6 -> 13 jumping frames), so such a repair is refused."""
-
-    def finalize(self, problem, targets, result, resolve):
-        repaired = super().finalize(problem, targets, result, resolve)
-        found = repaired.tendon_jumps_detected
-        if found == 0 or int(repaired.tendon_jump.sum()) < found:
-            return repaired
-        lengths = tendon_lengths(self.model, result.q, self.tendons)
-        return dataclasses.replace(result, tendon_jump=tendon_jumps(lengths, self.max_jump_frac),
-                                   tendon_jumps_detected=found)
-
-
 class ClipIK:
     """Every frame of the clip in one batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`).
 
     Tasks: the keypoint sites (``MarkerTask``, the correspondence weights). Constraints: joint
     limits, joint equalities, smoothness, tendon continuity (jumps detected and re-solved,
-    :class:`GuardedTendonContinuity`), a weak rest-pose pull (:data:`POSTURE_WEIGHT`) and
+    :class:`~musclerl.retarget.constraints.TendonContinuity`), a weak rest-pose pull
+    (:data:`POSTURE_WEIGHT`) and
     :class:`~musclerl.retarget.ground_constraint.SoleContact` (targets (T, P, 6): anchors and
     ground planes, NaN where a rule does not bind). One problem for all passes. ``stats`` sums
     ``compile_s``, ``solve_s`` and the tendon jumps detected over the solves, and keeps the
@@ -349,7 +331,7 @@ class ClipIK:
         tasks = [MarkerTask(tree, body_of, model.site_pos[kp_ids], np.asarray(kp_weights, dtype=float),
                             name="keypoints"), PostureTask(model.qpos0, weight=POSTURE_WEIGHT)]
         constraints = [JointLimits(model), JointEqualities(model), Smoothness(),
-                       GuardedTendonContinuity(model),
+                       TendonContinuity(model),
                        SoleContact(model, tree, prepared.sole_sites, weight=params.ground_weight)]
         self.problem = IKProblem(tree, tasks, constraints)
         self.n_sole = len(prepared.sole_sites)
