@@ -274,8 +274,8 @@ class TendonContinuity(Constraint):
     Both frames around a jump are re-solved, started from and pulled (through
     :class:`Smoothness`, which the problem must hold) towards the time interpolation of their
     nearest unflagged neighbours, the pull multiplied by ``repair_weight`` and by 10 more in each
-    further round, up to ``rounds`` rounds. A repair is kept per run of consecutive re-solved
-    frames, and only when it leaves fewer jumps across that run than it found: some jumps are a
+    further round, up to ``rounds`` rounds. Then each run of consecutive changed frames is kept
+    only when it leaves fewer jumps across that run than the solve had: some jumps are a
     muscle path flipping across a wrap surface under a tiny change of pose (myofullbody's psoas
     and rectus abdominis at the DeepMimic walk's heel strikes), which re-solving cannot remove,
     only trade for a pose dragged off its targets. Frames still jumping are reported in
@@ -299,7 +299,7 @@ class TendonContinuity(Constraint):
         iterations = np.array(result.iterations)
         lengths = tendon_lengths(self.model, q, self.tendons)
         jumps = tendon_jumps(lengths, self.max_jump_frac)
-        detected = int(jumps.sum())
+        found = jumps.copy()
         last = len(q) - 1
         for round_ in range(self.rounds):
             if not jumps.any():
@@ -312,21 +312,22 @@ class TendonContinuity(Constraint):
             anchor = self._interpolate_good(q, frames, problem.linear_qadr)
             weight = np.full(frames.size, self.repair_weight * 10.0 ** round_)
             q_new, conv_new, it_new = resolve(frames, anchor, anchor, weight)
+            q[frames], converged[frames] = q_new, conv_new
             iterations[frames] += it_new
-            trial_lengths = lengths.copy()
-            trial_lengths[frames] = tendon_lengths(self.model, q_new, self.tendons)
-            trial_jumps = tendon_jumps(trial_lengths, self.max_jump_frac)
-            # Runs of consecutive re-solved frames; the jumps a run can change lie on its frames
-            # and on the frame after it.
-            starts = np.flatnonzero(np.diff(frames, prepend=-2) > 1)
-            for run in np.split(np.arange(frames.size), starts[1:]):
-                span = slice(frames[run[0]], min(frames[run[-1]] + 2, last + 1))
-                if trial_jumps[span].sum() < jumps[span].sum():
-                    q[frames[run]], converged[frames[run]] = q_new[run], conv_new[run]
-                    lengths[frames[run]] = trial_lengths[frames[run]]
+            touched = np.unique(np.clip(np.concatenate([frames, frames + 1]), 0, last))
+            lengths[touched] = tendon_lengths(self.model, q[touched], self.tendons)
             jumps = tendon_jumps(lengths, self.max_jump_frac)
+        # Keep each run of consecutive changed frames only if it now jumps less than before (the
+        # jumps a run can change lie on its frames and on the frame after it).
+        changed = np.flatnonzero(np.any(q != result.q, axis=1))
+        if changed.size:
+            for run in np.split(changed, np.flatnonzero(np.diff(changed) > 1) + 1):
+                span = slice(run[0], min(run[-1] + 2, last + 1))
+                if jumps[span].sum() >= found[span].sum():
+                    q[run], converged[run] = result.q[run], result.converged[run]
+            jumps = tendon_jumps(tendon_lengths(self.model, q, self.tendons), self.max_jump_frac)
         return dataclasses.replace(result, q=q, converged=converged, iterations=iterations,
-                                   tendon_jump=jumps, tendon_jumps_detected=detected)
+                                   tendon_jump=jumps, tendon_jumps_detected=int(found.sum()))
 
     @staticmethod
     def _interpolate_good(q: np.ndarray, frames: np.ndarray, linear_qadr: np.ndarray) -> np.ndarray:
