@@ -1,12 +1,14 @@
 """SMPL / DeepMimic keypoints -> model: correspondence, ground constraint, pipeline, CLI.
 
 Default tests retarget a generated SMPL step clip onto ``tiny`` (one CLI run, shared through a
-module fixture, plus one run without ground); the myolegs / myofullbody evidence is slow (each
-motion scales its own model, so each compiles its own IK problem: 10-20 s on 2 cores).
+module fixture, plus one run without ground, plus two clips sharing one compiled problem); the
+myolegs / myofullbody evidence is slow (a skeleton's first motion compiles its IK problem: 10-20 s
+on 2 cores).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import mujoco
@@ -203,6 +205,41 @@ def test_without_ground_no_terrain(step_clip):
     result = retarget_keypoints(motion, "tiny", PipelineParams(ground=False))
     assert result.trajectory.terrain is None
     assert result.metrics["joint_limit_violation_frac"] == 0.0
+
+
+def _toes_pitched(motion, drop_deg: float, frames: int):
+    """The first ``frames`` of ``motion`` with each toe keypoint turned ``drop_deg`` further down
+    about its ankle (bone lengths kept, so the skeleton's scale stays)."""
+    src = corr.SOURCE_LANDMARKS["smpl"]
+    pos = motion.positions_m[:frames].copy()
+    for s in corr.SIDES:
+        ankle, toe = motion.names.index(src[f"ankle_{s}"]), motion.names.index(src[f"toe_{s}"])
+        d = pos[:, toe] - pos[:, ankle]
+        horiz = np.hypot(d[:, 0], d[:, 1])
+        angle = np.arctan2(d[:, 2], horiz) - np.radians(drop_deg)
+        length = np.linalg.norm(d, axis=-1)
+        forward = d[:, :2] / horiz[:, None]
+        pos[:, toe, :2] = pos[:, ankle, :2] + (length * np.cos(angle))[:, None] * forward
+        pos[:, toe, 2] = pos[:, ankle, 2] + length * np.sin(angle)
+    return dataclasses.replace(motion, positions_m=pos)
+
+
+def test_motions_of_one_skeleton_share_the_compiled_solver(step_clip):
+    """A second clip of the same skeleton, shorter and with its toes pitched 6 degrees further
+    down (so other calibrated toe sites), reuses the first's compiled IK problem: no compile."""
+    motion = read_amass(step_clip[0]).keypoints()
+    solvers: dict = {}
+    first = retarget_keypoints(motion, "tiny", PipelineParams(), solvers)
+    second = retarget_keypoints(_toes_pitched(motion, 6.0, 150), "tiny", PipelineParams(), solvers)
+    assert len(solvers) == 1
+    assert second.trajectory.qpos.shape[0] == 150 != first.trajectory.qpos.shape[0]
+    toe_moved_m = [np.linalg.norm(first.prepared.model.site(f"kp_toe_{s}").pos
+                                  - second.prepared.model.site(f"kp_toe_{s}").pos) for s in corr.SIDES]
+    assert min(toe_moved_m) > 5e-3, toe_moved_m
+    assert second.metrics["compile_s"] == 0.0
+    # Solved on its own sites: the same motions as with a problem of its own.
+    alone = retarget_keypoints(_toes_pitched(motion, 6.0, 150), "tiny", PipelineParams())
+    np.testing.assert_array_equal(second.trajectory.qpos, alone.trajectory.qpos)
 
 
 @pytest.mark.slow

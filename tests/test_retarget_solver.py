@@ -304,6 +304,38 @@ def test_marker_frame_weights_match_fixed_weights(tiny):
         assert float(w[1]) == 0.0 and np.allclose(np.asarray(w)[[0, 2]], weights[[0, 2]])
 
 
+def test_marker_local_points_with_targets_match_fixed_points(tiny):
+    """Local points given with the targets (T, M, 3 + 1 + 3) give the rows, point errors and
+    cold-start alignment of the same points fixed at build."""
+    import jax
+    import jax.numpy as jnp
+
+    model, clip, _ = tiny
+    tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
+    weights = np.linspace(0.5, 2.0, len(clip.marker_bodies))
+    fixed = MarkerTask(tree, clip.marker_bodies, clip.local_points_m, frame_weights=True)
+    given = MarkerTask(tree, clip.marker_bodies, None, frame_weights=True)
+    assert given.target_shape(tree) == (len(weights), 7)
+    target = np.concatenate([clip.markers_m[:4], np.broadcast_to(weights[:, None], (4, len(weights), 1))], -1)
+    target[2, 1] = np.nan
+    local = np.broadcast_to(clip.local_points_m, (4,) + clip.local_points_m.shape)
+    with_local = np.concatenate([target, local], axis=-1)
+    with jax.enable_x64(True):  # as the solver runs
+        q = jnp.asarray(clip.q[2] + 0.01)
+        dq_dx = jnp.eye(tree.nq, tree.nv)
+        r_a, j_a = given.residual_jacobian(tree, q, jnp.asarray(with_local[2]), dq_dx)
+        r_b, j_b = fixed.residual_jacobian(tree, q, jnp.asarray(target[2]), dq_dx)
+        np.testing.assert_allclose(r_a, r_b, atol=1e-12)
+        np.testing.assert_allclose(j_a, j_b, atol=1e-12)
+        np.testing.assert_allclose(given.residual(tree, q, jnp.asarray(with_local[2])), r_b, atol=1e-12)
+        np.testing.assert_allclose(given.position_errors_m(tree, q, jnp.asarray(with_local[2])),
+                                   fixed.position_errors_m(tree, q, jnp.asarray(target[2])), atol=1e-12)
+    starts = [IKProblem(tree, [task]).aligned_starts(model.qpos0 + 0.05, {"markers": frames})
+              for task, frames in ((given, with_local), (fixed, target))]
+    np.testing.assert_allclose(starts[0], starts[1], atol=1e-12)
+    assert not np.allclose(starts[0][0], model.qpos0 + 0.05)  # the root was moved
+
+
 @pytest.mark.slow
 def test_marker_frame_weight_zero_ignores_a_bad_marker(tiny):
     """A marker moved 20 cm off, weighted 0 through the targets, leaves the solution on the truth

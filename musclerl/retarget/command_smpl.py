@@ -71,8 +71,10 @@ def read_motion(path: Path, y_up: bool = False):
     raise InputError(path, "unknown motion format: expected an AMASS .npz or a DeepMimic .txt")
 
 
-def retarget_file(path: Path, options: SmplOptions):
-    """Retarget one file; returns (RetargetResult, report dict, plot series)."""
+def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None):
+    """Retarget one file; returns (RetargetResult, report dict, plot series). ``solvers``: the
+    compiled IK problems kept across motions (see
+    :func:`~musclerl.retarget.smpl_pipeline.retarget_keypoints`)."""
     import time
 
     from musclerl.retarget.report import quality_report
@@ -81,7 +83,7 @@ def retarget_file(path: Path, options: SmplOptions):
     motion = read_motion(path, options.y_up)
     start = time.perf_counter()
     params = PipelineParams(scale=options.scale, ground=options.ground)
-    result = retarget_keypoints(motion, options.model, params)
+    result = retarget_keypoints(motion, options.model, params, solvers)
     seconds = time.perf_counter() - start
     names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
     report, series = quality_report(result.prepared.model, result.trajectory.qpos, result.trajectory.rate_hz,
@@ -142,13 +144,13 @@ def plot_terrain(path: Path, result) -> None:
 
 
 def write_outputs(path: Path, options: SmplOptions, out: Path, report: Path | None,
-                  plot: Path | None) -> dict:
+                  plot: Path | None, solvers: dict | None = None) -> dict:
     """Retarget ``path`` and write the Trajectory, report and plots; returns the report."""
     import numpy as np
 
     from musclerl.retarget.report import plot_report, write_report
 
-    result, report_dict, series = retarget_file(path, options)
+    result, report_dict, series = retarget_file(path, options, solvers)
     out.parent.mkdir(parents=True, exist_ok=True)
     result.trajectory.save(out)
     if report is not None:
@@ -173,12 +175,13 @@ def expand_motions(inputs: list[str]) -> list[Path]:
 
 def retarget_motion(path: Path, options: SmplOptions, out_dir: Path, plot: bool, state: dict) -> dict:
     """One motion of a folder run (:func:`musclerl.retarget.batch.run_items`): its report or an
-    error row. ``state`` is unused: each motion scales its own model, so shares no problem."""
+    error row. ``state["solvers"]`` keeps the worker's compiled IK problems: motions of one
+    skeleton and keypoint set share one (see :meth:`musclerl.retarget.smpl_pipeline.ClipIK.key`)."""
     from musclerl.errors import InputError
 
     try:
         return write_outputs(path, options, out_dir / f"{path.stem}.npz", out_dir / f"{path.stem}.json",
-                             out_dir / f"{path.stem}.png" if plot else None)
+                             out_dir / f"{path.stem}.png" if plot else None, state.setdefault("solvers", {}))
     except InputError as err:
         return {"trial": str(path), "error": str(err)}
 

@@ -400,19 +400,20 @@ class IKProblem:
         for t in markers:
             body = self.tree.model_body_ids[t.body_ids]
             rot = data.xmat[body].reshape(-1, 3, 3)
-            pts.append(data.xpos[body] + np.einsum("mij,mj->mi", rot, t.local_points_m))
+            local = np.broadcast_to(t.local_points(np.asarray(frames[t.name], np.float64)), (n, len(body), 3))
+            pts.append(data.xpos[body] + np.einsum("mij,cmj->cmi", rot, local))  # (C, M, 3)
             p, wt = t.points_and_weights(frames[t.name])
             tgt.append(p)
             w.append(wt)
-        pts, tgt, w = np.concatenate(pts), np.concatenate(tgt, axis=1), np.concatenate(w, axis=1)
+        pts, tgt, w = (np.concatenate(x, axis=1) for x in (pts, tgt, w))
         a = root.qpos_adr
         for c in range(n):
             wsum = w[c].sum()
             if np.sum(w[c] > 0) < 3:
                 continue
             target = np.where(np.isfinite(tgt[c]), tgt[c], 0.0)
-            cp, ct = w[c] @ pts / wsum, w[c] @ target / wsum
-            u, _, vt = np.linalg.svd(((pts - cp) * w[c][:, None]).T @ (target - ct))
+            cp, ct = w[c] @ pts[c] / wsum, w[c] @ target / wsum
+            u, _, vt = np.linalg.svd(((pts[c] - cp) * w[c][:, None]).T @ (target - ct))
             d = np.sign(np.linalg.det(vt.T @ u.T))
             rot = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
             quat = np.empty(4)

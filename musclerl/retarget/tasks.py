@@ -10,6 +10,7 @@ NaN where missing), which the solver folds into ``IKResult.residual_m``.
 task                   cost added per frame                            target (per clip)
 =====================  ==============================================  ====================
 ``MarkerTask``         ``sum_i w_i |p_i(q) - m_i|^2`` (m)              (T, M, 3) world, NaN=missing
+                                                                       (+1 weight, +3 local point)
 ``FrameTask``          ``w |mask_p (p - p*)|^2 + w_r |mask_r log(R R*^T)|^2``  (T, 7) pos + quat wxyz
 ``CoordinateTask``     ``w sum_j (q_j - c_j)^2`` (rad or m)            optional (T, J), NaN=free
 ``PostureTask``        ``w sum_j (q_j - q_rest_j)^2`` over hinge/slide none
@@ -69,21 +70,25 @@ class MarkerTask(Task):
     Args:
         tree: the kinematic tree (must contain ``bodies``).
         bodies: (M,) body name of each marker.
-        local_points_m: (M, 3) marker positions in their body frames, metres.
+        local_points_m: (M, 3) marker positions in their body frames, metres; None: they come
+            with the targets (last 3 of each marker's row), so problems whose markers differ
+            only in placement (per-clip calibrated sites) share one compiled solver.
         weights: (M,) non-negative weights (OpenSim IK setup ``<weight>`` values fit here).
         name: key of the (T, M, 3) world-frame targets; a marker with any NaN coordinate in a
             frame is ignored in that frame.
         frame_weights: targets are (T, M, 4) instead: position (3) then a non-negative weight
             multiplier (NaN = ignored) applied on top of ``weights``. Weights then change with
             the targets, without building (and compiling) a new problem.
+
+    A target row per marker is ``(x, y, z[, weight multiplier][, local x, y, z])``.
     """
 
-    def __init__(self, tree: KinematicTree, bodies: Sequence[str], local_points_m: np.ndarray,
+    def __init__(self, tree: KinematicTree, bodies: Sequence[str], local_points_m: np.ndarray | None,
                  weights: np.ndarray | Sequence[float] | None = None, name: str = "markers",
                  frame_weights: bool = False):
-        local = np.asarray(local_points_m, dtype=np.float64)
-        require(local.ndim == 2 and local.shape == (len(bodies), 3), name,
-                f"local_points_m must be ({len(bodies)}, 3), got {local.shape}")
+        local = None if local_points_m is None else np.asarray(local_points_m, dtype=np.float64)
+        require(local is None or (local.ndim == 2 and local.shape == (len(bodies), 3)), name,
+                f"local_points_m must be ({len(bodies)}, 3), got {None if local is None else local.shape}")
         w = np.ones(len(bodies)) if weights is None else np.asarray(weights, dtype=np.float64)
         require(w.shape == (len(bodies),) and bool(np.all(w >= 0)) and bool(np.all(np.isfinite(w))),
                 name, "weights must be (M,) finite and non-negative")
@@ -95,11 +100,18 @@ class MarkerTask(Task):
         self.frame_weights = bool(frame_weights)
 
     def target_shape(self, tree: KinematicTree) -> tuple[int, ...]:
-        return (len(self.body_ids), 4 if self.frame_weights else 3)
+        return (len(self.body_ids), 3 + int(self.frame_weights) + 3 * (self.local_points_m is None))
 
-    def positions(self, tree: KinematicTree, q: jnp.ndarray) -> jnp.ndarray:
-        """Model marker positions (M, 3), world frame."""
-        return tree.point_positions(q, self.body_ids, self.local_points_m)
+    def local_points(self, target):
+        """Marker positions (..., M, 3) in their body frames for ``target`` (..., M, k): the
+        fixed ``local_points_m``, or the target's last 3 columns when they come with it."""
+        return target[..., -3:] if self.local_points_m is None else self.local_points_m
+
+    def positions(self, tree: KinematicTree, q: jnp.ndarray,
+                  target: jnp.ndarray | None = None) -> jnp.ndarray:
+        """Model marker positions (M, 3), world frame (``target``: this frame's, needed when
+        the local points come with it)."""
+        return tree.point_positions(q, self.body_ids, self.local_points(target))
 
     def points_and_weights(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One frame's target positions (..., M, 3) (NaN = missing) and weights (..., M)
@@ -125,17 +137,17 @@ class MarkerTask(Task):
 
     def residual(self, tree, q, target):
         valid, scale = self._scale(target, q.dtype)
-        diff = self.positions(tree, q) - jnp.where(valid, target[..., :3], 0.0)
+        diff = self.positions(tree, q, target) - jnp.where(valid, target[..., :3], 0.0)
         return jnp.where(valid, diff * scale, 0.0).reshape(-1)
 
     def residual_jacobian(self, tree, q, target, dq_dx):
-        pts, jac = tree.points_and_jacobian(q, self.body_ids, self.local_points_m, dq_dx)
+        pts, jac = tree.points_and_jacobian(q, self.body_ids, self.local_points(target), dq_dx)
         valid, scale = self._scale(target, q.dtype)  # (M, 1) each
         r = (pts - jnp.where(valid, target[..., :3], 0.0)) * scale
         return r.reshape(-1), (jac * scale[:, :, None]).reshape(len(pts) * 3, -1)
 
     def position_errors_m(self, tree, q, target):
-        return jnp.linalg.norm(self.positions(tree, q) - target[..., :3], axis=-1)
+        return jnp.linalg.norm(self.positions(tree, q, target) - target[..., :3], axis=-1)
 
 
 class FrameTask(Task):
