@@ -124,10 +124,11 @@ def _check_ground_quality(result, true_height, max_terrain_err_m=0.02):
 
 @pytest.mark.slow
 def test_deepmimic_walk_on_myolegs(shared_data):
-    """Flat ground, and no muscle path jumping by more than 5 % between frames (the per-frame
-    MuJoCo-C fit that was the default before left 13 % of the walk's frames jumping)."""
+    """Flat ground, and no muscle path jumping: no change over 5 % between frames beyond what the
+    moment arms predict. (The clip is 30 Hz: glmin2's 8.5 cm path changes by up to 8 % per frame,
+    predicted to within 0.1 %, which the bare 5 % rule would call a jump.)"""
     from musclerl.motion.deepmimic import read_deepmimic
-    from musclerl.retarget.constraints import muscle_tendon_ids, tendon_jumps, tendon_lengths
+    from musclerl.retarget.constraints import TendonContinuity
 
     motion = read_deepmimic(shared_data / "deepmimic" / "humanoid3d_walk.txt")
     result = retarget_keypoints(motion, "myolegs", PipelineParams())
@@ -135,8 +136,8 @@ def test_deepmimic_walk_on_myolegs(shared_data):
     assert result.metrics["marker_rms_m"] < 0.02
     assert result.metrics["failed_frames"] == 0 and result.metrics["compile_s"] > 0
     model = result.prepared.model
-    lengths = tendon_lengths(model, result.trajectory.qpos, muscle_tendon_ids(model))
-    assert not tendon_jumps(lengths, 0.05).any() and result.metrics["tendon_jumps_left"] == 0
+    assert not TendonContinuity(model).jumps(result.trajectory.qpos).any()
+    assert result.metrics["tendon_jumps_left"] == 0
     assert result.metrics["terrain"]["kind"] == "flat"
     assert result.trajectory.clip_loop[0]
     assert result.prepared.scale_factors["femur_l"] == pytest.approx(1.04, abs=0.05)

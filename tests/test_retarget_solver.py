@@ -379,3 +379,20 @@ def test_tendon_continuity_keeps_only_repairs_that_remove_jumps(tiny):
                                atol=np.radians(3.0))
     np.testing.assert_array_equal(repaired.q[19:22], broken[19:22])
     assert not repaired.tendon_jump[:15].any() and repaired.tendon_jump[[20, 21]].all()
+
+
+def test_tendon_jumps_tell_coarse_fast_motion_from_path_jumps():
+    """A smooth motion sampled at every 8th frame changes paths by more than 5 % per frame
+    (the bare length rule flags them); the moment arms predict those changes, so no jump is
+    found, while a frame put on a wrong branch of a 100 Hz clip still is."""
+    model = load_model("tiny")
+    qs = synthetic_clip(model, n_frames=200, noise_m=0.0, seed=0).q[::8]
+    tendons = muscle_tendon_ids(model)
+    assert tendon_jumps(tendon_lengths(model, qs, tendons), 0.05).sum() > 10
+    guard = TendonContinuity(model, max_jump_frac=0.05)
+    assert not guard.jumps(qs).any()
+    hip, knee = (model.joint(n).qposadr[0] for n in ("hip_flexion_r", "knee_angle_r"))
+    broken = synthetic_clip(model, n_frames=24, noise_m=0.0, seed=0).q  # 100 Hz
+    assert not guard.jumps(broken).any()
+    broken[10, [hip, knee]] = -0.5, 0.3
+    assert np.flatnonzero(guard.jumps(broken)).tolist() == [10, 11]

@@ -26,8 +26,9 @@ Fields (T frames, all lengths in metres, world frame Z up):
     stance there was.
 ``tendon_jump_frac``
     fraction of frames where some muscle path length changed by more than 5 % of its length since
-    the previous frame (:func:`musclerl.retarget.constraints.tendon_jumps`): a path jumping
-    across a wrap.
+    the previous frame, and by more than 1 % beyond what the path's moment arms predict for the
+    pose change (:func:`musclerl.retarget.constraints.tendon_jumps`): a path jumping across a
+    wrap, or a frame on a wrong branch; not fast motion sampled coarsely.
 ``terrain``
     :func:`musclerl.retarget.terrain.terrain_summary`, or ``{"kind": "flat", "height_m": 0}``.
 """
@@ -42,7 +43,7 @@ import numpy as np
 
 from musclerl.fileio import atomic_path
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.constraints import muscle_tendon_ids, tendon_jumps
+from musclerl.retarget.constraints import muscle_tendon_ids, predicted_tendon_changes, tendon_jumps
 from musclerl.retarget.contact import detect_contacts
 from musclerl.retarget.marker_fit import joint_couplings
 from musclerl.retarget.terrain import terrain_summary
@@ -162,7 +163,10 @@ def quality_report(
 
     jump_frac = 0.0
     if n >= 2 and model.ntendon:
-        jump_frac = float(tendon_jumps(tendon_len[:, muscle_tendon_ids(model)], TENDON_JUMP_FRAC).mean())
+        muscles = muscle_tendon_ids(model)
+        lengths = tendon_len[:, muscles]
+        predicted = predicted_tendon_changes(model, qpos, lengths, muscles)
+        jump_frac = float(tendon_jumps(lengths, TENDON_JUMP_FRAC, predicted).mean())
 
     report: dict = {"frames": int(n), "rate_hz": float(rate_hz)}
     report["fps"] = float(n / solve_seconds) if solve_seconds else None
