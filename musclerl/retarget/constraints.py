@@ -272,17 +272,16 @@ def predicted_tendon_changes(model: mujoco.MjModel, qs: np.ndarray, lengths: np.
     ``q[t]`` to ``q[t+1]`` (``mj_differentiatePos``), taken at both ends by forward differences
     (``mj_integratePos`` by ``1e-6 v``). ``lengths`` (T, k) are :func:`tendon_lengths` of ``qs``."""
     qs = np.asarray(qs, dtype=np.float64)
+    pairs = max(len(qs) - 1, 0)
     step = 1e-6
-    out = np.zeros((max(len(qs) - 1, 0), lengths.shape[1]))
-    v = np.zeros(model.nv)
-    for t in range(len(qs) - 1):
-        mujoco.mj_differentiatePos(model, v, 1.0, qs[t], qs[t + 1])
-        ends = np.stack([qs[t], qs[t + 1]])
-        for q in ends:
-            mujoco.mj_integratePos(model, q, v, step)
-        moved = tendon_lengths(model, ends, tendons)
-        out[t] = 0.5 * ((moved[0] - lengths[t]) + (moved[1] - lengths[t + 1])) / step
-    return out
+    tangent = np.zeros((pairs, model.nv))
+    for t in range(pairs):
+        mujoco.mj_differentiatePos(model, tangent[t], 1.0, qs[t], qs[t + 1])
+    moved = np.concatenate([qs[:-1], qs[1:]])  # the start, then the end of every pair
+    for q, v in zip(moved, np.concatenate([tangent, tangent]), strict=True):
+        mujoco.mj_integratePos(model, q, v, step)
+    moved_lengths = tendon_lengths(model, moved, tendons)
+    return 0.5 * ((moved_lengths[:pairs] - lengths[:-1]) + (moved_lengths[pairs:] - lengths[1:])) / step
 
 
 def tendon_jumps(lengths: np.ndarray, max_jump_frac: float,
