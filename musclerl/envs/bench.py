@@ -15,7 +15,6 @@ mjx backend: ``jax.jit`` of ``lax.scan`` over ``env.step``; compile time and ste
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
@@ -34,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from musclerl.benchmark import print_result
     from musclerl.envs.config import EnvConfig
     from musclerl.errors import InputError
 
@@ -47,11 +47,7 @@ def run(args: argparse.Namespace) -> int:
         result = bench_cpu(args.model, dataset, config, args.num_envs, args.threads, args.steps)
     else:
         result = bench_mjx(args.model, dataset, config, args.num_envs, args.steps)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:28s} {value:.4g}" if isinstance(value, float) else f"{key:28s} {value}")
+    print_result(result, args.json, key_width=28)
     return 0
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import time
@@ -52,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from musclerl.benchmark import print_result
     from musclerl.errors import InputError
 
     if args.frames < 2 or (args.chunk_len is not None and args.chunk_len < 1):
@@ -64,11 +64,7 @@ def run(args: argparse.Namespace) -> int:
     set_cpu_devices(args.cpu_devices or available_cores())
     result = bench(args.frames, args.mink_frames, args.chunk_len, not args.no_mink,
                    not args.no_opensim, progress=not args.json)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:34s} {value:.4g}" if isinstance(value, float) else f"{key:34s} {value}")
+    print_result(result, args.json, key_width=34)
     return 0
 
 
