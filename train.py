@@ -1,7 +1,7 @@
 """Train a muscle-actuated tracking policy: the same as ``musclerl train``.
 
-    python train.py                                  # configs/demo.yaml: myolegs + bundled walk, CPU
-    python train.py --config configs/myolegs_walk.yaml --out runs/walk ppo.num_envs=64
+python train.py                                  # configs/demo.yaml: myolegs + bundled walk, CPU
+python train.py --config configs/myolegs_walk.yaml --out runs/walk ppo.num_envs=64
 """
 
 import sys

@@ -1,7 +1,7 @@
 """``musclerl`` command line.
 
 Subcommands: ``info``, ``retarget markers``, ``retarget smpl``, ``train``, ``evaluate``,
-``reference``, ``bench ik|env|train``. Each lives in the module of its stage, which exposes
+``reference``, ``bench ik|env|train|learn``. Each lives in the module of its stage, which exposes
 ``add_arguments(parser)`` (cheap: no jax import) and ``run(args) -> int``.
 
 Bad input anywhere raises :class:`musclerl.errors.InputError`; ``main`` prints its one-line message
@@ -21,19 +21,36 @@ from musclerl.errors import InputError
 # heavy imports (jax, flax) inside ``run``.
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("info",), "musclerl.info", "summarise a model (registry name or MJCF) or a motion file"),
-    (("retarget", "markers"), "musclerl.retarget.command_markers",
-     "marker trajectories (.trc) -> model coordinates by scaled, constrained IK"),
-    (("retarget", "smpl"), "musclerl.retarget.command_smpl",
-     "SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model coordinates by keypoint IK "
-     "with recovered terrain"),
+    (
+        ("retarget", "markers"),
+        "musclerl.retarget.command_markers",
+        "marker trajectories (.trc) -> model coordinates by scaled, constrained IK",
+    ),
+    (
+        ("retarget", "smpl"),
+        "musclerl.retarget.command_smpl",
+        "SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model coordinates by keypoint IK "
+        "with recovered terrain",
+    ),
     (("train",), "musclerl.rl.command", "train a tracking policy with PPO"),
-    (("evaluate",), "musclerl.evaluate.command_evaluate",
-     "roll a policy out and compare torques/activations with ID, SO and EMG references"),
-    (("reference",), "musclerl.evaluate.command_reference",
-     "inverse dynamics + static optimisation for a motion -> reference NPZ and .sto files"),
+    (
+        ("evaluate",),
+        "musclerl.evaluate.command_evaluate",
+        "roll a policy out and compare torques/activations with ID, SO and EMG references",
+    ),
+    (
+        ("reference",),
+        "musclerl.evaluate.command_reference",
+        "inverse dynamics + static optimisation for a motion -> reference NPZ and .sto files",
+    ),
     (("bench", "ik"), "musclerl.retarget.bench", "IK speed and accuracy: ours vs mink (and OpenSim)"),
     (("bench", "env"), "musclerl.envs.bench", "environment steps/s vs raw mj_step (and MJX)"),
     (("bench", "train"), "musclerl.rl.bench", "training env-steps/s vs env-only stepping"),
+    (
+        ("bench", "learn"),
+        "musclerl.rl.learn_bench",
+        "train on a fixed budget, then the deterministic tracking test from t = 0",
+    ),
 ]
 
 
@@ -53,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             if path[0] not in groups:
                 group_parser = top.add_parser(path[0], help=f"{path[0]} subcommands")
-                groups[path[0]] = group_parser.add_subparsers(dest="subcommand", required=True,
-                                                              metavar="SUBCOMMAND")
+                groups[path[0]] = group_parser.add_subparsers(
+                    dest="subcommand", required=True, metavar="SUBCOMMAND"
+                )
             sub = groups[path[0]].add_parser(path[1], help=help_text, description=help_text)
         module = importlib.import_module(module_name)
         module.add_arguments(sub)

@@ -31,8 +31,9 @@ def load_yaml(path: str | os.PathLike) -> dict:
     if data is None:
         raise InputError(path, "YAML file has no content (only comments or blank lines)")
     if not isinstance(data, dict):
-        raise InputError(path, f"the top level must be a mapping of keys to values, "
-                               f"got a {type(data).__name__}")
+        raise InputError(
+            path, f"the top level must be a mapping of keys to values, got a {type(data).__name__}"
+        )
     bad_keys = [k for k in data if not isinstance(k, str)]
     if bad_keys:
         raise InputError(path, f"top-level keys must be strings, got {bad_keys[0]!r}")

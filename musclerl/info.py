@@ -10,11 +10,15 @@ MOTION_SUFFIXES = (".trc", ".mot", ".sto", ".npz", ".txt", ".json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", help="model name (myolegs, tiny, ...), MJCF .xml path, or motion file "
-                                       "(.trc, .mot, .sto, .npz, DeepMimic .txt)")
+    parser.add_argument(
+        "target",
+        help="model name (myolegs, tiny, ...), MJCF .xml path, or motion file "
+        "(.trc, .mot, .sto, .npz, DeepMimic .txt)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.add_argument("--plot", metavar="PNG",
-                        help="motion files: also draw a quick-look plot into this .png")
+    parser.add_argument(
+        "--plot", metavar="PNG", help="motion files: also draw a quick-look plot into this .png"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,19 +58,25 @@ def _print_motion(info: dict) -> None:
     cols = info["columns"]
     print(f"columns ({len(cols)}): {', '.join(cols[:40])}{' ...' if len(cols) > 40 else ''}")
     for key, value in info.items():
-        if key not in ("kind", "frames", "rate_hz", "duration_s", "columns", "units"):
+        if key not in ("kind", "frames", "rate_hz", "duration_s", "columns", "units", "plausibility"):
             print(f"{key}: {value}")
+    if "plausibility" in info:
+        from musclerl.evaluate.plausibility import format_plausibility
+
+        print("\n".join(format_plausibility(info["plausibility"])))
 
 
 def _print_model(info: dict) -> None:
-    print(f"model {info['model']}: nq {info['nq']}, nv {info['nv']}, nu {info['nu']}, "
-          f"{info['n_muscles']} muscles, mass {info['total_mass_kg']:.2f} kg, dt {info['timestep_s']} s")
+    print(
+        f"model {info['model']}: nq {info['nq']}, nv {info['nv']}, nu {info['nu']}, "
+        f"{info['n_muscles']} muscles, mass {info['total_mass_kg']:.2f} kg, dt {info['timestep_s']} s"
+    )
     print(f"coordinates ({len(info['coordinates'])}):")
     for c in info["coordinates"]:
         rng = "unlimited" if c["range"] is None else f"[{c['range'][0]:.3f}, {c['range'][1]:.3f}]"
         print(f"  {c['name']:<36} {c['type']:<6} qpos {c['qpos_adr']:>3} qvel {c['qvel_adr']:>3} {rng}")
     print(f"muscles ({len(info['muscles'])}): " + ", ".join(m["name"] for m in info["muscles"]))
-    print(f"bodies ({len(info['bodies'])}), sites ({len(info['sites'])}), "
-          f"equality constraints ({len(info['equality_constraints'])})")
-
-
+    print(
+        f"bodies ({len(info['bodies'])}), sites ({len(info['sites'])}), "
+        f"equality constraints ({len(info['equality_constraints'])})"
+    )

@@ -10,13 +10,31 @@ from scipy.spatial.transform import Rotation
 from musclerl.motion.reference import ReferenceData, write_reference
 from musclerl.motion.smpl import write_amass_npz
 
-TRC_KEYS = "\t".join(["DataRate", "CameraRate", "NumFrames", "NumMarkers", "Units", "OrigDataRate",
-                      "OrigDataStartFrame", "OrigNumFrames"])
+TRC_KEYS = "\t".join(
+    [
+        "DataRate",
+        "CameraRate",
+        "NumFrames",
+        "NumMarkers",
+        "Units",
+        "OrigDataRate",
+        "OrigDataStartFrame",
+        "OrigNumFrames",
+    ]
+)
 
 
-def trc_text(names: list[str], rows: list[list[str]], *, units: str = "mm", rate: str = "100",
-             num_frames: int | None = None, num_markers: int | None = None, blank_line: bool = True,
-             sep: str = "\t") -> str:
+def trc_text(
+    names: list[str],
+    rows: list[list[str]],
+    *,
+    units: str = "mm",
+    rate: str = "100",
+    num_frames: int | None = None,
+    num_markers: int | None = None,
+    blank_line: bool = True,
+    sep: str = "\t",
+) -> str:
     """A .trc file as text; ``rows`` are the cells after Frame# and Time (strings, '' for blank)."""
     n = len(rows) if num_frames is None else num_frames
     m = len(names) if num_markers is None else num_markers
@@ -42,10 +60,18 @@ def simple_trc_rows(n_frames: int = 4) -> list[list[str]]:
 
 def storage_text(columns: list[str], rows: np.ndarray, *, header: list[str] | None = None) -> str:
     """A .mot/.sto file as text with a legacy header (counts taken from the data unless given)."""
-    head = header if header is not None else [
-        "sample", "version=1", f"nRows={rows.shape[0]}", f"nColumns={rows.shape[1]}", "inDegrees=yes",
-        "endheader",
-    ]
+    head = (
+        header
+        if header is not None
+        else [
+            "sample",
+            "version=1",
+            f"nRows={rows.shape[0]}",
+            f"nColumns={rows.shape[1]}",
+            "inDegrees=yes",
+            "endheader",
+        ]
+    )
     lines = [*head, "\t".join(["time", *columns])]
     lines.extend("\t".join(f"{v:.8f}" for v in row) for row in rows)
     return "\n".join(lines) + "\n"
@@ -93,18 +119,29 @@ def small_reference(n: int = 5) -> ReferenceData:
     torque[~valid] = np.nan
     grf = np.tile([0.1, 1.0, 0.0], (n, 1))
     return ReferenceData(
-        subject="subject01", trial="walk1", step_label="right stride 1", timestep=1 / 60.0, time_sec=time,
+        subject="subject01",
+        trial="walk1",
+        step_label="right stride 1",
+        timestep=1 / 60.0,
+        time_sec=time,
         joint_angle=np.tile([10.0, 0.9, -20.0], (n, 1)),
         joint_angle_columns=("hip_flexion_r", "pelvis_ty", "knee_angle_r"),
-        joint_torque=torque, joint_torque_columns=("hip_flexion_r", "knee_angle_r", "mtp_angle_r"),
-        joint_torque_valid=valid, joint_torque_column_valid=np.array([True, True, False]),
+        joint_torque=torque,
+        joint_torque_columns=("hip_flexion_r", "knee_angle_r", "mtp_angle_r"),
+        joint_torque_valid=valid,
+        joint_torque_column_valid=np.array([True, True, False]),
         joint_torque_sign_convention="OpenSim: positive moment increases the coordinate",
-        joint_torque_normalization="divided by subject_weight_kg", joint_torque_units="N*m/kg",
-        subject_weight_kg=72.6, subject_body_weight_n=72.6 * 9.80665,
-        computed_grf=grf, computed_grf_columns=("grf_x_r", "grf_y_r", "grf_z_r"),
+        joint_torque_normalization="divided by subject_weight_kg",
+        joint_torque_units="N*m/kg",
+        subject_weight_kg=72.6,
+        subject_body_weight_n=72.6 * 9.80665,
+        computed_grf=grf,
+        computed_grf_columns=("grf_x_r", "grf_y_r", "grf_z_r"),
         computed_grf_valid=np.ones((n, 3), dtype=bool),
-        computed_grf_normalization="divided by subject_body_weight_n", computed_grf_units="BW",
-        qc_notes=("mtp moment not computed",), source_files=("inverse_dynamics.sto", "walk1_ik.mot"),
+        computed_grf_normalization="divided by subject_body_weight_n",
+        computed_grf_units="BW",
+        qc_notes=("mtp moment not computed",),
+        source_files=("inverse_dynamics.sto", "walk1_ik.mot"),
         source_time_sec=time.copy(),
     )
 

@@ -39,6 +39,7 @@ def _text(content: str | bytes) -> Callable[[Path], None]:
             path.write_bytes(content)
         else:
             path.write_text(content)
+
     return write
 
 
@@ -63,6 +64,7 @@ def _amass(**change) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         write_step_up_amass(path, n_frames=6)
         rewrite_npz(path, **change)
+
     return write
 
 
@@ -74,14 +76,21 @@ def _npz(**arrays) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         with path.open("wb") as f:
             np.savez(f, **arrays)
+
     return write
 
 
 def _trajectory_with(**change) -> Callable[[Path], None]:
     def write(path: Path) -> None:
-        Trajectory(qpos=np.zeros((5, 2)), qvel=np.zeros((5, 2)), rate_hz=50.0, joint_names=("a", "b"),
-                   model_name="tiny").save(path)
+        Trajectory(
+            qpos=np.zeros((5, 2)),
+            qvel=np.zeros((5, 2)),
+            rate_hz=50.0,
+            joint_names=("a", "b"),
+            model_name="tiny",
+        ).save(path)
         rewrite_npz(path, **change)
+
     return write
 
 
@@ -112,8 +121,12 @@ CASES: list[tuple[str, str, Callable[[Path], None], str]] = [
     ("trc_empty", ".trc", _text(""), "empty"),
     ("trc_truncated_header", ".trc", _text("\n".join(GOOD_TRC.splitlines()[:3])), "truncated"),
     ("trc_header_only", ".trc", _text("\n".join(GOOD_TRC.splitlines()[:6])), "no data rows"),
-    ("trc_unknown_units", ".trc", _text(trc_text(["A", "B"], simple_trc_rows(4), units="inch")),
-     "unknown Units 'inch'"),
+    (
+        "trc_unknown_units",
+        ".trc",
+        _text(trc_text(["A", "B"], simple_trc_rows(4), units="inch")),
+        "unknown Units 'inch'",
+    ),
     ("trc_text_in_cell", ".trc", _trc_cell(1, 2, "abc"), "'abc' is not a number"),
     ("trc_too_many_values", ".trc", _trc_cell(2, 5, "1\t2\t3\t4"), "line 9 has"),
     ("trc_nan_only_markers", ".trc", _trc_all_cells("NaN"), "every marker is missing"),
@@ -131,8 +144,12 @@ CASES: list[tuple[str, str, Callable[[Path], None], str]] = [
     ("sto_first_column_not_time", ".sto", _text(GOOD_MOT.replace("time\tq1", "frame\tq1")), "'time'"),
     ("mot_no_labels", ".mot", _text("\n".join(MOT_LINES[:6]) + "\n"), "no column labels"),
     ("sto_duplicate_labels", ".sto", _text(GOOD_MOT.replace("q2", "q1")), "duplicate column labels: q1"),
-    ("sto_time_not_increasing", ".sto", _text(GOOD_MOT.replace("0.03000000", "0.01000000")),
-     "not increasing"),
+    (
+        "sto_time_not_increasing",
+        ".sto",
+        _text(GOOD_MOT.replace("0.03000000", "0.01000000")),
+        "not increasing",
+    ),
     # ---------------------------------------------------------------- NPZ (any)
     ("npz_not_a_zip", ".npz", _text("this is not a zip archive\n"), "not a readable .npz"),
     ("npz_empty", ".npz", _text(b""), "empty"),
@@ -148,37 +165,74 @@ CASES: list[tuple[str, str, Callable[[Path], None], str]] = [
     ("amass_trans_wrong_shape", ".npz", _amass(trans=np.zeros((6, 2))), "'trans' must be (T, 3)"),
     ("amass_text_poses", ".npz", _amass(poses=np.array([["a"] * 156] * 6)), "'poses' is not numeric"),
     # ---------------------------------------------------------------- reference NPZ
-    ("reference_missing_key", ".npz", _reference(joint_torque_units=None),
-     "missing key(s) joint_torque_units"),
-    ("reference_wrong_shape", ".npz", _reference(joint_torque=np.zeros((4, 3))),
-     "joint_torque must be (T, 3)"),
-    ("reference_nan_where_valid", ".npz", _reference(joint_torque=np.full((5, 3), np.nan)),
-     "NaN/inf where joint_torque_valid is True"),
-    ("reference_mask_wrong_shape", ".npz", _reference(joint_torque_valid=np.ones((5, 2), bool)),
-     "joint_torque_valid must be a bool array"),
+    (
+        "reference_missing_key",
+        ".npz",
+        _reference(joint_torque_units=None),
+        "missing key(s) joint_torque_units",
+    ),
+    (
+        "reference_wrong_shape",
+        ".npz",
+        _reference(joint_torque=np.zeros((4, 3))),
+        "joint_torque must be (T, 3)",
+    ),
+    (
+        "reference_nan_where_valid",
+        ".npz",
+        _reference(joint_torque=np.full((5, 3), np.nan)),
+        "NaN/inf where joint_torque_valid is True",
+    ),
+    (
+        "reference_mask_wrong_shape",
+        ".npz",
+        _reference(joint_torque_valid=np.ones((5, 2), bool)),
+        "joint_torque_valid must be a bool array",
+    ),
     ("reference_weight_in_kg", ".npz", _reference(subject_body_weight_n=np.array(72.6)), "not gravity"),
-    ("reference_columns_mismatch", ".npz", _reference(joint_angle_columns=np.array(["a", "b"])),
-     "joint_angle must be (T, 2)"),
+    (
+        "reference_columns_mismatch",
+        ".npz",
+        _reference(joint_angle_columns=np.array(["a", "b"])),
+        "joint_angle must be (T, 2)",
+    ),
     # ---------------------------------------------------------------- Trajectory NPZ
     ("trajectory_missing_qvel", ".npz", _trajectory_with(qvel=None), "missing key 'qvel'"),
     ("trajectory_nan_qpos", ".npz", _trajectory_with(qpos=np.full((5, 2), np.nan)), "NaN"),
     ("trajectory_qvel_frames", ".npz", _trajectory_with(qvel=np.zeros((3, 2))), "qvel must be (T, nv)"),
     # ---------------------------------------------------------------- DeepMimic
     ("deepmimic_bad_json", ".txt", _text('{"Loop": "wrap", "Frames": [[0.03, 1, 2,'), "not valid JSON"),
-    ("deepmimic_short_frame", ".txt", _text('{"Loop": "wrap", "Frames": [' + str(DM_FRAME[:43]) + "]}"),
-     "frame 0 has 43 values"),
+    (
+        "deepmimic_short_frame",
+        ".txt",
+        _text('{"Loop": "wrap", "Frames": [' + str(DM_FRAME[:43]) + "]}"),
+        "frame 0 has 43 values",
+    ),
     ("deepmimic_no_frames", ".json", _text('{"Loop": "wrap"}'), "missing key 'Frames'"),
-    ("deepmimic_text_value", ".txt", _text('{"Loop": "none", "Frames": [' + str(DM_FRAME[:43] + ["x"])
-                                           .replace("'", '"') + "]}"), "non-numeric"),
+    (
+        "deepmimic_text_value",
+        ".txt",
+        _text('{"Loop": "none", "Frames": [' + str(DM_FRAME[:43] + ["x"]).replace("'", '"') + "]}"),
+        "non-numeric",
+    ),
     # ---------------------------------------------------------------- MJCF
     ("mjcf_truncated", ".xml", _text("<mujoco><worldbody><body>"), "not a valid MJCF"),
     ("mjcf_not_mujoco", ".xml", _text("<html><body/></html>"), "not a valid MJCF"),
-    ("mjcf_bad_attribute", ".xml",
-     _text('<mujoco><worldbody><geom type="sphere" size="abc"/></worldbody></mujoco>'),
-     "bad format in attribute 'size'"),
-    ("mjcf_does_not_compile", ".xml", _text('<mujoco><worldbody><body><joint type="hinge" range="1 0" '
-                                            'limited="true"/><geom size="0.1"/></body></worldbody></mujoco>'),
-     "does not compile"),
+    (
+        "mjcf_bad_attribute",
+        ".xml",
+        _text('<mujoco><worldbody><geom type="sphere" size="abc"/></worldbody></mujoco>'),
+        "bad format in attribute 'size'",
+    ),
+    (
+        "mjcf_does_not_compile",
+        ".xml",
+        _text(
+            '<mujoco><worldbody><body><joint type="hinge" range="1 0" '
+            'limited="true"/><geom size="0.1"/></body></worldbody></mujoco>'
+        ),
+        "does not compile",
+    ),
     ("mjcf_missing_include", ".xml", _text('<mujoco><include file="nothere.xml"/></mujoco>'), "nothere.xml"),
     # ---------------------------------------------------------------- YAML (via train --config)
     ("yaml_malformed", ".yaml", _text("ppo:\n  lr: [1, 2\n  steps: 3\n"), "malformed YAML at line 3"),
@@ -224,8 +278,9 @@ def test_missing_and_unsupported_files(tmp_path, capsys):
     assert "clip.c3d: unknown model" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["yaml_malformed", "yaml_list_top_level", "yaml_only_comments",
-                                  "yaml_tab_indent"])
+@pytest.mark.parametrize(
+    "name", ["yaml_malformed", "yaml_list_top_level", "yaml_only_comments", "yaml_tab_indent"]
+)
 def test_load_yaml_directly(tmp_path, name):
     _, suffix, write, message = next(c for c in CASES if c[0] == name)
     write(tmp_path / f"{name}{suffix}")
@@ -245,7 +300,11 @@ def test_real_process_exit_code_and_no_traceback(tmp_path):
         _, suffix, write, message = next(c for c in CASES if c[0] == name)
         path = tmp_path / f"{name}{suffix}"
         write(path)
-        proc = subprocess.run([sys.executable, "-m", "musclerl.cli", "info", str(path)],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "musclerl.cli", "info", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.count("\n") == 1 and message in proc.stderr and "Traceback" not in proc.stderr

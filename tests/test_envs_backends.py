@@ -26,7 +26,7 @@ def _compare(model: str, dataset, cfg: EnvConfig, clip: np.ndarray, time_s: np.n
     @jax.jit
     def from_shared(clip_now, time_now, qpos, qvel, act, last_action, action):
         start = mjx.with_physics(mjx.reset(jax.random.PRNGKey(0), clip_now, time_now), qpos, qvel, act)
-        start = start.replace(info={**start.info, "last_action": last_action})
+        start = start.replace(info={**start.info, "last_ctrl": last_action})
         return start, mjx.step(start, action)
 
     rng = np.random.default_rng(0)
@@ -35,7 +35,7 @@ def _compare(model: str, dataset, cfg: EnvConfig, clip: np.ndarray, time_s: np.n
     for _ in range(steps):
         kin = cpu.kinematics(state)
         action = rng.uniform(0.0, 0.6, (n, cpu.action_size))
-        last = state.info["last_action"].astype(np.float32)
+        last = state.info["last_ctrl"].astype(np.float32)
         shared = (state.info["clip"], state.info["time_s"], kin.qpos, kin.qvel, kin.act, last)
         start, stepped = from_shared(*shared, action.astype(np.float32))
         # muscle_force of a stepped state is the last substep's; with_physics recomputes it at the state
@@ -62,7 +62,7 @@ def _compare(model: str, dataset, cfg: EnvConfig, clip: np.ndarray, time_s: np.n
         kin.qpos,
         kin.qvel,
         kin.act,
-        state.info["last_action"],
+        state.info["last_ctrl"],
     )
     return worst, from_shared, shared
 
@@ -97,6 +97,18 @@ def test_cpu_and_mjx_agree_step_by_step_on_tiny_and_mjx_resets_nan():
         np.isfinite(np.asarray(state.info["terminal_obs"]))
     )
     assert int(state.info["steps"][1]) == 0 and not bool(state.done[0]) and not bool(state.done[2])
+
+
+@pytest.mark.parametrize("space", ["reference_pd", "joint_reference_pd"])
+def test_cpu_and_mjx_agree_with_pd_actions_on_tiny(space):
+    """The PD action spaces invert the PD law before every physics step on both backends alike."""
+    dataset = sine_dataset("tiny", num_clips=1, duration_s=2.0)
+    cfg = EnvConfig.from_dict({"integrator": "euler", "substeps": 3, "action": {"space": space}})
+    worst = _compare("tiny", dataset, cfg, np.array([0, 0]), np.array([0.2, 0.7]), 3)[0]
+    assert worst["start_obs"] < 1e-3
+    assert worst["obs"] < 1e-3
+    assert worst["reward"] < 1e-3
+    assert worst["qpos"] < 1e-4
 
 
 @pytest.mark.slow

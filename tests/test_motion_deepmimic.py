@@ -10,8 +10,17 @@ import pytest
 from musclerl.motion.deepmimic import DEEPMIMIC_KEYPOINT_NAMES, DEEPMIMIC_PARENTS, read_deepmimic
 
 K = {name: i for i, name in enumerate(DEEPMIMIC_KEYPOINT_NAMES)}
-IDENTITY_FRAME = [1 / 30, 0.0, 0.9, 0.0, 1, 0, 0, 0] + [1, 0, 0, 0] * 3 + [0.0] + [1, 0, 0, 0] * 2 + [0.0] \
-    + [1, 0, 0, 0] + [0.0] + [1, 0, 0, 0] * 2 + [0.0]
+IDENTITY_FRAME = (
+    [1 / 30, 0.0, 0.9, 0.0, 1, 0, 0, 0]
+    + [1, 0, 0, 0] * 3
+    + [0.0]
+    + [1, 0, 0, 0] * 2
+    + [0.0]
+    + [1, 0, 0, 0]
+    + [0.0]
+    + [1, 0, 0, 0] * 2
+    + [0.0]
+)
 
 
 @pytest.fixture(scope="module")

@@ -43,16 +43,30 @@ def test_from_real_opensim_outputs(gait2354, tmp_path):
     valid = np.isfinite(torque)
     n = ik.num_rows
     ref = ReferenceData(
-        subject="subject01", trial="walk1", step_label="0.4-1.6 s", timestep=1 / 60, time_sec=ik.time_s,
-        joint_angle=ik.data, joint_angle_columns=ik.columns,
-        joint_torque=torque, joint_torque_columns=tuple(c.removesuffix("_moment") for c in moments),
-        joint_torque_valid=valid, joint_torque_column_valid=valid.any(axis=0),
-        joint_torque_sign_convention="OpenSim", joint_torque_normalization="divided by subject_weight_kg",
-        joint_torque_units="N*m/kg", subject_weight_kg=mass_kg, subject_body_weight_n=mass_kg * 9.80665,
-        computed_grf=np.zeros((n, 0)), computed_grf_columns=(), computed_grf_valid=np.zeros((n, 0), bool),
-        computed_grf_normalization="divided by subject_body_weight_n", computed_grf_units="BW",
+        subject="subject01",
+        trial="walk1",
+        step_label="0.4-1.6 s",
+        timestep=1 / 60,
+        time_sec=ik.time_s,
+        joint_angle=ik.data,
+        joint_angle_columns=ik.columns,
+        joint_torque=torque,
+        joint_torque_columns=tuple(c.removesuffix("_moment") for c in moments),
+        joint_torque_valid=valid,
+        joint_torque_column_valid=valid.any(axis=0),
+        joint_torque_sign_convention="OpenSim",
+        joint_torque_normalization="divided by subject_weight_kg",
+        joint_torque_units="N*m/kg",
+        subject_weight_kg=mass_kg,
+        subject_body_weight_n=mass_kg * 9.80665,
+        computed_grf=np.zeros((n, 0)),
+        computed_grf_columns=(),
+        computed_grf_valid=np.zeros((n, 0), bool),
+        computed_grf_normalization="divided by subject_body_weight_n",
+        computed_grf_units="BW",
         source_files=("subject01_walk1_ik.mot", "inverse_dynamics.sto"),
-        id_source_time_sec=inverse.time_s, original_kinematics_time_sec=ik.time_s,
+        id_source_time_sec=inverse.time_s,
+        original_kinematics_time_sec=ik.time_s,
     )
     write_reference(tmp_path / "subject01.npz", ref)
     back = read_reference(tmp_path / "subject01.npz")
@@ -65,14 +79,20 @@ def test_grf_valid_per_frame_is_broadcast(tmp_path):
     assert read_reference(tmp_path / "r.npz").computed_grf_valid.shape == (5, 3)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"joint_torque_column_valid": np.array([True, True, True])}, "True for a column with no valid sample"),
-    ({"timestep": np.array(-1.0)}, "timestep must be > 0"),
-    ({"joint_angle_columns": np.array(["a", "a", "b"])}, "duplicate"),
-    ({"time_sec": np.array([0.0, 0.1, 0.1, 0.2, 0.3])}, "increasing"),
-    ({"source_time_sec": np.zeros(3)}, "source_time_sec must be"),
-    ({"joint_torque_valid": np.ones((5, 3), dtype=int) * 2}, "bool mask"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"joint_torque_column_valid": np.array([True, True, True])},
+            "True for a column with no valid sample",
+        ),
+        ({"timestep": np.array(-1.0)}, "timestep must be > 0"),
+        ({"joint_angle_columns": np.array(["a", "a", "b"])}, "duplicate"),
+        ({"time_sec": np.array([0.0, 0.1, 0.1, 0.2, 0.3])}, "increasing"),
+        ({"source_time_sec": np.zeros(3)}, "source_time_sec must be"),
+        ({"joint_torque_valid": np.ones((5, 3), dtype=int) * 2}, "bool mask"),
+    ],
+)
 def test_validation_errors(tmp_path, change, message):
     write_small_reference(tmp_path / "r.npz", **change)
     with pytest.raises(InputError, match=message):

@@ -52,12 +52,17 @@ def test_smplx_skeleton_facts():
     assert rest[0, 1] - smpl[0, 1] == pytest.approx(-0.128, abs=1e-3)  # SMPL-X pelvis sits lower
     leg = rest[J["pelvis"], 1] - rest[J["left_ankle"], 1]
     assert 0.85 < leg < 0.9
-    np.testing.assert_allclose(np.linalg.norm(SMPLX_NEUTRAL_OFFSETS_M[1:], axis=1),
-                               np.linalg.norm(rest[1:] - rest[list(SMPL_PARENTS[1:])], axis=1))
+    np.testing.assert_allclose(
+        np.linalg.norm(SMPLX_NEUTRAL_OFFSETS_M[1:], axis=1),
+        np.linalg.norm(rest[1:] - rest[list(SMPL_PARENTS[1:])], axis=1),
+    )
     # limb bones within 2.5 cm of SMPL's (the same average body, two fits); SMPL-X moved the neck
     # joint down and the head joint up by ~5 cm, so those are not compared
-    limbs = [J[f"{side}_{part}"] for side in ("left", "right")
-             for part in ("hip", "knee", "ankle", "foot", "elbow", "wrist")]
+    limbs = [
+        J[f"{side}_{part}"]
+        for side in ("left", "right")
+        for part in ("hip", "knee", "ankle", "foot", "elbow", "wrist")
+    ]
     smplx_len = np.linalg.norm(SMPLX_NEUTRAL_OFFSETS_M[limbs], axis=1)
     smpl_len = np.linalg.norm(SMPL_NEUTRAL_OFFSETS_M[limbs], axis=1)
     assert np.abs(smplx_len - smpl_len).max() < 0.025
@@ -77,11 +82,15 @@ def test_rest_pose_fk_and_pelvis_convention():
 
 def test_fk_keeps_bone_lengths():
     rng = np.random.default_rng(2)
-    joints = smpl_forward_kinematics(rng.normal(size=(8, 3)), rng.normal(scale=0.5, size=(8, 23, 3)),
-                                     rng.normal(size=(8, 3)))
+    joints = smpl_forward_kinematics(
+        rng.normal(size=(8, 3)), rng.normal(scale=0.5, size=(8, 23, 3)), rng.normal(size=(8, 3))
+    )
     lengths = np.linalg.norm(joints[:, 1:] - joints[:, list(SMPL_PARENTS[1:])], axis=-1)
-    np.testing.assert_allclose(lengths, np.broadcast_to(np.linalg.norm(SMPL_NEUTRAL_OFFSETS_M[1:], axis=1),
-                                                         lengths.shape), atol=1e-12)
+    np.testing.assert_allclose(
+        lengths,
+        np.broadcast_to(np.linalg.norm(SMPL_NEUTRAL_OFFSETS_M[1:], axis=1), lengths.shape),
+        atol=1e-12,
+    )
 
 
 def test_knee_flexion_moves_the_ankle_back(tmp_path):
@@ -128,8 +137,14 @@ def test_frame_rate_key_variants_and_gender(tmp_path):
     clip = step_up_clip(n_frames=5)
     n = 5
     poses = np.concatenate([clip["root_orient"], clip["body_pose"].reshape(n, -1), np.zeros((n, 90))], axis=1)
-    np.savez(tmp_path / "a.npz", poses=poses, trans=clip["trans_m"], mocap_frame_rate=np.array(120.0),
-             gender=np.array(b"female"), betas=np.zeros(16))
+    np.savez(
+        tmp_path / "a.npz",
+        poses=poses,
+        trans=clip["trans_m"],
+        mocap_frame_rate=np.array(120.0),
+        gender=np.array(b"female"),
+        betas=np.zeros(16),
+    )
     motion = read_amass(tmp_path / "a.npz")
     assert motion.rate_hz == 120.0 and motion.gender == "female" and motion.betas.shape == (16,)
 
@@ -138,8 +153,13 @@ def test_y_up_option_rotates_everything(tmp_path):
     clip = step_up_clip(n_frames=6)
     to_y_up = Rotation.from_matrix(Y_UP_TO_Z_UP).inv()
     root_yup = (to_y_up * Rotation.from_rotvec(clip["root_orient"])).as_rotvec()
-    write_amass_npz(tmp_path / "y.npz", root_orient=root_yup, body_pose=clip["body_pose"],
-                    trans_m=clip["trans_m"], rate_hz=30.0)
+    write_amass_npz(
+        tmp_path / "y.npz",
+        root_orient=root_yup,
+        body_pose=clip["body_pose"],
+        trans_m=clip["trans_m"],
+        rate_hz=30.0,
+    )
     raw = read_amass(tmp_path / "y.npz")
     turned = read_amass(tmp_path / "y.npz", y_up=True)
     np.testing.assert_allclose(turned.joints_m, raw.joints_m @ Y_UP_TO_Z_UP.T, atol=1e-12)
@@ -172,8 +192,14 @@ def _write_model_npz(path, n_joints: int, rng) -> tuple[np.ndarray, np.ndarray]:
     regressor = np.zeros((n_joints, n_vert))
     regressor[np.arange(n_joints), np.arange(n_joints)] = 1.0
     shapedirs = rng.normal(scale=0.01, size=(n_vert, 3, 10))
-    np.savez(path, v_template=template, J_regressor=regressor, shapedirs=shapedirs,
-             kintree_table=np.zeros((2, n_joints), dtype=np.int64), bs_style=np.array("lbs"))
+    np.savez(
+        path,
+        v_template=template,
+        J_regressor=regressor,
+        shapedirs=shapedirs,
+        kintree_table=np.zeros((2, n_joints), dtype=np.int64),
+        bs_style=np.array("lbs"),
+    )
     return shapedirs, joints
 
 
@@ -206,8 +232,12 @@ def test_bad_model_files(tmp_path):
     np.savez(tmp_path / "nomodel.npz", foo=np.zeros(3))
     with pytest.raises(InputError, match="missing v_template, J_regressor, shapedirs"):
         smpl_rest_offsets_from_model(tmp_path / "nomodel.npz", "smpl", "neutral", np.zeros(10))
-    np.savez(tmp_path / "odd.npz", v_template=np.zeros((5, 3)), J_regressor=np.eye(5),
-             shapedirs=np.zeros((5, 3, 2)))
+    np.savez(
+        tmp_path / "odd.npz",
+        v_template=np.zeros((5, 3)),
+        J_regressor=np.eye(5),
+        shapedirs=np.zeros((5, 3, 2)),
+    )
     with pytest.raises(InputError, match="model has 5 joints"):
         smpl_rest_offsets_from_model(tmp_path / "odd.npz", "smpl", "neutral", np.zeros(10))
 

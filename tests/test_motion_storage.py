@@ -54,8 +54,13 @@ def test_round_trip_exact_random_and_nan(tmp_path):
     rng = np.random.default_rng(1)
     data = rng.normal(size=(20, 3)) * 10.0 ** rng.integers(-8, 8, size=(20, 3))
     data[3, 1] = np.nan
-    table = Table(columns=("a", "b_tx", "c"), data=data, time_s=np.cumsum(rng.uniform(0.001, 0.1, 20)),
-                  in_degrees=False, name="random")
+    table = Table(
+        columns=("a", "b_tx", "c"),
+        data=data,
+        time_s=np.cumsum(rng.uniform(0.001, 0.1, 20)),
+        in_degrees=False,
+        name="random",
+    )
     write_storage(tmp_path / "r.sto", table)
     back = read_storage(tmp_path / "r.sto")
     np.testing.assert_array_equal(back.data, data)
@@ -66,8 +71,11 @@ def test_round_trip_exact_random_and_nan(tmp_path):
 def test_legacy_counts_that_disagree_warn(tmp_path):
     rows = np.column_stack([np.arange(4) / 100.0, np.ones(4), np.zeros(4)])
     path = tmp_path / "legacy.mot"
-    path.write_text(storage_text(["q1", "q2"], rows, header=[
-        "legacy", "nRows=99", "nColumns=7", "inDegrees=yes", "endheader"]))
+    path.write_text(
+        storage_text(
+            ["q1", "q2"], rows, header=["legacy", "nRows=99", "nColumns=7", "inDegrees=yes", "endheader"]
+        )
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         table = read_storage(path)
@@ -79,13 +87,19 @@ def test_legacy_counts_that_disagree_warn(tmp_path):
 def test_simm_and_opensim4_headers(tmp_path):
     rows = np.column_stack([np.arange(3) / 10.0, np.arange(3.0)])
     simm = tmp_path / "simm.mot"
-    simm.write_text(storage_text(["q"], rows, header=["datacolumns 2", "datarows 3", "range 0 0.2",
-                                                      "endheader"]))
+    simm.write_text(
+        storage_text(["q"], rows, header=["datacolumns 2", "datarows 3", "range 0 0.2", "endheader"])
+    )
     table = read_storage(simm)
     assert table.header["datarows"] == "3" and table.data.shape == (3, 1) and not table.in_degrees
     os4 = tmp_path / "os4.sto"
-    os4.write_text(storage_text(["q"], rows, header=[
-        "DataType=double", "version=3", "OpenSimVersion=4.5", "inDegrees=no", "endheader"]))
+    os4.write_text(
+        storage_text(
+            ["q"],
+            rows,
+            header=["DataType=double", "version=3", "OpenSimVersion=4.5", "inDegrees=no", "endheader"],
+        )
+    )
     table = read_storage(os4)
     assert table.header["OpenSimVersion"] == "4.5" and table.name == "os4"
     write_storage(tmp_path / "again.sto", table)
@@ -107,8 +121,9 @@ def test_missing_column_is_input_error(gait2354):
 
 
 def test_failed_write_leaves_no_file(tmp_path):
-    table = Table(columns=("has space",), data=np.zeros((2, 1)), time_s=np.arange(2.0), in_degrees=True,
-                  name="x")
+    table = Table(
+        columns=("has space",), data=np.zeros((2, 1)), time_s=np.arange(2.0), in_degrees=True, name="x"
+    )
     with pytest.raises(InputError, match="whitespace"):
         write_storage(tmp_path / "bad.mot", table)
     assert list(tmp_path.iterdir()) == []

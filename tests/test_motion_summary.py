@@ -21,16 +21,19 @@ def _info_json(capsys, path) -> dict:
     return json.loads(out)
 
 
-@pytest.mark.parametrize("relative, kind, frames, rate_hz, duration_s, units, n_columns", [
-    ("opensim_gait2354/subject01_walk1.trc", "trc", 151, 60.0, 2.5, "mm", 41),
-    ("opensim_gait2354/subject01_static.trc", "trc", 300, 60.0, 4.983, "mm", 49),
-    ("opensim_gait2354/subject01_walk1_ik.mot", "mot", 73, 60.0, 1.2, "degrees", 23),
-    ("opensim_gait2354/subject01_walk1_grf.mot", "mot", 1501, 600.0, 2.5, "degrees", 18),
-    ("opensim_gait2354/inverse_dynamics.sto", "sto", 73, 60.0, 1.2, "radians", 23),
-    ("opensim_gait10dof18musc/subject01_walk_IK.mot", "mot", 151, 60.0, 2.5, "degrees", 10),
-    ("deepmimic/humanoid3d_walk.txt", "deepmimic", 39, 30.0, 1.2666, "m (Z up)", 20),
-    ("deepmimic/humanoid3d_run.txt", "deepmimic", 25, 30.0, 0.8, "m (Z up)", 20),
-])
+@pytest.mark.parametrize(
+    "relative, kind, frames, rate_hz, duration_s, units, n_columns",
+    [
+        ("opensim_gait2354/subject01_walk1.trc", "trc", 151, 60.0, 2.5, "mm", 41),
+        ("opensim_gait2354/subject01_static.trc", "trc", 300, 60.0, 4.983, "mm", 49),
+        ("opensim_gait2354/subject01_walk1_ik.mot", "mot", 73, 60.0, 1.2, "degrees", 23),
+        ("opensim_gait2354/subject01_walk1_grf.mot", "mot", 1501, 600.0, 2.5, "degrees", 18),
+        ("opensim_gait2354/inverse_dynamics.sto", "sto", 73, 60.0, 1.2, "radians", 23),
+        ("opensim_gait10dof18musc/subject01_walk_IK.mot", "mot", 151, 60.0, 2.5, "degrees", 10),
+        ("deepmimic/humanoid3d_walk.txt", "deepmimic", 39, 30.0, 1.2666, "m (Z up)", 20),
+        ("deepmimic/humanoid3d_run.txt", "deepmimic", 25, 30.0, 0.8, "m (Z up)", 20),
+    ],
+)
 def test_real_files(shared_data, capsys, relative, kind, frames, rate_hz, duration_s, units, n_columns):
     path = shared_data / relative
     if not path.exists():
@@ -62,8 +65,13 @@ def test_generated_npz_kinds(tmp_path, capsys):
     assert (info["kind"], info["frames"], info["subject"]) == ("reference", 5, "subject01")
     assert info["rate_hz"] == pytest.approx(60.0) and info["columns"][0] == "hip_flexion_r"
 
-    Trajectory(qpos=np.zeros((7, 3)), qvel=np.zeros((7, 3)), rate_hz=50.0, joint_names=("a", "b", "c"),
-               model_name="tiny").save(tmp_path / "traj.npz")
+    Trajectory(
+        qpos=np.zeros((7, 3)),
+        qvel=np.zeros((7, 3)),
+        rate_hz=50.0,
+        joint_names=("a", "b", "c"),
+        model_name="tiny",
+    ).save(tmp_path / "traj.npz")
     info = _info_json(capsys, tmp_path / "traj.npz")
     assert (info["kind"], info["frames"], info["rate_hz"], info["model"]) == ("trajectory", 7, 50.0, "tiny")
 
@@ -77,12 +85,23 @@ def test_warnings_are_reported(tmp_path):
 def test_plots_for_every_kind(shared_data, tmp_path, capsys):
     write_step_up_amass(tmp_path / "amass.npz", n_frames=12)
     write_small_reference(tmp_path / "ref.npz")
-    Trajectory(qpos=np.zeros((7, 3)), qvel=np.zeros((7, 3)), rate_hz=50.0, joint_names=("a", "b", "c"),
-               model_name="tiny").save(tmp_path / "traj.npz")
+    Trajectory(
+        qpos=np.zeros((7, 3)),
+        qvel=np.zeros((7, 3)),
+        rate_hz=50.0,
+        joint_names=("a", "b", "c"),
+        model_name="tiny",
+    ).save(tmp_path / "traj.npz")
     inputs = [tmp_path / "amass.npz", tmp_path / "ref.npz", tmp_path / "traj.npz"]
-    inputs += [p for p in (shared_data / "opensim_gait2354/subject01_walk1.trc",
-                           shared_data / "opensim_gait2354/inverse_dynamics.sto",
-                           shared_data / "deepmimic/humanoid3d_run.txt") if p.exists()]
+    inputs += [
+        p
+        for p in (
+            shared_data / "opensim_gait2354/subject01_walk1.trc",
+            shared_data / "opensim_gait2354/inverse_dynamics.sto",
+            shared_data / "deepmimic/humanoid3d_run.txt",
+        )
+        if p.exists()
+    ]
     for i, path in enumerate(inputs):
         out = tmp_path / "plots" / f"{i}.png"
         assert main(["info", str(path), "--json", "--plot", str(out)]) == 0

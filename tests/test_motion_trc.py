@@ -63,8 +63,9 @@ def test_round_trip_with_gaps_and_units(tmp_path):
     rng = np.random.default_rng(0)
     pos = rng.normal(size=(6, 3, 3))
     pos[2, 1] = np.nan
-    data = MarkerData(names=("a", "b", "c"), positions_m=pos, time_s=np.arange(6) / 50.0, rate_hz=50.0,
-                      units_in="mm")
+    data = MarkerData(
+        names=("a", "b", "c"), positions_m=pos, time_s=np.arange(6) / 50.0, rate_hz=50.0, units_in="mm"
+    )
     for units in ("m", "cm", "mm"):
         write_trc(tmp_path / f"{units}.trc", data, units=units)
         back = read_trc(tmp_path / f"{units}.trc")
@@ -147,8 +148,12 @@ def _opensim_marker_array(path) -> tuple[list[str], np.ndarray]:
 
     table = opensim.TimeSeriesTableVec3(str(path))
     labels = [table.getColumnLabel(i) for i in range(table.getNumColumns())]
-    out = np.array([[[table.getRowAtIndex(t)[m].get(k) for k in range(3)] for m in range(len(labels))]
-                    for t in range(table.getNumRows())])
+    out = np.array(
+        [
+            [[table.getRowAtIndex(t)[m].get(k) for k in range(3)] for m in range(len(labels))]
+            for t in range(table.getNumRows())
+        ]
+    )
     return labels, out
 
 
@@ -164,8 +169,9 @@ def test_reader_agrees_with_opensim(gait2354):
 def test_written_trc_opens_in_opensim(tmp_path):
     pos = np.arange(4 * 2 * 3, dtype=float).reshape(4, 2, 3) / 10.0 + 0.05
     pos[1, 0] = np.nan
-    data = MarkerData(names=("A", "B"), positions_m=pos, time_s=np.arange(4) / 100.0, rate_hz=100.0,
-                      units_in="mm")
+    data = MarkerData(
+        names=("A", "B"), positions_m=pos, time_s=np.arange(4) / 100.0, rate_hz=100.0, units_in="mm"
+    )
     write_trc(tmp_path / "w.trc", data)
     labels, raw_mm = _opensim_marker_array(tmp_path / "w.trc")
     assert labels == ["A", "B"]

@@ -107,8 +107,9 @@ def test_free_space_ceiling():
     assert np.isinf(ceiling[0, 0]) and np.isinf(ceiling[3, 3])
 
 
-@pytest.mark.parametrize("name,kind", [("flat", "flat"), ("slope", "sloped"), ("step", "steps"),
-                                       ("stairs", "steps")])
+@pytest.mark.parametrize(
+    "name,kind", [("flat", "flat"), ("slope", "sloped"), ("step", "steps"), ("stairs", "steps")]
+)
 def test_terrain_recovered_within_2cm(name, kind):
     course = COURSES[name]
     gait, pts = _gait(course)

@@ -39,8 +39,7 @@ def test_fk_and_jacobians_match_mujoco(name):
 
         @jax.jit
         def kinematics(q, point):
-            return (*tree.fk(q), tree.point_jacobian(q, last, point),
-                    tree.rotation_jacobian(q, last))
+            return (*tree.fk(q), tree.point_jacobian(q, last, point), tree.rotation_jacobian(q, last))
 
         for _ in range(3):
             q = _random_pose(model, rng)
@@ -141,12 +140,14 @@ def test_ball_slide_and_hinge_ref_joints_match_mujoco():
     rng = np.random.default_rng(5)
     tree = KinematicTree.from_model(model)
     with jax.enable_x64(True):
+
         @jax.jit
         def kinematics(q, point):
             jacs = [tree.point_jacobian(q, b, point) for b in range(tree.nbody)]
             rots = [tree.rotation_jacobian(q, b) for b in range(tree.nbody)]
-            pts, closed = tree.points_and_jacobian(q, np.arange(tree.nbody),
-                                                    jnp.broadcast_to(point, (tree.nbody, 3)))
+            pts, closed = tree.points_and_jacobian(
+                q, np.arange(tree.nbody), jnp.broadcast_to(point, (tree.nbody, 3))
+            )
             return (*tree.fk(q), jnp.stack(jacs), jnp.stack(rots), pts, closed)
 
         for _ in range(3):

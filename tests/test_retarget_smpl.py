@@ -113,7 +113,7 @@ def _check_ground_quality(result, true_height, max_terrain_err_m=0.02):
     assert m["equality_residual_max"] < 1e-6
     assert m["penetration_max_m"] <= 0.005
     assert m["skating_mps"] <= 0.05
-    sole = traj.site_pos_m[:, -len(traj.contact_names):]
+    sole = traj.site_pos_m[:, -len(traj.contact_names) :]
     planted = sole[traj.contact]
     err = traj.terrain.height_at(planted[:, :2]) - true_height(planted[:, 0])
     assert np.abs(err).max() <= max_terrain_err_m, f"terrain off by {np.abs(err).max():.3f} m under the feet"
@@ -234,8 +234,12 @@ def test_motions_of_one_skeleton_share_the_compiled_solver(step_clip):
     second = retarget_keypoints(_toes_pitched(motion, 6.0, 150), "tiny", PipelineParams(), solvers)
     assert len(solvers) == 1
     assert second.trajectory.qpos.shape[0] == 150 != first.trajectory.qpos.shape[0]
-    toe_moved_m = [np.linalg.norm(first.prepared.model.site(f"kp_toe_{s}").pos
-                                  - second.prepared.model.site(f"kp_toe_{s}").pos) for s in corr.SIDES]
+    toe_moved_m = [
+        np.linalg.norm(
+            first.prepared.model.site(f"kp_toe_{s}").pos - second.prepared.model.site(f"kp_toe_{s}").pos
+        )
+        for s in corr.SIDES
+    ]
     assert min(toe_moved_m) > 5e-3, toe_moved_m
     assert second.metrics["compile_s"] == 0.0
     # Solved on its own sites: the same motions as with a problem of its own.
@@ -271,8 +275,24 @@ def tiny_cli(step_clip, tmp_path_factory):
     """The generated step clip retargeted onto tiny through the CLI, with report and plots."""
     folder = tmp_path_factory.mktemp("tiny_cli")
     out, report, plot = folder / "step_walk.npz", folder / "step_walk.json", folder / "step_walk.png"
-    assert main(["retarget", "smpl", str(step_clip[0]), "--model", "tiny", "--out", str(out),
-                 "--report", str(report), "--plot", str(plot)]) == 0
+    assert (
+        main(
+            [
+                "retarget",
+                "smpl",
+                str(step_clip[0]),
+                "--model",
+                "tiny",
+                "--out",
+                str(out),
+                "--report",
+                str(report),
+                "--plot",
+                str(plot),
+            ]
+        )
+        == 0
+    )
     return folder
 
 
@@ -280,10 +300,23 @@ def test_cli_tiny_step_clip(tiny_cli, step_clip):
     traj = Trajectory.load(tiny_cli / "step_walk.npz")
     assert traj.terrain is not None and traj.contact is not None and traj.contact.any()
     data = json.loads((tiny_cli / "step_walk.json").read_text())
-    for key in ("frames", "fps", "marker_rms_m", "marker_max_m", "failed_frames",
-                "joint_limit_violation_frac",
-                "equality_residual_max", "penetration_frac", "penetration_max_m", "skating_mps",
-                "tendon_jump_frac", "terrain", "compile_s", "tendon_jumps_detected", "tendon_jumps_left"):
+    for key in (
+        "frames",
+        "fps",
+        "marker_rms_m",
+        "marker_max_m",
+        "failed_frames",
+        "joint_limit_violation_frac",
+        "equality_residual_max",
+        "penetration_frac",
+        "penetration_max_m",
+        "skating_mps",
+        "tendon_jump_frac",
+        "terrain",
+        "compile_s",
+        "tendon_jumps_detected",
+        "tendon_jumps_left",
+    ):
         assert key in data
     assert (tiny_cli / "step_walk.png").is_file() and (tiny_cli / "step_walk_terrain.png").is_file()
     # The ground rules hold on tiny too (measured: penetration 1.0 mm, skating 0.017 m/s mean).
@@ -291,7 +324,7 @@ def test_cli_tiny_step_clip(tiny_cli, step_clip):
     assert data["penetration_max_m"] <= 0.005 and data["skating_mps"] <= 0.05
     assert data["terrain"]["kind"] == "steps"
     assert data["marker_rms_m"]["mean"] < 0.03  # tiny's skeleton is cruder than SMPL's: 16.6 mm
-    sole = traj.site_pos_m[:, -len(traj.contact_names):]
+    sole = traj.site_pos_m[:, -len(traj.contact_names) :]
     planted = sole[traj.contact]
     course = step_clip[1]
     err = traj.terrain.height_at(planted[:, :2]) - course.height_m(planted[:, 0])
@@ -340,8 +373,11 @@ def test_ground_planes_are_tangent_to_the_terrain():
     assert planes.shape == (200, 3)
     # On the point the plane gives the terrain's height; 0.5 mm away it stays within the
     # bilinear cell's curvature (|h_xy| * dx * dy).
-    np.testing.assert_allclose(planes[:, 0] + planes[:, 1] * points[:, 0] + planes[:, 2] * points[:, 1],
-                               terrain.height_at(points[:, :2]), atol=1e-12)
+    np.testing.assert_allclose(
+        planes[:, 0] + planes[:, 1] * points[:, 0] + planes[:, 2] * points[:, 1],
+        terrain.height_at(points[:, :2]),
+        atol=1e-12,
+    )
     moved = points[:, :2] + 5e-4
     plane_z = planes[:, 0] + planes[:, 1] * moved[:, 0] + planes[:, 2] * moved[:, 1]
     curvature = 4 * np.abs(terrain.height_m).max() / terrain.cell_m**2
@@ -371,13 +407,17 @@ def test_sole_contact_in_batched_solver():
     bodies = ["foot_l", "foot_r", "tibia_l", "tibia_r", "pelvis"]
     targets = np.repeat(np.array([data.body(b).xpos for b in bodies])[None], 4, axis=0)
     targets[..., 2] -= data.site("gc_heel_l").xpos[2] + 0.03
-    problem = IKProblem(tree, [MarkerTask(tree, bodies, np.zeros((5, 3))), PostureTask(model.qpos0)],
-                        [JointLimits(model), JointEqualities(model), SoleContact(model, tree, sites)])
+    problem = IKProblem(
+        tree,
+        [MarkerTask(tree, bodies, np.zeros((5, 3))), PostureTask(model.qpos0)],
+        [JointLimits(model), JointEqualities(model), SoleContact(model, tree, sites)],
+    )
     anchors = np.full((4, 4, 3), np.nan)
     anchors[2:, 0] = [0.0, 0.1, 0.0]
     planes = np.zeros((4, 4, 3))  # the ground z = 0 under every point
-    result = solve_clip(problem, {"markers": targets, "ground": np.concatenate([anchors, planes], -1)},
-                        model.qpos0)
+    result = solve_clip(
+        problem, {"markers": targets, "ground": np.concatenate([anchors, planes], -1)}, model.qpos0
+    )
     for t, q in enumerate(result.q):
         data.qpos[:] = q
         mujoco.mj_kinematics(model, data)

@@ -30,15 +30,17 @@ from musclerl.retarget.tasks import CoordinateTask, FrameTask, MarkerTask, Postu
 def _problem(model, clip, extra_tasks=(), extra_constraints=()):
     tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
     markers = MarkerTask(tree, clip.marker_bodies, clip.local_points_m)
-    return IKProblem(tree, [markers, PostureTask(model.qpos0, 1e-6), *extra_tasks],
-                     [JointLimits(model), JointEqualities(model), Smoothness(1e-4),
-                      *extra_constraints])
+    return IKProblem(
+        tree,
+        [markers, PostureTask(model.qpos0, 1e-6), *extra_tasks],
+        [JointLimits(model), JointEqualities(model), Smoothness(1e-4), *extra_constraints],
+    )
 
 
 def _check_truth(model, clip, result, max_rms_deg):
     limits, equalities = JointLimits(model), JointEqualities(model)
     err_deg = np.degrees(result.q[:, clip.coord_qadr] - clip.q[:, clip.coord_qadr])
-    assert np.sqrt(np.mean(err_deg ** 2)) < max_rms_deg
+    assert np.sqrt(np.mean(err_deg**2)) < max_rms_deg
     assert result.converged.all(), result.failed_frames
     assert not result.timed_out.any()
     assert limits.violation(result.q, skip_qadr=equalities.dep_qadr).max() == 0.0
@@ -95,14 +97,14 @@ def test_clips_of_any_length_reuse_one_compiled_solver(tiny):
     try:
         # 17 and 5 frames; 24 chains of one frame (more chains than one call holds).
         for n_frames, chunk_len in ((17, None), (5, None), (24, 1)):
-            result = solve_clip(problem, {"markers": clip.markers_m[:n_frames]}, model.qpos0,
-                                chunk_len=chunk_len)
+            result = solve_clip(
+                problem, {"markers": clip.markers_m[:n_frames]}, model.qpos0, chunk_len=chunk_len
+            )
             assert result.compile_s == 0.0
             assert result.converged.all() and len(result.q) == n_frames
         for k in (3, 2 * problem.chain_batch * BLOCK_SWEEPS + 1):  # one call and several calls
             frames = np.arange(k) % len(clip.q)
-            q, conv, _ = problem.resolve_frames(frames, targets, clip.q[frames], clip.q[frames],
-                                                np.ones(k))
+            q, conv, _ = problem.resolve_frames(frames, targets, clip.q[frames], clip.q[frames], np.ones(k))
             assert q.shape == (k, model.nq) and conv.all()
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
@@ -131,9 +133,15 @@ def test_closed_form_linearization_matches_autodiff(source):
     hinge = next(j.name for j in tree.all_joints() if j.type == 3)
     frame_task = FrameTask(tree, tree.body_names[-1], weight=3.0, rot_weight=0.5)
     problem = IKProblem(
-        tree, [MarkerTask(tree, bodies, rng.normal(size=(len(bodies), 3)) * 0.05),
-               PostureTask(model.qpos0, 1e-2), CoordinateTask({hinge: 0.1}, weight=2.0), frame_task],
-        [*default_constraints(model), Smoothness(1e-2)])
+        tree,
+        [
+            MarkerTask(tree, bodies, rng.normal(size=(len(bodies), 3)) * 0.05),
+            PostureTask(model.qpos0, 1e-2),
+            CoordinateTask({hinge: 0.1}, weight=2.0),
+            frame_task,
+        ],
+        [*default_constraints(model), Smoothness(1e-2)],
+    )
 
     def pose():
         q = model.qpos0.copy()
@@ -171,13 +179,14 @@ def test_missing_markers_are_ignored(tiny):
     assert result.converged.all()
     assert np.all(np.isfinite(result.residual_m)) and result.residual_m.max() < 0.01
     err_deg = np.degrees(result.q[:, clip.coord_qadr] - clip.q[:, clip.coord_qadr])
-    assert np.sqrt(np.mean(err_deg ** 2)) < 1.5
+    assert np.sqrt(np.mean(err_deg**2)) < 1.5
 
 
 def test_iteration_limit_reports_not_converged(tiny):
     model, clip, problem = tiny
-    result = solve_clip(problem, {"markers": clip.markers_m}, model.qpos0, cold_iters=1,
-                        max_iters=1, chunk_len=8)
+    result = solve_clip(
+        problem, {"markers": clip.markers_m}, model.qpos0, cold_iters=1, max_iters=1, chunk_len=8
+    )
     assert not result.converged.all()
     assert set(result.failed_frames) == set(np.flatnonzero(~result.converged))
     assert result.iterations.max() <= 1
@@ -185,8 +194,7 @@ def test_iteration_limit_reports_not_converged(tiny):
 
 def test_time_limit_marks_unreached_frames(tiny):
     model, clip, problem = tiny
-    result = solve_clip(problem, {"markers": clip.markers_m}, model.qpos0, chunk_len=8,
-                        time_limit_s=0.0)
+    result = solve_clip(problem, {"markers": clip.markers_m}, model.qpos0, chunk_len=8, time_limit_s=0.0)
     # Only the cold-started first frame of each chunk was solved before the limit.
     reached = np.zeros(len(clip.q), bool)
     reached[::8] = True
@@ -224,8 +232,9 @@ def test_frame_and_coordinate_tasks_reach_their_targets():
     markers = MarkerTask(tree, [clip.marker_bodies[i] for i in keep], clip.local_points_m[keep])
     ankle = CoordinateTask({"ankle_angle_l": 0.1}, weight=1.0)
     problem = IKProblem(tree, [markers, foot, ankle], [JointLimits(model)])
-    result = solve_clip(problem, {"markers": clip.markers_m[:, keep], foot.name: np.array(poses)},
-                        model.qpos0, chunk_len=3)
+    result = solve_clip(
+        problem, {"markers": clip.markers_m[:, keep], foot.name: np.array(poses)}, model.qpos0, chunk_len=3
+    )
     assert result.converged.all()
     right = [model.joint(n).qposadr[0] for n in ("hip_flexion_r", "knee_angle_r", "ankle_angle_r")]
     np.testing.assert_allclose(result.q[:, right], clip.q[:, right], atol=1e-4)
@@ -249,8 +258,7 @@ def test_tendon_continuity_detects_and_repairs_a_flipped_frame(tiny):
     repaired = guard.finalize(problem, targets, dataclasses.replace(result, q=broken), resolve)
     assert repaired.tendon_jumps_detected >= 2
     assert not repaired.tendon_jump.any()
-    np.testing.assert_allclose(repaired.q[10, [hip, knee]], clip.q[10, [hip, knee]],
-                               atol=np.radians(3.0))
+    np.testing.assert_allclose(repaired.q[10, [hip, knee]], clip.q[10, [hip, knee]], atol=np.radians(3.0))
 
 
 def test_tendon_continuity_in_solve_clip_keeps_clean_clip_clean(tiny):
@@ -294,8 +302,11 @@ def test_marker_frame_weights_match_fixed_weights(tiny):
         column = np.concatenate([target, weights[:, None]], axis=1)
         q = jnp.asarray(clip.q[3] + 0.01)
         dq_dx = jnp.eye(tree.nq, tree.nv)
-        np.testing.assert_allclose(per_frame.residual(tree, q, jnp.asarray(column)),
-                                   fixed.residual(tree, q, jnp.asarray(target)), atol=1e-12)
+        np.testing.assert_allclose(
+            per_frame.residual(tree, q, jnp.asarray(column)),
+            fixed.residual(tree, q, jnp.asarray(target)),
+            atol=1e-12,
+        )
         r_a, j_a = per_frame.residual_jacobian(tree, q, jnp.asarray(column), dq_dx)
         r_b, j_b = fixed.residual_jacobian(tree, q, jnp.asarray(target), dq_dx)
         np.testing.assert_allclose(r_a, r_b, atol=1e-12)
@@ -328,10 +339,15 @@ def test_marker_local_points_with_targets_match_fixed_points(tiny):
         np.testing.assert_allclose(r_a, r_b, atol=1e-12)
         np.testing.assert_allclose(j_a, j_b, atol=1e-12)
         np.testing.assert_allclose(given.residual(tree, q, jnp.asarray(with_local[2])), r_b, atol=1e-12)
-        np.testing.assert_allclose(given.position_errors_m(tree, q, jnp.asarray(with_local[2])),
-                                   fixed.position_errors_m(tree, q, jnp.asarray(target[2])), atol=1e-12)
-    starts = [IKProblem(tree, [task]).aligned_starts(model.qpos0 + 0.05, {"markers": frames})
-              for task, frames in ((given, with_local), (fixed, target))]
+        np.testing.assert_allclose(
+            given.position_errors_m(tree, q, jnp.asarray(with_local[2])),
+            fixed.position_errors_m(tree, q, jnp.asarray(target[2])),
+            atol=1e-12,
+        )
+    starts = [
+        IKProblem(tree, [task]).aligned_starts(model.qpos0 + 0.05, {"markers": frames})
+        for task, frames in ((given, with_local), (fixed, target))
+    ]
     np.testing.assert_allclose(starts[0], starts[1], atol=1e-12)
     assert not np.allclose(starts[0][0], model.qpos0 + 0.05)  # the root was moved
 
@@ -343,16 +359,20 @@ def test_marker_frame_weight_zero_ignores_a_bad_marker(tiny):
     model, clip, _ = tiny
     tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
     markers = MarkerTask(tree, clip.marker_bodies, clip.local_points_m, frame_weights=True)
-    problem = IKProblem(tree, [markers, PostureTask(model.qpos0, 1e-6)],
-                        [JointLimits(model), JointEqualities(model), Smoothness(1e-4)])
+    problem = IKProblem(
+        tree,
+        [markers, PostureTask(model.qpos0, 1e-6)],
+        [JointLimits(model), JointEqualities(model), Smoothness(1e-4)],
+    )
     bad = clip.markers_m.copy()
     bad[:, 0] += [0.2, 0.0, 0.0]
     weights = np.ones(bad.shape[:2] + (1,))
     weights[:, 0] = 0.0
-    result = solve_clip(problem, {"markers": np.concatenate([bad, weights], axis=-1)}, model.qpos0,
-                        chunk_len=8)
+    result = solve_clip(
+        problem, {"markers": np.concatenate([bad, weights], axis=-1)}, model.qpos0, chunk_len=8
+    )
     err_deg = np.degrees(result.q[:, clip.coord_qadr] - clip.q[:, clip.coord_qadr])
-    assert np.sqrt(np.mean(err_deg ** 2)) < 1.5
+    assert np.sqrt(np.mean(err_deg**2)) < 1.5
     assert result.converged.all()
 
 
@@ -375,8 +395,7 @@ def test_tendon_continuity_keeps_only_repairs_that_remove_jumps(tiny):
         return q, conv, iters
 
     repaired = guard.finalize(problem, targets, dataclasses.replace(result, q=broken), resolve)
-    np.testing.assert_allclose(repaired.q[10, [hip, knee]], clip.q[10, [hip, knee]],
-                               atol=np.radians(3.0))
+    np.testing.assert_allclose(repaired.q[10, [hip, knee]], clip.q[10, [hip, knee]], atol=np.radians(3.0))
     np.testing.assert_array_equal(repaired.q[19:22], broken[19:22])
     assert not repaired.tendon_jump[:15].any() and repaired.tendon_jump[[20, 21]].all()
 

@@ -62,9 +62,9 @@ def test_truncation_bootstraps_from_terminal_value_but_termination_does_not():
 
 
 def test_clipped_policy_loss_and_value_loss_by_hand():
-    cfg = load_config(None, ["ppo.normalize_advantages=false", "ppo.ent_coef=0.0"])
+    cfg = load_config(None, ["ppo.normalize_advantages=false", "ppo.ent_coef=0.0", "ppo.clip_value=true"])
     mean = jnp.array([[0.0], [0.0]])
-    apply_fn = lambda params, obs: (mean, params["log_std"], params["v"])  # noqa: E731
+    apply_fn = lambda params, obs: (networks.Gaussian(mean, params["log_std"]), params["v"])  # noqa: E731
     params = {"log_std": jnp.zeros(1), "v": jnp.array([1.0, -1.0])}
     u = jnp.array([[0.0], [0.0]])
     logp_now = networks.gaussian_log_prob(u, mean, jnp.zeros(1))
@@ -100,11 +100,91 @@ def test_gaussian_log_prob_and_entropy_match_scipy():
 
 
 @pytest.mark.parametrize("kind", ["sigmoid", "clip"])
-def test_squash_maps_into_unit_interval(kind):
-    u = jnp.linspace(-10, 10, 101)
-    a = np.asarray(networks.squash(u, kind))
-    assert a.min() >= 0.0 and a.max() <= 1.0
-    assert np.all(np.diff(a) >= 0)
+def test_squash_maps_into_the_bounds_and_unsquash_inverts_it(kind):
+    bounds = networks.ActionBounds(np.array([-1.0]), np.array([1.0]), np.array([0.3]))
+    u = jnp.linspace(-10, 10, 101)[:, None]
+    a = np.asarray(networks.squash(u, kind, bounds))
+    assert a.min() >= -1.0 and a.max() <= 1.0
+    assert np.all(np.diff(a[:, 0]) >= 0)
+    neutral_u = networks.unsquash(bounds.neutral, kind, bounds)
+    np.testing.assert_allclose(
+        np.asarray(networks.squash(jnp.asarray(neutral_u), kind, bounds)), 0.3, atol=1e-6
+    )
+
+
+def test_untrained_policy_commands_the_neutral_action():
+    cfg = load_config(None, ["network.policy_hidden=[8]", "network.value_hidden=[8]"])
+    bounds = networks.ActionBounds(np.zeros(3), np.ones(3), np.full(3, 0.07))
+    net = networks.make_network(cfg["network"], bounds)
+    params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 5)))
+    dist, _ = net.apply(params, jax.random.normal(jax.random.PRNGKey(1), (4, 5)))
+    action = np.asarray(networks.squash(dist.mean, "sigmoid", bounds))
+    np.testing.assert_allclose(action, 0.07, atol=0.01)  # output layer starts at 0.01 scale
+
+
+def test_lattice_density_entropy_and_samples_match_the_full_covariance_gaussian():
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    weight = jnp.asarray(rng.normal(0, 0.5, (6, 4)))
+    dist = networks.Gaussian(
+        mean=jnp.asarray(rng.normal(size=(3, 4))),
+        log_std=jnp.asarray(rng.normal(-1, 0.1, 4)),
+        weight=weight,
+        latent_log_std=jnp.asarray(rng.normal(-0.5, 0.1, 6)),
+    )
+    w = np.asarray(weight) * np.exp(np.asarray(dist.latent_log_std))[:, None]
+    cov = w.T @ w + np.diag(np.exp(2 * np.asarray(dist.log_std)))
+    u = rng.normal(size=(3, 4))
+    expected = [stats.multivariate_normal(np.asarray(dist.mean)[i], cov).logpdf(u[i]) for i in range(3)]
+    np.testing.assert_allclose(np.asarray(dist.log_prob(jnp.asarray(u))), expected, rtol=1e-4)
+    np.testing.assert_allclose(
+        float(dist.entropy()), stats.multivariate_normal(np.zeros(4), cov).entropy(), rtol=1e-5
+    )
+    one = networks.Gaussian(jnp.zeros((20000, 4)), dist.log_std, weight, dist.latent_log_std)
+    samples = np.asarray(one.sample(jax.random.PRNGKey(0)))
+    np.testing.assert_allclose(np.cov(samples.T), cov, atol=0.03 * np.abs(cov).max())
+    np.testing.assert_allclose(float(one.mean_std()), np.mean(np.sqrt(np.diag(cov))), rtol=1e-5)
+
+
+def test_reward_scaling_divides_by_the_std_of_discounted_returns():
+    gamma = 0.9
+    reward = np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0]])  # (T, N)
+    done = np.array([[0, 0], [1, 0], [0, 0], [0, 0]], bool)
+    traj = _traj(reward[:, 0], np.zeros(4), np.zeros(4), done[:, 0], np.zeros(4, bool))
+    traj = traj._replace(reward=jnp.asarray(reward, jnp.float32), done=jnp.asarray(done))
+    stats, last, std = ppo.scale_rewards(norm.RunningStats.create(1), jnp.zeros(2), traj, gamma)
+    g0 = [1.0, 1.9, 1.0, 1.9]  # env 0: episode ends after step 1, so its return restarts
+    g1 = [2.0, 3.8, 5.42, 6.878]
+    np.testing.assert_allclose(float(std), np.std(g0 + g1), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(last), [1.9, 6.878], rtol=1e-5)
+
+
+def test_actor_and_critic_gradients_are_clipped_apart():
+    grads = {
+        "params": {
+            "policy": {"w": jnp.full(4, 3.0)},
+            "log_std": jnp.zeros(4),
+            "value": {"w": jnp.full(4, 50.0)},
+        }
+    }
+    clipped, actor_norm, critic_norm = ppo.clip_actor_critic(grads, 1.0, 10.0)
+    np.testing.assert_allclose(float(actor_norm), 6.0, rtol=1e-6)
+    np.testing.assert_allclose(float(critic_norm), 100.0, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(clipped["params"]["policy"]["w"]), 0.5, rtol=1e-5)  # norm 1
+    np.testing.assert_allclose(np.asarray(clipped["params"]["value"]["w"]), 5.0, rtol=1e-5)  # norm 10
+
+
+def test_learning_rate_follows_the_target_kl():
+    cfg = {"target_kl": 0.01, "lr_min": 1e-5, "lr_max": 1e-3}
+    lr = jnp.asarray(3e-4)
+    assert float(ppo.adapt_learning_rate(lr, jnp.asarray(0.05), cfg)) == pytest.approx(2e-4)
+    assert float(ppo.adapt_learning_rate(lr, jnp.asarray(0.001), cfg)) == pytest.approx(4.5e-4)
+    assert float(ppo.adapt_learning_rate(lr, jnp.asarray(0.01), cfg)) == pytest.approx(3e-4)
+    assert float(ppo.adapt_learning_rate(jnp.asarray(9e-4), jnp.asarray(0.0), cfg)) == pytest.approx(1e-3)
+    assert float(ppo.adapt_learning_rate(lr, jnp.asarray(0.05), {**cfg, "target_kl": 0.0})) == pytest.approx(
+        3e-4
+    )
 
 
 def test_running_stats_match_numpy_over_batches():
@@ -131,17 +211,17 @@ def test_network_options_and_learnable_log_std():
             "network.init_log_std=-0.7",
         ],
     )
-    net = networks.make_network(cfg["network"], action_size=3)
+    net = networks.make_network(
+        cfg["network"], networks.ActionBounds(np.zeros(3), np.ones(3), np.full(3, 0.5))
+    )
     params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 5)))
-    mean, log_std, value = net.apply(params, jnp.ones((2, 5)))
-    assert mean.shape == (2, 3) and value.shape == (2,)
-    np.testing.assert_allclose(log_std, -0.7)
+    dist, value = net.apply(params, jnp.ones((2, 5)))
+    assert dist.mean.shape == (2, 3) and value.shape == (2,)
+    np.testing.assert_allclose(dist.log_std, -0.7)
     names = jax.tree_util.tree_map_with_path(lambda p, _: jax.tree_util.keystr(p), params)
     assert any("LayerNorm" in n for n in jax.tree_util.tree_leaves(names))
     # log_std gets a gradient
-    grad = jax.grad(
-        lambda p: networks.gaussian_log_prob(jnp.ones((1, 3)), *net.apply(p, jnp.ones((1, 5)))[:2]).sum()
-    )(params)
+    grad = jax.grad(lambda p: net.apply(p, jnp.ones((1, 5)))[0].log_prob(jnp.ones((1, 3))).sum())(params)
     assert float(jnp.abs(grad["params"]["log_std"]).sum()) > 0
 
 
@@ -156,7 +236,7 @@ def test_optimizers_and_schedules(name, schedule):
             "optimizer.final_fraction=0.1",
         ],
     )
-    tx, sched = ppo.make_optimizer(cfg, total_steps=10)
+    tx, sched = ppo.make_optimizer(cfg, total_steps=10)  # the direction; the learner scales by sched
     assert float(sched(0)) == 0.0  # warm-up starts at zero
     np.testing.assert_allclose(float(sched(2)), 3e-4, rtol=1e-5)
     if schedule != "constant":

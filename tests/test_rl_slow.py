@@ -24,8 +24,12 @@ TINY = ["--config", str(REPO / "configs" / "tiny.yaml"), "--quiet"]
 
 
 def _train(out: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(REPO / "train.py"), *TINY, "--out", str(out), *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "train.py"), *TINY, "--out", str(out), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _rows(run: Path) -> list[dict]:
@@ -78,7 +82,26 @@ def test_tiny_walk_return_rises(tmp_path):
     rows = _rows(run)
     returns = np.array([np.nan if r["episode/return"] is None else r["episode/return"] for r in rows])
     first, last = np.nanmean(returns[:5]), np.nanmean(returns[-5:])
-    print(f"tiny walk: mean episode return {first:.1f} -> {last:.1f} of max 100 "
-          f"(episode length {rows[0]['episode/length']} -> {rows[-1]['episode/length']})")
+    print(
+        f"tiny walk: mean episode return {first:.1f} -> {last:.1f} of max 100 "
+        f"(episode length {rows[0]['episode/length']} -> {rows[-1]['episode/length']})"
+    )
     assert last >= 1.25 * first
     assert last >= 42.0
+
+
+@pytest.mark.slow
+def test_demo_policy_tracks_the_walk_for_three_seconds(tmp_path):
+    """The issue's aim for ``python train.py`` (demo config, under 10 min on 2 cores): the final
+    policy's deterministic rollout from t = 0 on the bundled walk lasts at least 3 s, and the
+    mean episode length at the end is at least 4x the first update's."""
+    out = subprocess.run(
+        [sys.executable, "-m", "musclerl", "bench", "learn", "--out", str(tmp_path / "demo"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["tracked_s"] >= 3.0, result
+    assert result["episode_length_last"] >= 4 * result["episode_length_first"], result

@@ -28,8 +28,12 @@ def test_round_trip_with_optional_fields(tmp_path):
     sites = np.random.default_rng(0).normal(size=(traj.num_frames, 2, 3))
     terrain = Terrain(np.array([[0.0, 0.1, 0.2], [0.0, 0.1, 0.2]]), np.array([-1.0, -0.5]), 0.5)
     full = dataclasses.replace(
-        traj, site_names=("a", "b"), site_pos_m=sites, contact_names=("foot_r",),
-        contact=np.zeros((traj.num_frames, 1), bool), terrain=terrain,
+        traj,
+        site_names=("a", "b"),
+        site_pos_m=sites,
+        contact_names=("foot_r",),
+        contact=np.zeros((traj.num_frames, 1), bool),
+        terrain=terrain,
     )
     full.save(tmp_path / "t.npz")
     back = Trajectory.load(tmp_path / "t.npz")
@@ -60,8 +64,9 @@ def test_validation_errors(tmp_path):
     with pytest.raises(InputError, match="NaN"):
         dataclasses.replace(traj, qpos=np.full_like(traj.qpos, np.nan))
     with pytest.raises(InputError, match="clip_starts"):
-        dataclasses.replace(traj, clip_starts=np.array([0, 100]), clip_names=("a", "b"),
-                            clip_loop=np.zeros(2, bool))
+        dataclasses.replace(
+            traj, clip_starts=np.array([0, 100]), clip_names=("a", "b"), clip_loop=np.zeros(2, bool)
+        )
     other = load_model("myolegs")
     with pytest.raises(InputError, match="wrong model"):
         traj.check_model(other, "walk.npz")

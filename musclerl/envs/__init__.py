@@ -6,22 +6,23 @@ API::
     cfg = EnvConfig.from_dict(yaml_dict)            # defaults for everything; unknown keys raise
     env = TrackingEnv(model="tiny" | "myolegs" | "path.xml", dataset=trajectory, config=cfg,
                       backend="cpu" | "mjx", num_envs=N, threads=T)
-    env.observation_size, env.action_size           # ints; actions = excitations of all nu actuators
+    env.observation_size, env.action_size           # ints; env.actions: the action space (actions.py)
     state = env.reset(rng)                          # State, batched (N, ...); rng: jax key (or int on cpu)
     state = env.reset(rng, clip=c, time_s=t)        # start at given clips/times (evaluation)
-    state = env.step(state, action)                 # action (N, nu), clipped to [0, 1]
+    state = env.step(state, action)                 # action (N, A), clipped to env.actions' bounds
     state.obs (N, obs_dim), state.reward (N,), state.done = terminated | truncated (N,)
-    state.metrics["reward/<term>"], ["site_err_m"], ["nan_reset"], ["root_height_m"], ...
+    state.metrics["reward/<term>"], ["site_err_m"], ["site_err_local_m"], ["term/<rule>"], ...
     state.info["terminal_obs"] (N, obs_dim): obs before the auto-reset (bootstrap truncations)
-    state.info["clip"], ["frame"], ["time_s"], ["steps"], ["last_action"], ["clip_fail_rate"] (C,)
+    state.info["clip"], ["frame"], ["time_s"], ["steps"], ["last_action"], ["last_ctrl"], ["clip_fail_rate"]
     env.physics_data(i) -> mujoco.MjData            # cpu only: env i's MjData (copy, all fields)
     env.reference                                    # per-frame reference arrays (Reference)
 
 ``cpu``: numpy leaves, MuJoCo C stepping on ``threads`` threads (``mujoco.batch.Batch``).
 ``mjx``: jax leaves; ``jax.jit(env.step)`` / ``jax.lax.scan`` over it.
-Pieces: config.py (EnvConfig), world.py (model + sites + terrain), reference.py, observations.py,
-rewards.py, termination.py, initial_state.py (RSI, clip sampling), cpu_backend.py, mjx_backend.py,
-tracking.py (TrackingEnv), gym_env.py (``musclerl/Tracking-v0``), video.py, bench.py.
+Pieces: config.py (EnvConfig), world.py (model + sites + terrain), reference.py, actions.py
+(action spaces, PD inversion), observations.py, rewards.py, termination.py, initial_state.py (RSI,
+clip sampling), start_activation.py, cpu_backend.py, mjx_backend.py, tracking.py (TrackingEnv),
+gym_env.py (``musclerl/Tracking-v0``), video.py, bench.py, motions.py (synthetic test motions).
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ from musclerl.errors import InputError
 
 #: The DeepMimic-style reward terms ``w * exp(-k * mse)``, in the order they are reported.
 TRACKING_TERMS = ("joint_pos", "joint_vel", "root_pos", "root_vel", "site_pos", "site_ori", "site_vel")
+#: The action spaces (envs/actions.py).
+ACTION_SPACES = ("excitation", "muscle_length_pd", "reference_pd", "joint_reference_pd")
 #: The bounded penalties ``-w * mean(x**2)`` with x in [0, 1].
 PENALTY_TERMS = ("activation_energy", "action_rate")
 
@@ -42,6 +44,9 @@ class ObsConfig:
     muscle_force: bool = True
     muscle_activation: bool = True
     foot_contact: bool = True
+    site_pos: bool = True  # current tracked sites relative to the root, heading frame
+    site_error: bool = True  # reference - current site positions (next frame), heading frame
+    reference_next: bool = True  # next reference frame: joint positions and root velocity (heading)
     goal: bool = True
     phase: bool = True
     goal_frames: int = 2  # k: how many future reference frames the goal shows
@@ -54,30 +59,36 @@ class RewardConfig:
     """Weights ``w`` and scales ``k`` of ``w * exp(-k * mse)`` per term, and penalty weights.
 
     Units of k: 1/rad^2 (joint_pos, site_ori), s^2/rad^2 (joint_vel), 1/m^2 (root_pos, site_pos),
-    s^2/m^2 (root_vel, site_vel). Penalties are ``-w * mean(x^2)`` over muscles with x in [0, 1]
-    (activation, change of excitation between control steps), so each lies in [-w, 0].
+    s^2/m^2 (root_vel, site_vel); ``mse`` is the mean over components (x, y, z count separately).
+    The defaults put a term at exp(-1) for the error of a visibly wrong pose: 0.32 rad RMS of
+    joint angle, 0.32 m of root drift, 4.5 cm per component of root-relative site position,
+    0.7 m/s per component of site velocity; sharper scales leave no gradient while the policy
+    is still far off, softer ones pay for standing still. Standing still while the reference
+    walks earns under half a perfect step (``tests/test_envs_learning.py``). Penalties are
+    ``-w * mean(x^2)`` over muscles with x in [0, 1] (activation, change of excitation between
+    control steps), so each lies in [-w, 0].
     """
 
     weights: dict[str, float] = dataclasses.field(
         default_factory=lambda: {
             "joint_pos": 0.15,
             "joint_vel": 0.05,
-            "root_pos": 0.1,
-            "root_vel": 0.05,
-            "site_pos": 0.35,
-            "site_ori": 0.15,
+            "root_pos": 0.15,
+            "root_vel": 0.1,
+            "site_pos": 0.3,
+            "site_ori": 0.1,
             "site_vel": 0.15,
         }
     )
     scales: dict[str, float] = dataclasses.field(
         default_factory=lambda: {
-            "joint_pos": 5.0,
-            "joint_vel": 0.05,
+            "joint_pos": 10.0,
+            "joint_vel": 0.1,
             "root_pos": 10.0,
-            "root_vel": 0.5,
-            "site_pos": 40.0,
-            "site_ori": 2.0,
-            "site_vel": 0.2,
+            "root_vel": 1.0,
+            "site_pos": 500.0,
+            "site_ori": 5.0,
+            "site_vel": 2.0,
         }
     )
     activation_energy: float = 0.02
@@ -86,11 +97,26 @@ class RewardConfig:
 
 @dataclasses.dataclass
 class TerminationConfig:
-    """Early termination (a failure) thresholds; truncation is set by ``horizon`` and clip ends."""
+    """Early termination (a failure); truncation is set by ``horizon`` and clip ends.
 
-    site_deviation_m: float = 0.3  # mean over sites of |site - reference site|, world frame
-    root_height_min_m: float = 0.4  # root height above the ground below it
+    Falls: root height above the ground outside [min, max], the root tilted more than
+    ``max_tilt_deg`` from the reference root's tilt, or a non-foot collision geom (trunk, pelvis,
+    thighs, shanks) within ``nonfoot_contact_m`` of the ground. Deviation, measured as the reward
+    measures it: the largest root-relative site error above ``site_deviation_m`` (0 = off), and
+    the root farther than ``root_deviation_m`` from the reference root in the ground plane (drift;
+    0 = off). ``deviation_curriculum_s`` > 0 loosens both deviation thresholds by a factor
+    ``deviation_curriculum_factor`` at the start of an episode and tightens them linearly to their
+    values over that many seconds of episode time.
+    """
+
+    site_deviation_m: float = 0.25
+    root_deviation_m: float = 0.5
+    deviation_curriculum_s: float = 0.0
+    deviation_curriculum_factor: float = 2.0
+    root_height_min_m: float = 0.5
     root_height_max_m: float = 2.5
+    max_tilt_deg: float = 50.0
+    nonfoot_contact_m: float = 0.02
     max_qvel: float = 1.0e3  # any |qvel| above this counts as an exploding state (reset, counted)
 
 
@@ -106,6 +132,31 @@ class SamplingConfig:
 
 
 @dataclasses.dataclass
+class ActionConfig:
+    """How the policy's action becomes muscle excitations (see actions.py).
+
+    ``space``: ``excitation`` (action = excitation in [0, 1]), ``muscle_length_pd`` (action in
+    [-1, 1] = target length across each muscle's length range), ``reference_pd`` (action in
+    [-1, 1] = offset of the target length from the reference's muscle length at the next clip
+    time, by up to ``offset_fraction`` of the length range), ``joint_reference_pd`` (action in
+    [-1, 1] per independent joint coordinate = offset of the reference pose by up to
+    ``joint_offset_rad``, turned into target muscle lengths through the reference's muscle
+    Jacobian: 14 coordinated actions instead of 80 on myolegs). The PD spaces command a force
+    ``kp (L* - L) - kd (V - V*)`` clipped to [-F_max, 0] and invert it to an excitation with
+    MuJoCo's muscle gain and bias, at every physics step (``per_physics_step``) or once per
+    control step.
+    """
+
+    space: str = "excitation"
+    neutral_excitation: float = 0.07  # excitation space: what the untrained policy commands
+    kp: float = 30.0  # PD stiffness, peak isometric forces per metre of length error
+    kd_ratio: float = 0.1  # kd = kd_ratio * kp, seconds
+    offset_fraction: float = 0.25  # reference_pd: |action| = 1 moves L* by this fraction of the range
+    joint_offset_rad: float = 0.3  # joint_reference_pd: |action| = 1 offsets a coordinate by this
+    per_physics_step: bool = True
+
+
+@dataclasses.dataclass
 class MjxConfig:
     impl: str = "jax"  # mjx.put_model impl: "jax" or "warp" (GPU, when installed)
 
@@ -115,6 +166,7 @@ class EnvConfig:
     """Everything a :class:`~musclerl.envs.TrackingEnv` needs besides model and motions."""
 
     substeps: int = 5
+    control_hz: float = 0.0  # > 0: control rate in Hz, sets substeps = round(1 / (control_hz * timestep))
     horizon: int = 1000
     # "model" keeps the MJCF's integrator; "euler" / "implicitfast" override it. MJX's implicitfast
     # leaves out the muscle force-velocity derivative that MuJoCo C's includes, so on models with
@@ -128,6 +180,10 @@ class EnvConfig:
     reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
     termination: TerminationConfig = dataclasses.field(default_factory=TerminationConfig)
     sampling: SamplingConfig = dataclasses.field(default_factory=SamplingConfig)
+    action: ActionConfig = dataclasses.field(default_factory=ActionConfig)
+    initial_activation: str = (
+        "zero"  # "zero", or "static": static optimisation of the reference (see initial_state.py)
+    )
     mjx: MjxConfig = dataclasses.field(default_factory=MjxConfig)
 
     @classmethod
@@ -161,8 +217,27 @@ class EnvConfig:
         )
         t = self.termination
         need(
-            t.site_deviation_m > 0 and t.root_height_min_m < t.root_height_max_m,
-            "termination needs site_deviation_m > 0 and root_height_min_m < root_height_max_m",
+            t.site_deviation_m >= 0 and t.root_deviation_m >= 0 and t.root_height_min_m < t.root_height_max_m,
+            "termination needs site/root_deviation_m >= 0 and root_height_min_m < root_height_max_m",
+        )
+        need(
+            t.deviation_curriculum_s >= 0 and t.deviation_curriculum_factor >= 1,
+            "termination.deviation_curriculum_s must be >= 0 and deviation_curriculum_factor >= 1",
+        )
+        a = self.action
+        need(
+            a.space in ACTION_SPACES,
+            f"action.space must be one of {list(ACTION_SPACES)}, got '{a.space}'",
+        )
+        need(0 <= a.neutral_excitation <= 1, "action.neutral_excitation must be in [0, 1]")
+        need(
+            a.kp > 0 and a.kd_ratio >= 0 and a.offset_fraction > 0 and a.joint_offset_rad > 0,
+            "action.kp, offset_fraction > 0, kd_ratio >= 0",
+        )
+        need(self.control_hz >= 0, f"control_hz must be >= 0, got {self.control_hz}")
+        need(
+            self.initial_activation in ("static", "zero"),
+            f"initial_activation must be 'static' or 'zero', got '{self.initial_activation}'",
         )
         need(
             0 < self.sampling.adaptive_ema <= 1 and 0 <= self.sampling.adaptive_floor <= 1,

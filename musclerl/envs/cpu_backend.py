@@ -13,6 +13,8 @@ substep, as after ``mj_step``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import mujoco
 import mujoco.batch
 import numpy as np
@@ -63,8 +65,11 @@ class CpuPhysics:
                 "actuator_length",
                 "actuator_velocity",
                 "actuator_force",
+                "geom_xpos",
+                "geom_xmat",
             )
         }
+        self._nonfoot = np.asarray(world.nonfoot_geom_ids, dtype=int)
 
     def set_state(self, ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray) -> np.ndarray:
         """Write the state of envs ``ids`` (n,) and run ``mj_forward`` on them; returns bad (n,) bool."""
@@ -83,17 +88,30 @@ class CpuPhysics:
             bad[np.isin(ids, err.ids)] = True
         return bad | (self._warnings()[ids] > before)
 
-    def step(self, ctrl: np.ndarray, substeps: int) -> np.ndarray:
-        """Apply excitations ``ctrl`` (N, nu) for ``substeps`` mj_step; returns (N,) bool of envs
-        whose state diverged (MuJoCo warned and reset them, or raised)."""
-        self.ctrl[:] = ctrl
+    def step(self, ctrl: np.ndarray | Callable, substeps: int) -> np.ndarray:
+        """``substeps`` mj_step with excitations ``ctrl``: an (N, nu) array held for all of them, or
+        ``ctrl(length, velocity) -> (N, nu)`` called with the current actuator lengths and
+        velocities (N, nu) before every physics step. Returns (N,) bool of envs whose state
+        diverged (MuJoCo warned and reset them, or raised)."""
         before = self._warnings()
         bad = np.zeros(self.num_envs, dtype=bool)
+        stage = mujoco.mjtStage.mjSTAGE_VEL
+        length, velocity = self._fields["actuator_length"], self._fields["actuator_velocity"]
         try:
-            self.batch.step(nstep=substeps, stage=mujoco.mjtStage.mjSTAGE_VEL)
+            if callable(ctrl):
+                for _ in range(substeps):
+                    self.ctrl[:] = ctrl(length.copy(), velocity.copy())
+                    self.batch.step(nstep=1, stage=stage)
+            else:
+                self.ctrl[:] = ctrl
+                self.batch.step(nstep=substeps, stage=stage)
         except mujoco.batch.SimulationError as err:
             bad[err.ids] = True
         return bad | (self._warnings() > before)
+
+    def muscle_state(self, physics: object = None) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the actuator lengths and velocities (N, nu) of every env, m and m/s."""
+        return self._fields["actuator_length"].copy(), self._fields["actuator_velocity"].copy()
 
     def _warnings(self) -> np.ndarray:
         """(N,) count of divergence warnings each env has raised so far."""
@@ -135,6 +153,9 @@ class CpuPhysics:
             muscle_length_m=take("actuator_length").copy(),
             muscle_velocity_mps=take("actuator_velocity").copy(),
             muscle_force_n=take("actuator_force").copy(),
+            ctrl=self.ctrl.copy() if ids is None else self.ctrl[ids],
+            geom_pos_m=take("geom_xpos", self._nonfoot),
+            geom_xmat=take("geom_xmat", self._nonfoot).reshape(-1, len(self._nonfoot), 3, 3),
         )
 
     def physics_data(self, i: int) -> mujoco.MjData:

@@ -65,7 +65,11 @@ class TrackingGymEnv(gymnasium.Env):
     ):
         self.env = _make(model, motion, config, 1, 1)
         self.observation_space = spaces.Box(-np.inf, np.inf, (self.env.observation_size,), np.float32)
-        self.action_space = spaces.Box(0.0, 1.0, (self.env.action_size,), np.float32)
+        self.action_space = spaces.Box(
+            self.env.actions.low.astype(np.float32),
+            self.env.actions.high.astype(np.float32),
+            dtype=np.float32,
+        )
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.env.control_dt_s))}
         self._size = (width, height)
@@ -127,7 +131,11 @@ class TrackingVectorEnv(VectorEnv):
         self.env = _make(model, motion, config, num_envs, threads)
         self.num_envs = num_envs
         self.single_observation_space = spaces.Box(-np.inf, np.inf, (self.env.observation_size,), np.float32)
-        self.single_action_space = spaces.Box(0.0, 1.0, (self.env.action_size,), np.float32)
+        self.single_action_space = spaces.Box(
+            self.env.actions.low.astype(np.float32),
+            self.env.actions.high.astype(np.float32),
+            dtype=np.float32,
+        )
         self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gymnasium.vector.utils.batch_space(self.single_action_space, num_envs)
         self._state = None

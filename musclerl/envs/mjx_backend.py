@@ -47,6 +47,7 @@ class MjxPhysics:
         self._site_body = jnp.asarray(world.site_body)
         self._site_root = jnp.asarray(world.site_body_root)
         self._feet = jnp.asarray(world.foot_body_ids)
+        self._nonfoot = jnp.asarray(world.nonfoot_geom_ids, dtype=jnp.int32)
 
     def empty(self, num_envs: int) -> mjx.Data:
         """A batch of ``num_envs`` default Data (state to be written by ``set_state``)."""
@@ -84,14 +85,28 @@ class MjxPhysics:
         )
 
     def step(self, data: mjx.Data, ctrl: Any, substeps: int) -> mjx.Data:
-        """``substeps`` mjx.step with controls ``ctrl`` (N, nu), then the refresh."""
+        """``substeps`` mjx.step with excitations ``ctrl``: (N, nu) held for all of them, or
+        ``ctrl(length, velocity) -> (N, nu)`` called with the current actuator lengths and
+        velocities (N, nu) before every physics step (as on the cpu backend); then the refresh."""
+        if not callable(ctrl):
 
-        def one(d: mjx.Data, u: Any) -> mjx.Data:
-            d = d.replace(ctrl=u.astype(d.ctrl.dtype))
-            d = jax.lax.fori_loop(0, substeps, lambda _, x: mjx.step(self.model, x), d)
-            return self._refresh(d)
+            def one(d: mjx.Data, u: Any) -> mjx.Data:
+                d = d.replace(ctrl=u.astype(d.ctrl.dtype))
+                d = jax.lax.fori_loop(0, substeps, lambda _, x: mjx.step(self.model, x), d)
+                return self._refresh(d)
 
-        return jax.vmap(one)(data, ctrl)
+            return jax.vmap(one)(data, ctrl)
+
+        def substep(_, d: mjx.Data) -> mjx.Data:
+            u = ctrl(d.actuator_length, d._impl.actuator_velocity).astype(d.ctrl.dtype)
+            d = jax.vmap(lambda x, c: mjx.step(self.model, x.replace(ctrl=c)))(d, u)
+            return jax.vmap(self._refresh)(d)
+
+        return jax.lax.fori_loop(0, substeps, substep, data)
+
+    def muscle_state(self, data: mjx.Data) -> tuple[Any, Any]:
+        """Actuator lengths and velocities (N, nu) of every env, m and m/s."""
+        return data.actuator_length, data._impl.actuator_velocity
 
     def kinematics(self, data: mjx.Data) -> Kinematics:
         site_pos = data.site_xpos[:, self._site_ids]
@@ -108,6 +123,9 @@ class MjxPhysics:
             muscle_length_m=data.actuator_length,
             muscle_velocity_mps=data._impl.actuator_velocity,
             muscle_force_n=data.actuator_force,
+            ctrl=data.ctrl,
+            geom_pos_m=data.geom_xpos[:, self._nonfoot],
+            geom_xmat=data.geom_xmat[:, self._nonfoot],
         )
 
 

@@ -14,6 +14,11 @@ piece                  size           content
 ``muscle_activation``  na             activations in [0, 1]
 ``foot_contact``       F              1 where a foot body is within ``contact_height_m`` of
                                       its rest height above the ground, else 0
+``site_pos``           S * 3          current tracked sites relative to the root, heading frame
+``site_error``         S * 3          reference (next control step) minus current site
+                                      positions, world offsets turned to the heading frame
+``reference_next``     nq - 7 + 6     the reference's next joint positions, and its root linear
+                                      (heading frame) and angular (root frame) velocity
 ``goal``               k * S * 9      for the reference k frames ahead at ``goal_stride``:
                                       target site positions relative to the current root in
                                       the heading frame (3) and target site orientation relative
@@ -44,6 +49,9 @@ PIECES = (
     "muscle_force",
     "muscle_activation",
     "foot_contact",
+    "site_pos",
+    "site_error",
+    "reference_next",
     "goal",
     "phase",
 )
@@ -63,6 +71,9 @@ def piece_sizes(
         "muscle_force": nu,
         "muscle_activation": na,
         "foot_contact": n_feet,
+        "site_pos": n_sites * 3,
+        "site_error": n_sites * 3,
+        "reference_next": nq - 7 + 6,
         "goal": cfg.goal_frames * n_sites * 9,
         "phase": 2,
     }
@@ -80,7 +91,8 @@ def observe(
 ) -> Any:
     """Observation (N, obs_dim) of the physics ``kin`` at clip time ``time_s`` (N,) of ``clip`` (N,).
 
-    ``consts``: ``peak_force_n`` (nu,), ``foot_rest_height_m`` (F,), ``terrain`` (dict or None).
+    ``consts``: ``peak_force_n`` (nu,), ``foot_rest_height_m`` (F,), ``terrain`` (dict or None),
+    ``control_dt_s`` (the step to the next reference frame).
     """
     n = kin.qpos.shape[0]
     root_pos = kin.qpos[:, :3]
@@ -109,6 +121,18 @@ def observe(
         ground = geo.ground_height(kin.foot_pos_m[..., :2], consts["terrain"], xp)
         clearance = kin.foot_pos_m[..., 2] - ground - consts["foot_rest_height_m"]
         parts.append((clearance < cfg.contact_height_m).astype(kin.qpos.dtype))
+    if cfg.site_pos:
+        rel = geo.to_heading_frame(kin.site_pos_m - root_pos[:, None, :], cos, sin, xp)
+        parts.append(rel.reshape(n, -1))
+    if cfg.site_error or cfg.reference_next:
+        nxt = lookup(ref, clip, time_s + consts["control_dt_s"], xp)
+        if cfg.site_error:
+            diff = geo.to_heading_frame(nxt["site_pos_m"] - kin.site_pos_m, cos, sin, xp)
+            parts.append(diff.reshape(n, -1))
+        if cfg.reference_next:
+            parts.append(nxt["qpos"][:, 7:])
+            parts.append(geo.to_heading_frame(nxt["qvel"][:, :3], cos, sin, xp))
+            parts.append(nxt["qvel"][:, 3:6])
     if cfg.goal and cfg.goal_frames > 0:
         cur_inv = xp.swapaxes(kin.site_xmat, -1, -2)  # (N, S, 3, 3) world-to-site
         for j in range(1, cfg.goal_frames + 1):

@@ -9,6 +9,11 @@ frame to world; ``site_vel_mps`` is the world-frame linear velocity of each site
 ``mj_objectVelocity`` gives it, flg_local=0); ``qvel`` is MuJoCo's (free root: world linear,
 body angular).
 
+The Trajectory is first resampled to the control rate (``motion.trajectory.resample``), so a
+lookup at any control time hits a frame instead of jumping between coarse ones. Reference muscle
+lengths and speeds (actuator length, ``actuator_moment @ qvel``) are kept for the
+``reference_pd`` action space.
+
 Looping clips repeat; each repetition is shifted in the ground plane by the clip's root
 displacement over one period (``cycle_shift_m``), so a walking cycle keeps walking forward.
 """
@@ -21,8 +26,11 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from musclerl.envs.start_activation import reference_activations
 from musclerl.envs.world import World
-from musclerl.motion.trajectory import Trajectory
+from musclerl.evaluate.coordinates import coupling_matrix, independent_coordinates
+from musclerl.evaluate.static_optimisation import moment_arms
+from musclerl.motion.trajectory import Trajectory, resample
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,12 +43,17 @@ class Reference:
     site_pos_m: np.ndarray  # (T, S, 3) world
     site_xmat: np.ndarray  # (T, S, 3, 3) site-to-world rotations
     site_vel_mps: np.ndarray  # (T, S, 3) world linear velocity
+    muscle_length_m: np.ndarray  # (T, nu) actuator length
+    muscle_velocity_mps: np.ndarray  # (T, nu) actuator velocity
+    muscle_jacobian: np.ndarray  # (T, nu, K) d(actuator length)/d(independent coordinate), m/rad
+    activation: np.ndarray  # (T, na) start activations (static optimisation, or zeros)
     clip_starts: np.ndarray  # (C,) first frame
     clip_lengths: np.ndarray  # (C,) frames
     clip_loop: np.ndarray  # (C,) bool
     cycle_shift_m: np.ndarray  # (C, 3) xy root displacement per period of a looping clip (z = 0)
     site_names: tuple[str, ...]
     clip_names: tuple[str, ...]
+    coordinate_names: tuple[str, ...]  # the K independent coordinates of muscle_jacobian
 
     @property
     def num_clips(self) -> int:
@@ -66,22 +79,34 @@ class Reference:
         return out
 
 
-def build_reference(world: World, traj: Trajectory) -> Reference:
-    """Run MuJoCo kinematics on every frame of ``traj`` for the world's tracked sites."""
+def build_reference(
+    world: World, traj: Trajectory, rate_hz: float | None = None, static_activation: bool = False
+) -> Reference:
+    """Run MuJoCo kinematics on every frame of ``traj`` (resampled to ``rate_hz`` when given);
+    ``static_activation``: also the start activations of :mod:`musclerl.envs.start_activation`."""
     model = world.model
     traj.check_model(model, traj.model_name)
+    if rate_hz is not None and abs(traj.rate_hz - rate_hz) > 1e-6 * rate_hz:
+        traj = resample(traj, model, rate_hz)
     data = mujoco.MjData(model)
     n, s = traj.num_frames, len(world.site_ids)
     site_pos = np.zeros((n, s, 3))
     site_xmat = np.zeros((n, s, 3, 3))
     site_vel = np.zeros((n, s, 3))
+    muscle_length = np.zeros((n, model.nu))
+    muscle_velocity = np.zeros((n, model.nu))
+    coords = independent_coordinates(model)
+    jacobian = np.zeros((n, model.nu, len(coords)))
     vel6 = np.zeros(6)
     for t in range(n):
         data.qpos[:] = traj.qpos[t]
         data.qvel[:] = traj.qvel[t]
-        mujoco.mj_kinematics(model, data)
-        mujoco.mj_comPos(model, data)
-        mujoco.mj_comVel(model, data)
+        mujoco.mj_fwdPosition(model, data)
+        mujoco.mj_fwdVelocity(model, data)
+        muscle_length[t] = data.actuator_length
+        muscle_velocity[t] = data.actuator_velocity
+        # dependent coordinates follow their independent one (couplings), as in the pose itself
+        jacobian[t] = moment_arms(model, data) @ coupling_matrix(model, data.qpos, coords).T
         site_pos[t] = data.site_xpos[world.site_ids]
         site_xmat[t] = data.site_xmat[world.site_ids].reshape(s, 3, 3)
         for i, sid in enumerate(world.site_ids):
@@ -104,12 +129,21 @@ def build_reference(world: World, traj: Trajectory) -> Reference:
         site_pos_m=site_pos,
         site_xmat=site_xmat,
         site_vel_mps=site_vel,
+        muscle_length_m=muscle_length,
+        muscle_velocity_mps=muscle_velocity,
+        muscle_jacobian=jacobian,
+        activation=(
+            reference_activations(world, traj.qpos, traj.qvel, traj.rate_hz, starts, lengths, traj.clip_loop)
+            if static_activation
+            else np.zeros((n, model.na))
+        ),
         clip_starts=starts,
         clip_lengths=lengths,
         clip_loop=np.asarray(traj.clip_loop, dtype=bool),
         cycle_shift_m=shift,
         site_names=world.site_names,
         clip_names=tuple(traj.clip_names),
+        coordinate_names=tuple(coords),
     )
 
 
@@ -130,7 +164,9 @@ def lookup(ref: dict[str, Any], clip: Any, time_s: Any, xp: Any) -> dict[str, An
     """Reference at clip time ``time_s`` (N,) of clips ``clip`` (N,): batched arrays.
 
     Returns qpos (N, nq), qvel (N, nv), site_pos_m (N, S, 3), site_xmat (N, S, 3, 3),
-    site_vel_mps (N, S, 3); positions of looping clips shifted by their completed periods.
+    site_vel_mps (N, S, 3), muscle_length_m and muscle_velocity_mps (N, nu), muscle_jacobian
+    (N, nu, K); positions of looping
+    clips shifted by their completed periods.
     """
     frame, cycles = frame_index(ref, clip, time_s, xp)
     shift = ref["cycle_shift_m"][clip] * cycles[:, None]  # (N, 3)
@@ -142,4 +178,8 @@ def lookup(ref: dict[str, Any], clip: Any, time_s: Any, xp: Any) -> dict[str, An
         "site_pos_m": ref["site_pos_m"][frame] + shift[:, None, :],
         "site_xmat": ref["site_xmat"][frame],
         "site_vel_mps": ref["site_vel_mps"][frame],
+        "muscle_length_m": ref["muscle_length_m"][frame],
+        "muscle_velocity_mps": ref["muscle_velocity_mps"][frame],
+        "muscle_jacobian": ref["muscle_jacobian"][frame],
+        "activation": ref["activation"][frame],
     }

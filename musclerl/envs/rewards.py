@@ -6,11 +6,13 @@ Terms (errors between the simulated state and the reference at the same clip tim
 - ``joint_vel``: joint velocities (all but the free root)
 - ``root_pos``: root position, world frame, m
 - ``root_vel``: root linear (world) and angular (root frame) velocity, the free joint's qvel
-- ``site_pos``: site positions relative to the root position, m
+- ``site_pos``: site positions relative to the root position, m (root-relative: drift is
+  ``root_pos``'s to punish, so one stumble does not zero every later step's site reward)
 - ``site_ori``: angle between simulated and reference site orientations, rad
 - ``site_vel``: site linear velocities, world frame, m/s
 - ``activation_energy``: ``-w mean(act^2)``, act in [0, 1] so in [-w, 0]
-- ``action_rate``: ``-w mean((a_t - a_{t-1})^2)``, a in [0, 1] so in [-w, 0]
+- ``action_rate``: ``-w mean((e_t - e_{t-1})^2)`` of the excitations e in [0, 1] the action
+  commanded (so in [-w, 0] in every action space)
 
 Each term appears once; ``metrics['reward/<term>']`` is its weighted contribution and the reward
 is their sum. ``mse`` is the mean of squared components over the term's coordinates.
@@ -26,11 +28,15 @@ from musclerl.envs.state import Kinematics
 
 
 def tracking_errors(kin: Kinematics, target: dict[str, Any], xp: Any) -> dict[str, Any]:
-    """Mean squared error (N,) of each tracking term, and ``site_err_m`` (N,) mean site distance."""
+    """Mean squared error (N,) of each tracking term, and distances in m (N,): ``site_err_m`` (mean
+    world-frame site distance), ``site_err_local_m`` (mean root-relative distance: MPJPE),
+    ``site_err_local_max_m`` (its largest site), ``root_drift_m`` (root ground-plane distance)."""
     site_rel = kin.site_pos_m - kin.qpos[:, None, :3]
     site_rel_ref = target["site_pos_m"] - target["qpos"][:, None, :3]
     rel_rot = xp.swapaxes(kin.site_xmat, -1, -2) @ target["site_xmat"]
     site_dist = xp.linalg.norm(kin.site_pos_m - target["site_pos_m"], axis=-1)
+    local_dist = xp.linalg.norm(site_rel - site_rel_ref, axis=-1)
+    drift = kin.qpos[:, :2] - target["qpos"][:, :2]
     return {
         "joint_pos": _mse(kin.qpos[:, 7:] - target["qpos"][:, 7:], xp),
         "joint_vel": _mse(kin.qvel[:, 6:] - target["qvel"][:, 6:], xp),
@@ -40,18 +46,24 @@ def tracking_errors(kin: Kinematics, target: dict[str, Any], xp: Any) -> dict[st
         "site_ori": xp.mean(geo.rotation_angle(rel_rot, xp) ** 2, axis=-1),
         "site_vel": _mse(kin.site_vel_mps - target["site_vel_mps"], xp),
         "site_err_m": xp.mean(site_dist, axis=-1),
+        "site_err_local_m": xp.mean(local_dist, axis=-1),
+        "site_err_local_max_m": xp.max(local_dist, axis=-1),
+        "root_drift_m": xp.sqrt(xp.sum(drift * drift, axis=-1)),
     }
 
 
 def reward_terms(
-    errors: dict[str, Any], act: Any, action: Any, last_action: Any, cfg: EnvConfig, xp: Any
+    errors: dict[str, Any], act: Any, ctrl: Any, last_ctrl: Any, cfg: EnvConfig, xp: Any
 ) -> dict[str, Any]:
-    """Weighted contribution (N,) of every term, keyed ``reward/<term>``, plus ``reward/total``."""
+    """Weighted contribution (N,) of every term, keyed ``reward/<term>``, plus ``reward/total``.
+
+    ``act`` (N, na) activations, ``ctrl`` and ``last_ctrl`` (N, nu) excitations of this and the
+    previous control step."""
     out = {}
     for term in TRACKING_TERMS:
         out[f"reward/{term}"] = cfg.weight(term) * xp.exp(-cfg.scale(term) * errors[term])
     out["reward/activation_energy"] = -cfg.reward.activation_energy * _mse(act, xp)
-    out["reward/action_rate"] = -cfg.reward.action_rate * _mse(action - last_action, xp)
+    out["reward/action_rate"] = -cfg.reward.action_rate * _mse(ctrl - last_ctrl, xp)
     total = out[f"reward/{TRACKING_TERMS[0]}"]
     for term in (*TRACKING_TERMS[1:], *PENALTY_TERMS):
         total = total + out[f"reward/{term}"]

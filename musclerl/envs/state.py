@@ -28,7 +28,8 @@ class State:
         ``terminal_obs`` (N, obs_dim): observation of the state reached by the step, before the
         auto-reset (equal to ``obs`` where not done; use it to bootstrap truncated episodes);
         ``clip`` (N,) int, ``time_s`` (N,) clip time, ``frame`` (N,) global reference frame,
-        ``steps`` (N,) control steps since the episode began, ``last_action`` (N, nu),
+        ``steps`` (N,) control steps since the episode began, ``last_action`` (N, A) the policy's
+        last action, ``last_ctrl`` (N, nu) the excitations of the last physics step,
         ``clip_fail_rate`` (C,) running per-clip failure rate (for adaptive sampling).
     rng
         mjx: a jax PRNG key; cpu: a numpy uint64 seed (shape ()).
@@ -64,3 +65,6 @@ class Kinematics:
     muscle_length_m: Any  # (N, nu) actuator_length
     muscle_velocity_mps: Any  # (N, nu) actuator_velocity
     muscle_force_n: Any  # (N, nu) actuator_force (negative: pulling)
+    ctrl: Any  # (N, nu) excitations applied in the last physics step
+    geom_pos_m: Any  # (N, G, 3) world centres of the non-foot collision geoms (fall detection)
+    geom_xmat: Any  # (N, G, 3, 3) their geom-to-world rotations

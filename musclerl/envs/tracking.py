@@ -30,13 +30,23 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from musclerl.envs.actions import ActionSpace, MuscleParams
 from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS, EnvConfig
 from musclerl.envs.initial_state import base_weights, clip_probabilities, sample_starts, update_fail_rate
 from musclerl.envs.observations import observe, piece_sizes
 from musclerl.envs.reference import Reference, build_reference, frame_index, lookup
 from musclerl.envs.rewards import reward_terms, tracking_errors
 from musclerl.envs.state import Kinematics, State
-from musclerl.envs.termination import is_bad, root_height_m, terminated, truncated
+from musclerl.envs.termination import (
+    TERMINATION_RULES,
+    deviation_scale,
+    is_bad,
+    nonfoot_clearance_m,
+    root_height_m,
+    terminated,
+    tilt_rad,
+    truncated,
+)
 from musclerl.envs.world import World, build_world
 from musclerl.errors import InputError
 from musclerl.motion.trajectory import Trajectory
@@ -76,14 +86,25 @@ class TrackingEnv:
             str(model), self.config.sites, self.config.foot_bodies, dataset.terrain, self.config.integrator
         )
         self.model: mujoco.MjModel = self.world.model
-        self.reference: Reference = build_reference(self.world, dataset)
+        if self.config.control_hz > 0:
+            self.config.substeps = max(
+                1, int(round(1.0 / (self.config.control_hz * self.model.opt.timestep)))
+            )
         self.control_dt_s = float(self.config.substeps * self.model.opt.timestep)
+        self.reference: Reference = build_reference(
+            self.world, dataset, 1.0 / self.control_dt_s, self.config.initial_activation == "static"
+        )
+        self.actions = ActionSpace(
+            self.config.action,
+            MuscleParams.from_model(self.model, self.world.peak_force_n),
+            len(self.reference.coordinate_names),
+        )
         m = self.model
         self.obs_pieces = piece_sizes(
             self.config.obs, m.nq, m.nv, m.nu, m.na, len(self.world.site_ids), len(self.world.foot_body_ids)
         )
         self.observation_size = int(sum(self.obs_pieces.values()))
-        self.action_size = int(m.nu)
+        self.action_size = int(self.actions.size)
         weights = base_weights(self.reference.num_clips, self.config.sampling)
         terrain = None
         if self.world.terrain is not None:
@@ -106,10 +127,17 @@ class TrackingEnv:
         xp = self._xp
         self._ref = self.reference.as_arrays(xp)
         self._weights = xp.asarray(weights)
+        g = self.world.nonfoot_geom_ids
         self._consts = {
             "peak_force_n": xp.asarray(self.world.peak_force_n),
             "foot_rest_height_m": xp.asarray(self.world.foot_rest_height_m),
             "terrain": terrain,
+            "control_dt_s": self.control_dt_s,
+            "nonfoot_geoms": {
+                "kind": xp.asarray(m.geom_type[g]),
+                "size": xp.asarray(m.geom_size[g]),
+                "rbound": xp.asarray(m.geom_rbound[g]),
+            },
         }
 
     # ------------------------------------------------------------------ public API
@@ -129,8 +157,7 @@ class TrackingEnv:
             clip = xp.asarray(clip, dtype=xp.int32) + xp.zeros(n, dtype=xp.int32)
             time_s = xp.asarray(time_s if time_s is not None else 0.0) + xp.zeros(n)
         start = lookup(self._ref, clip, time_s, xp)
-        act = xp.zeros((n, self.model.na))
-        physics, kin = self._set_all(start["qpos"], start["qvel"], act)
+        physics, kin = self._set_all(start["qpos"], start["qvel"], self._start_act(start))
         obs = self._observe(kin, clip, time_s)
         zeros = xp.zeros(n)
         false = xp.zeros(n, dtype=bool)
@@ -141,7 +168,8 @@ class TrackingEnv:
             "time_s": time_s,
             "frame": frame_index(self._ref, clip, time_s, xp)[0],
             "steps": xp.zeros(n, dtype=xp.int32),
-            "last_action": xp.zeros((n, self.action_size)),
+            "last_action": xp.zeros((n, self.action_size)) + xp.asarray(self.actions.neutral),
+            "last_ctrl": kin.ctrl,
             "clip_fail_rate": fail_rate,
         }
         return State(
@@ -157,31 +185,46 @@ class TrackingEnv:
         )
 
     def step(self, state: State, action: Any) -> State:
-        """Advance every env one control step (``substeps`` physics steps) and auto-reset done ones."""
+        """Advance every env one control step (``substeps`` physics steps) and auto-reset done ones.
+
+        ``action`` (N, A) in the action space's bounds (clipped to them)."""
         xp, cfg = self._xp, self.config
-        action = xp.clip(xp.asarray(action), 0.0, 1.0)
-        physics, bad_sim = self._physics_step(state.physics, action)
-        kin = self._kinematics(physics)
+        action = xp.clip(xp.asarray(action), self.actions.low, self.actions.high)
         clip = state.info["clip"]
         time_s = state.info["time_s"] + self.control_dt_s
         steps = state.info["steps"] + 1
         target = lookup(self._ref, clip, time_s, xp)
+        length, velocity = self._physics.muscle_state(state.physics)
+        ctrl = self.actions.controller(action, target, length, velocity, xp)
+        physics, bad_sim = self._physics_step(state.physics, ctrl)
+        kin = self._kinematics(physics)
         errors = tracking_errors(kin, target, xp)
-        terms = reward_terms(errors, kin.act, action, state.info["last_action"], cfg, xp)
+        terms = reward_terms(errors, kin.act, kin.ctrl, state.info["last_ctrl"], cfg, xp)
         bad = is_bad(kin, cfg.termination.max_qvel, xp) | bad_sim
         height = root_height_m(kin, self._consts["terrain"], xp)
-        term = terminated(errors["site_err_m"], height, bad, cfg)
+        term, reasons = terminated(
+            errors,
+            height,
+            tilt_rad(kin.qpos, target["qpos"], xp),
+            nonfoot_clearance_m(kin, self._consts, xp),
+            deviation_scale(steps, self.control_dt_s, cfg, xp),
+            bad,
+            cfg,
+            xp,
+        )
         trunc = truncated(steps, clip, time_s, self.control_dt_s, self._ref, cfg, xp) & ~term
         done = term | trunc
         obs = xp.where(bad[:, None], 0.0, self._observe(kin, clip, time_s))
         metrics = {k: xp.where(bad, 0.0, v) for k, v in terms.items()}
         metrics.update(
             site_err_m=xp.where(bad, 0.0, errors["site_err_m"]),
+            site_err_local_m=xp.where(bad, 0.0, errors["site_err_local_m"]),
             root_height_m=xp.where(bad, 0.0, height),
             nan_reset=bad.astype(obs.dtype),
             terminated=term.astype(obs.dtype),
             truncated=trunc.astype(obs.dtype),
         )
+        metrics.update({f"term/{k}": v.astype(obs.dtype) for k, v in reasons.items()})
         fail_rate = update_fail_rate(
             state.info["clip_fail_rate"], clip, done, term & ~bad, cfg.sampling.adaptive_ema, xp
         )
@@ -190,7 +233,7 @@ class TrackingEnv:
         new_clip, new_time = sample_starts(
             u_clip, u_frame, probs, self._ref, self.control_dt_s, cfg.sampling.rsi, xp
         )
-        physics, next_obs = self._auto_reset(physics, done, obs, new_clip, new_time)
+        physics, next_obs, reset_ctrl = self._auto_reset(physics, done, obs, new_clip, new_time, kin.ctrl)
         clip = xp.where(done, new_clip, clip)
         time_s = xp.where(done, new_time, time_s)
         info = {
@@ -199,7 +242,8 @@ class TrackingEnv:
             "time_s": time_s,
             "frame": frame_index(self._ref, clip, time_s, xp)[0],
             "steps": xp.where(done, 0, steps).astype(xp.int32),
-            "last_action": xp.where(done[:, None], 0.0, action),
+            "last_action": xp.where(done[:, None], xp.asarray(self.actions.neutral), action),
+            "last_ctrl": reset_ctrl,
             "clip_fail_rate": fail_rate,
         }
         return State(
@@ -243,16 +287,17 @@ class TrackingEnv:
     def _zero_metrics(self) -> dict[str, Any]:
         xp, n = self._xp, self.num_envs
         names = [f"reward/{t}" for t in (*TRACKING_TERMS, *PENALTY_TERMS, "total")]
-        names += ["site_err_m", "root_height_m", "nan_reset", "terminated", "truncated"]
+        names += ["site_err_m", "site_err_local_m", "root_height_m", "nan_reset", "terminated", "truncated"]
+        names += [f"term/{k}" for k in TERMINATION_RULES]
         return {k: xp.zeros(n) for k in names}
 
     def _kinematics(self, physics: Any) -> Kinematics:
         return self._physics.kinematics() if self.backend == "cpu" else self._physics.kinematics(physics)
 
-    def _physics_step(self, physics: Any, action: Any) -> tuple[Any, Any]:
+    def _physics_step(self, physics: Any, ctrl: Any) -> tuple[Any, Any]:
         if self.backend == "cpu":
-            return physics, self._physics.step(action, self.config.substeps)
-        new = self._physics.step(physics, action, self.config.substeps)
+            return physics, self._physics.step(ctrl, self.config.substeps)
+        new = self._physics.step(physics, ctrl, self.config.substeps)
         return new, self._xp.zeros(self.num_envs, dtype=bool)
 
     def _set_all(self, qpos: Any, qvel: Any, act: Any, physics: Any = None) -> tuple[Any, Kinematics]:
@@ -265,24 +310,35 @@ class TrackingEnv:
         data = self._physics.set_state(data, self._xp.ones(n, dtype=bool), qpos, qvel, act)
         return data, self._physics.kinematics(data)
 
-    def _auto_reset(self, physics: Any, done: Any, obs: Any, clip: Any, time_s: Any) -> tuple[Any, Any]:
-        """Reset the done envs at (clip, time_s); return physics and the post-reset observation."""
+    def _auto_reset(
+        self, physics: Any, done: Any, obs: Any, clip: Any, time_s: Any, ctrl: Any
+    ) -> tuple[Any, Any, Any]:
+        """Reset the done envs at (clip, time_s); return physics, the post-reset observation and
+        the excitations (N, nu) the next step's action-rate penalty compares with."""
         xp = self._xp
         if self.backend == "cpu":
             ids = np.flatnonzero(done)
             if ids.size == 0:
-                return physics, obs
+                return physics, obs, ctrl
             start = lookup(self._ref, clip[ids], time_s[ids], xp)
-            self._physics.set_state(ids, start["qpos"], start["qvel"], np.zeros((ids.size, self.model.na)))
-            out = obs.copy()
-            out[ids] = self._observe(self._physics.kinematics(ids), clip[ids], time_s[ids])
-            return physics, out
+            self._physics.set_state(ids, start["qpos"], start["qvel"], self._start_act(start))
+            kin = self._physics.kinematics(ids)
+            out, out_ctrl = obs.copy(), ctrl.copy()
+            out[ids] = self._observe(kin, clip[ids], time_s[ids])
+            out_ctrl[ids] = kin.ctrl
+            return physics, out, out_ctrl
         start = lookup(self._ref, clip, time_s, xp)
-        physics = self._physics.set_state(
-            physics, done, start["qpos"], start["qvel"], xp.zeros((self.num_envs, self.model.na))
-        )
-        fresh = self._observe(self._physics.kinematics(physics), clip, time_s)
-        return physics, xp.where(done[:, None], fresh, obs)
+        physics = self._physics.set_state(physics, done, start["qpos"], start["qvel"], self._start_act(start))
+        kin = self._physics.kinematics(physics)
+        fresh = self._observe(kin, clip, time_s)
+        return physics, xp.where(done[:, None], fresh, obs), xp.where(done[:, None], kin.ctrl, ctrl)
+
+    def _start_act(self, start: dict[str, Any]) -> Any:
+        """Activations (n, na) an episode starts with at the reference state ``start``."""
+        n = start["qpos"].shape[0]
+        if self.config.initial_activation == "static":
+            return start["activation"]
+        return self._xp.zeros((n, self.model.na))
 
     def _init_rng(self, rng: Any) -> Any:
         """mjx: a jax key; cpu: a numpy uint64 seed derived from the key (or int)."""

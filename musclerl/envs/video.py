@@ -92,6 +92,21 @@ def write_mp4(frames: list[np.ndarray], path: str | os.PathLike, fps: float) -> 
     return path
 
 
+def write_frame_strip(frames: list[np.ndarray], path: str | os.PathLike, count: int = 6) -> Path:
+    """``count`` frames (H, W, 3) evenly spaced over the rollout, side by side, as one PNG."""
+    import matplotlib.image
+
+    if not frames:
+        raise InputError(path, "no frames to write")
+    picks = np.linspace(0, len(frames) - 1, min(count, len(frames))).round().astype(int)
+    strip = np.concatenate([frames[i] for i in picks], axis=1)
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            matplotlib.image.imsave(f, strip, format="png")
+    return path
+
+
 def record_rollout(
     env: Any,
     policy: Callable[[np.ndarray], np.ndarray],
@@ -102,12 +117,15 @@ def record_rollout(
     width: int = 480,
     height: int = 360,
     ghost: bool = True,
+    strip_path: str | os.PathLike | None = None,
+    start_time_s: float = 0.0,
 ) -> dict[str, float]:
     """Roll env 0 of a cpu :class:`~musclerl.envs.TrackingEnv` out under ``policy`` and write an MP4.
 
-    ``policy`` maps observations (N, obs_dim) to excitations (N, nu). Starts at the beginning of
-    ``clip`` (or an RSI start when None) and stops at the first episode end or after
-    ``num_steps``. The reference pose at the same clip time is drawn as a ghost. Returns
+    ``policy`` maps observations (N, obs_dim) to actions (N, A) of the env's action space. Starts
+    at ``start_time_s`` of ``clip`` (or an RSI start when None) and stops at the first episode end
+    or after ``num_steps``. The reference pose at the same clip time is drawn as a ghost;
+    ``strip_path`` also writes six evenly spaced frames side by side as a PNG. Returns
     ``{"steps": n, "mean_reward": r, "mean_site_err_m": e}`` for env 0.
     """
     if env.backend != "cpu":
@@ -117,7 +135,7 @@ def record_rollout(
     if clip is None:
         state = env.reset(seed)
     else:
-        state = env.reset(seed, clip=np.full(env.num_envs, clip), time_s=np.zeros(env.num_envs))
+        state = env.reset(seed, clip=np.full(env.num_envs, clip), time_s=np.full(env.num_envs, start_time_s))
     frames_out: list[np.ndarray] = []
     renderer = Frames(env.model, width, height)
     ref = env.reference.as_arrays(np)
@@ -138,6 +156,8 @@ def record_rollout(
     finally:
         renderer.close()
     write_mp4(frames_out, path, fps=1.0 / env.control_dt_s)
+    if strip_path is not None:
+        write_frame_strip(frames_out, strip_path)
     return {
         "steps": float(len(rewards)),
         "mean_reward": float(np.mean(rewards)),

@@ -7,7 +7,8 @@
 - terrain: a Trajectory that carries a heightfield gets it as an ``hfield`` geom covering the same
   grid, and the model's floor planes are lowered to the lowest terrain point (outside the grid);
 - foot bodies for the contact observation: the config's, else the bodies with collision geoms
-  whose origin lies within 0.15 m of the lowest such body in the model's default pose.
+  whose origin lies within 0.15 m of the lowest such body in the model's default pose; the
+  collision geoms of every other moving body end an episode when they reach the ground.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class World:
     site_body: np.ndarray  # (S,) body id of each tracked site
     foot_body_ids: np.ndarray  # (F,)
     foot_rest_height_m: np.ndarray  # (F,) foot body origin height above the floor, default pose
+    nonfoot_geom_ids: np.ndarray  # (G,) collision geoms of moving non-foot bodies (fall detection)
     muscle_ids: np.ndarray  # (nu,) actuators (all of them: actions are excitations of every actuator)
     peak_force_n: np.ndarray  # (nu,) peak isometric force, for the normalised force observation
     root_qpos_adr: int  # qpos address of the free root joint
@@ -97,6 +99,12 @@ def build_world(
     floor_z = 0.0 if terrain is None else float(terrain.height_at(data.xpos[foot_ids, :2]).mean())
     rest = data.xpos[foot_ids, 2] - floor_z
 
+    colliding = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
+    on_body = model.geom_bodyid != 0
+    not_foot = ~np.isin(model.geom_bodyid, foot_ids)
+    primitive = model.geom_type != mujoco.mjtGeom.mjGEOM_PLANE
+    nonfoot = np.flatnonzero(colliding & on_body & not_foot & primitive)
+
     peak = model.actuator_gainprm[:, 2].copy()
     peak = np.where(peak > 0, peak, np.maximum(-model.actuator_forcerange[:, 0], 1.0))
     return World(
@@ -107,6 +115,7 @@ def build_world(
         site_body=site_body,
         foot_body_ids=foot_ids,
         foot_rest_height_m=rest,
+        nonfoot_geom_ids=nonfoot.astype(int),
         muscle_ids=np.arange(model.nu),
         peak_force_n=peak,
         root_qpos_adr=int(model.jnt_qposadr[0]),

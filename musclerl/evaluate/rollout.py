@@ -16,7 +16,7 @@ field                  shape        meaning
 ``pelvis``             (T, 6)       pelvis tilt/list/rotation (deg), tx/ty/tz (m, OpenSim ground)
 ``torque_nm``          (T, K)       muscle (actuator) generalised force projected on each
                                     coordinate (couplings by virtual work), N·m (N for slides)
-``excitation``         (T, N)       policy output applied during the step that led here
+``excitation``         (T, N)       excitations of the last physics step that led here
 ``activation``         (T, N)       muscle activation state
 ``force_n``            (T, N)       muscle tension, N (positive pulls)
 ``grf_n``              (T, F, 3)    contact force of the ground on each foot's subtree, world
@@ -123,8 +123,8 @@ def rollout(
 ) -> Recording:
     """Roll ``act`` out in ``env`` (a cpu ``TrackingEnv`` with ``num_envs == 1``) and record it.
 
-    ``act`` maps observations (1, D) to excitations (1, nu) (e.g. ``policy.act`` with
-    ``deterministic=True``). Runs until the episode ends or ``max_steps`` control steps.
+    ``act`` maps observations (1, D) to actions (1, A) of the env's action space (e.g.
+    ``policy.act`` with ``deterministic=True``). Runs until the episode ends or ``max_steps`` control steps.
     """
     from musclerl.envs.reference import lookup
 
@@ -140,8 +140,8 @@ def rollout(
         k: [] for k in ("time", "qpos", "torque", "exc", "act", "force", "grf", "err", "mpjpe", "local")
     }
 
-    def record(data: mujoco.MjData, time_s: float, excitation: np.ndarray) -> None:
-        data.ctrl[:] = excitation
+    def record(data: mujoco.MjData, time_s: float) -> None:
+        excitation = data.ctrl.copy()  # the last physics step's excitations, in every action space
         mujoco.mj_forward(model, data)
         target = lookup(ref_arrays, np.array([clip]), np.array([time_s]), np)
         sim_sites = data.site_xpos[world.site_ids]
@@ -162,7 +162,7 @@ def rollout(
         rows["local"].append(float(local.mean()) if local.size else np.nan)
 
     state = env.reset(seed, clip=np.array([clip]), time_s=np.array([start_time_s]))
-    record(env.physics_data(0), float(start_time_s), np.zeros(model.nu))
+    record(env.physics_data(0), float(start_time_s))
     limit = max_steps if max_steps is not None else 10**9
     early = False
     steps = range(limit)
@@ -178,7 +178,7 @@ def rollout(
         if bool(np.asarray(state.done)[0]):
             early = bool(np.asarray(state.terminated)[0])
             break
-        record(env.physics_data(0), time_s, np.clip(action[0], 0.0, 1.0))
+        record(env.physics_data(0), time_s)
     qpos = np.asarray(rows["qpos"])
     _, angle = qpos_to_coordinates(model, qpos, coords)
     has_pelvis = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0

@@ -29,8 +29,8 @@ from pathlib import Path
 import mujoco
 
 from musclerl.errors import InputError
+from musclerl.resources import assets_dir
 
-ASSETS_DIR = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_MODEL = "myolegs"
 
 
@@ -101,7 +101,7 @@ def _musclemimic_spec(name: str) -> Callable[[], mujoco.MjSpec]:
 
 
 def _asset_spec(filename: str) -> Callable[[], mujoco.MjSpec]:
-    return lambda: mujoco.MjSpec.from_file(str(ASSETS_DIR / "models" / filename))
+    return lambda: mujoco.MjSpec.from_file(str(assets_dir() / "models" / filename))
 
 
 REGISTRY: dict[str, RegisteredModel] = {
@@ -111,19 +111,26 @@ REGISTRY: dict[str, RegisteredModel] = {
             "myolegs", "MyoSuite legs, 80 muscles (myo_sim)", "Apache-2.0", _myo_sim_spec("myolegs")
         ),
         RegisteredModel(
-            "myofullbody", "MyoSuite full body, 416 muscles (myo_sim)", "Apache-2.0",
+            "myofullbody",
+            "MyoSuite full body, 416 muscles (myo_sim)",
+            "Apache-2.0",
             _myo_sim_spec("myofullbody"),
         ),
         RegisteredModel(
-            "musclemimic-fullbody", "MuscleMimic full body (musclemimic_models)",
-            "non-commercial (MoBL-ARMS arm parts)", _musclemimic_spec("myofullbody"),
+            "musclemimic-fullbody",
+            "MuscleMimic full body (musclemimic_models)",
+            "non-commercial (MoBL-ARMS arm parts)",
+            _musclemimic_spec("myofullbody"),
         ),
         RegisteredModel(
-            "musclemimic-bimanual", "MuscleMimic bimanual arms (musclemimic_models)",
-            "non-commercial (MoBL-ARMS)", _musclemimic_spec("bimanual"),
+            "musclemimic-bimanual",
+            "MuscleMimic bimanual arms (musclemimic_models)",
+            "non-commercial (MoBL-ARMS)",
+            _musclemimic_spec("bimanual"),
         ),
-        RegisteredModel("tiny", "6-muscle biped for tests and MJX compiles", "Apache-2.0",
-                        _asset_spec("tiny.xml")),
+        RegisteredModel(
+            "tiny", "6-muscle biped for tests and MJX compiles", "Apache-2.0", _asset_spec("tiny.xml")
+        ),
     ]
 }
 

@@ -78,19 +78,19 @@ def deepmimic_forward_kinematics(frames: np.ndarray) -> np.ndarray:
     frames = np.asarray(frames, dtype=float)
     n = frames.shape[0]
     col = 1
-    root_pos = frames[:, col:col + 3]
+    root_pos = frames[:, col : col + 3]
     col += 3
     world_rot: dict[str, np.ndarray] = {}
     pos: dict[str, np.ndarray] = {}
     for name, parent, offset, kind in _JOINTS:
         if kind == "root":
-            local = quat_wxyz_to_matrix(frames[:, col:col + 4])
+            local = quat_wxyz_to_matrix(frames[:, col : col + 4])
             col += 4
             world_rot[name], pos[name] = local, root_pos
             continue
         pos[name] = pos[parent] + world_rot[parent] @ np.asarray(offset)
         if kind == "quat":
-            local = quat_wxyz_to_matrix(frames[:, col:col + 4])
+            local = quat_wxyz_to_matrix(frames[:, col : col + 4])
             col += 4
         elif kind == "revolute":
             local = _rot_z(frames[:, col])
@@ -132,9 +132,17 @@ def read_deepmimic(path: str | os.PathLike) -> KeypointMotion:
     if np.any(durations <= 0):
         raise InputError(path, "frame durations (first value of each frame) must be > 0")
     if np.ptp(durations) > 1e-3 * durations.mean():
-        warnings.warn(f"{path}: frame durations vary ({durations.min():.4g}-{durations.max():.4g} s); "
-                      "using their mean", stacklevel=2)
+        warnings.warn(
+            f"{path}: frame durations vary ({durations.min():.4g}-{durations.max():.4g} s); using their mean",
+            stacklevel=2,
+        )
     rate_hz = float(1.0 / durations.mean())
     positions = y_up_to_z_up(deepmimic_forward_kinematics(frames))
-    return KeypointMotion(names=DEEPMIMIC_KEYPOINT_NAMES, positions_m=positions, rate_hz=rate_hz,
-                          loop=loop_text == "wrap", source=str(path), parents=DEEPMIMIC_PARENTS)
+    return KeypointMotion(
+        names=DEEPMIMIC_KEYPOINT_NAMES,
+        positions_m=positions,
+        rate_hz=rate_hz,
+        loop=loop_text == "wrap",
+        source=str(path),
+        parents=DEEPMIMIC_PARENTS,
+    )

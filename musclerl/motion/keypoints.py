@@ -104,6 +104,7 @@ class KeypointMotion:
     def keypoint(self, name: str) -> np.ndarray:
         """Positions (T, 3) of one keypoint."""
         if name not in self.names:
-            raise InputError(self.source or "keypoint motion",
-                             f"no keypoint '{name}' (have {', '.join(self.names)})")
+            raise InputError(
+                self.source or "keypoint motion", f"no keypoint '{name}' (have {', '.join(self.names)})"
+            )
         return self.positions_m[:, self.names.index(name)]

@@ -63,8 +63,9 @@ def _markers(path: Path, axes) -> None:
         axes[1].plot(data.time_s, pos[:, m, 2], lw=0.8)
     axes[0].set(xlabel="x (m, forward)", ylabel="z (m, up)", title=f"{len(data.names)} markers, side view")
     axes[0].set_aspect("equal", adjustable="datalim")
-    axes[1].set(xlabel="time (s)", ylabel="height z (m)",
-                title=f"{data.num_frames} frames at {data.rate_hz:g} Hz")
+    axes[1].set(
+        xlabel="time (s)", ylabel="height z (m)", title=f"{data.num_frames} frames at {data.rate_hz:g} Hz"
+    )
 
 
 def _columns_over_time(ax, time_s: np.ndarray, values: np.ndarray, names, ylabel: str) -> None:
@@ -105,8 +106,11 @@ def _keypoints(motion, axes, feet: tuple[str, ...]) -> None:
     for name in feet:
         if name in motion.names:
             axes[1].plot(motion.time_s, motion.keypoint(name)[:, 2], label=name)
-    axes[1].set(xlabel="time (s)", ylabel="height z (m)",
-                title=f"{motion.num_frames} frames at {motion.rate_hz:.4g} Hz")
+    axes[1].set(
+        xlabel="time (s)",
+        ylabel="height z (m)",
+        title=f"{motion.num_frames} frames at {motion.rate_hz:.4g} Hz",
+    )
     axes[1].legend(fontsize=8)
 
 
@@ -123,10 +127,10 @@ def _npz(path: Path, axes) -> None:
         from musclerl.motion.reference import read_reference
 
         ref = read_reference(path)
-        _columns_over_time(axes[0], ref.time_sec, ref.joint_angle, ref.joint_angle_columns,
-                           "angle (deg) / m")
-        _columns_over_time(axes[1], ref.time_sec, ref.joint_torque, ref.joint_torque_columns,
-                           ref.joint_torque_units)
+        _columns_over_time(axes[0], ref.time_sec, ref.joint_angle, ref.joint_angle_columns, "angle (deg) / m")
+        _columns_over_time(
+            axes[1], ref.time_sec, ref.joint_torque, ref.joint_torque_columns, ref.joint_torque_units
+        )
         axes[0].set_title("joint_angle")
         axes[1].set_title("joint_torque")
     else:

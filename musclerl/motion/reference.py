@@ -49,14 +49,40 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, read_npz
 
-STRING_KEYS = ("subject", "trial", "step_label", "joint_torque_sign_convention", "joint_torque_normalization",
-               "joint_torque_units", "computed_grf_normalization", "computed_grf_units")
-OPTIONAL_TIME_KEYS = ("source_time_sec", "original_kinematics_time_sec", "id_source_time_sec",
-                      "original_id_source_time_sec")
-REQUIRED_KEYS = (*STRING_KEYS, "timestep", "time_sec", "joint_angle", "joint_angle_columns", "joint_torque",
-                 "joint_torque_columns", "joint_torque_valid", "joint_torque_column_valid",
-                 "subject_weight_kg", "subject_body_weight_n", "computed_grf", "computed_grf_columns",
-                 "computed_grf_valid", "qc_notes", "source_files")
+STRING_KEYS = (
+    "subject",
+    "trial",
+    "step_label",
+    "joint_torque_sign_convention",
+    "joint_torque_normalization",
+    "joint_torque_units",
+    "computed_grf_normalization",
+    "computed_grf_units",
+)
+OPTIONAL_TIME_KEYS = (
+    "source_time_sec",
+    "original_kinematics_time_sec",
+    "id_source_time_sec",
+    "original_id_source_time_sec",
+)
+REQUIRED_KEYS = (
+    *STRING_KEYS,
+    "timestep",
+    "time_sec",
+    "joint_angle",
+    "joint_angle_columns",
+    "joint_torque",
+    "joint_torque_columns",
+    "joint_torque_valid",
+    "joint_torque_column_valid",
+    "subject_weight_kg",
+    "subject_body_weight_n",
+    "computed_grf",
+    "computed_grf_columns",
+    "computed_grf_valid",
+    "qc_notes",
+    "source_files",
+)
 STANDARD_GRAVITY = 9.80665
 
 
@@ -120,47 +146,71 @@ class ReferenceData:
         if n > 1:
             median_dt = float(np.median(np.diff(t)))
             if abs(median_dt - self.timestep) > 0.05 * self.timestep:
-                warnings.warn(f"{source}: timestep {self.timestep:g} s but time_sec steps by {median_dt:g} s",
-                              stacklevel=3)
-        tables = (("joint_angle", self.joint_angle_columns), ("joint_torque", self.joint_torque_columns),
-                  ("computed_grf", self.computed_grf_columns))
+                warnings.warn(
+                    f"{source}: timestep {self.timestep:g} s but time_sec steps by {median_dt:g} s",
+                    stacklevel=3,
+                )
+        tables = (
+            ("joint_angle", self.joint_angle_columns),
+            ("joint_torque", self.joint_torque_columns),
+            ("computed_grf", self.computed_grf_columns),
+        )
         for key, cols in tables:
             arr = getattr(self, key)
-            need(arr.ndim == 2 and arr.shape == (n, len(cols)),
-                 f"{key} must be (T, {len(cols)}) = ({n}, {len(cols)}) to match time_sec and "
-                 f"{key}_columns, got {arr.shape}")
+            need(
+                arr.ndim == 2 and arr.shape == (n, len(cols)),
+                f"{key} must be (T, {len(cols)}) = ({n}, {len(cols)}) to match time_sec and "
+                f"{key}_columns, got {arr.shape}",
+            )
             need(len(set(cols)) == len(cols), f"{key}_columns has duplicate names")
             need(all(cols), f"{key}_columns has an empty name")
         need(bool(np.all(np.isfinite(self.joint_angle))), "joint_angle contains NaN or inf")
         self._check_mask("joint_torque", self.joint_torque, self.joint_torque_valid, need)
         self._check_mask("computed_grf", self.computed_grf, self.computed_grf_valid, need)
         cv = self.joint_torque_column_valid
-        need(cv.shape == (len(self.joint_torque_columns),) and cv.dtype == bool,
-             f"joint_torque_column_valid must be ({len(self.joint_torque_columns)},) bool, "
-             f"got {cv.shape} {cv.dtype}")
-        need(bool(np.all(cv | ~self.joint_torque_valid.any(axis=0))),
-             "joint_torque_column_valid is False for a column that has valid samples")
-        need(bool(np.all(~cv | self.joint_torque_valid.any(axis=0))),
-             "joint_torque_column_valid is True for a column with no valid sample")
-        need(np.isfinite(self.subject_weight_kg) and self.subject_weight_kg > 0,
-             f"subject_weight_kg must be > 0, got {self.subject_weight_kg}")
-        need(np.isfinite(self.subject_body_weight_n) and self.subject_body_weight_n > 0,
-             f"subject_body_weight_n must be > 0, got {self.subject_body_weight_n}")
+        need(
+            cv.shape == (len(self.joint_torque_columns),) and cv.dtype == bool,
+            f"joint_torque_column_valid must be ({len(self.joint_torque_columns)},) bool, "
+            f"got {cv.shape} {cv.dtype}",
+        )
+        need(
+            bool(np.all(cv | ~self.joint_torque_valid.any(axis=0))),
+            "joint_torque_column_valid is False for a column that has valid samples",
+        )
+        need(
+            bool(np.all(~cv | self.joint_torque_valid.any(axis=0))),
+            "joint_torque_column_valid is True for a column with no valid sample",
+        )
+        need(
+            np.isfinite(self.subject_weight_kg) and self.subject_weight_kg > 0,
+            f"subject_weight_kg must be > 0, got {self.subject_weight_kg}",
+        )
+        need(
+            np.isfinite(self.subject_body_weight_n) and self.subject_body_weight_n > 0,
+            f"subject_body_weight_n must be > 0, got {self.subject_body_weight_n}",
+        )
         g = self.subject_body_weight_n / self.subject_weight_kg
-        need(9.0 < g < 10.5, f"subject_body_weight_n / subject_weight_kg = {g:.3g} m/s^2, not gravity: "
-                             "is the weight in N and the mass in kg?")
+        need(
+            9.0 < g < 10.5,
+            f"subject_body_weight_n / subject_weight_kg = {g:.3g} m/s^2, not gravity: "
+            "is the weight in N and the mass in kg?",
+        )
         for key in ("source_time_sec", "id_source_time_sec"):
             arr = getattr(self, key)
-            need(arr is None or arr.shape == (n,),
-                 f"{key} must be (T,) = ({n},), got {None if arr is None else arr.shape}")
+            need(
+                arr is None or arr.shape == (n,),
+                f"{key} must be (T,) = ({n},), got {None if arr is None else arr.shape}",
+            )
         for key in ("original_kinematics_time_sec", "original_id_source_time_sec"):
             arr = getattr(self, key)
             need(arr is None or arr.ndim == 1, f"{key} must be 1-D")
 
     @staticmethod
     def _check_mask(key: str, values: np.ndarray, valid: np.ndarray, need) -> None:
-        need(valid.shape == values.shape and valid.dtype == bool,
-             f"{key}_valid must be a bool array of shape {values.shape}, got {valid.dtype} {valid.shape}")
+        need(
+            valid.shape == values.shape and valid.dtype == bool,
+            f"{key}_valid must be a bool array of shape {values.shape}, got {valid.dtype} {valid.shape}",
+        )
         need(bool(np.all(np.isfinite(values[valid]))), f"{key} has NaN/inf where {key}_valid is True")
         need(bool(np.all(np.isnan(values[~valid]))), f"{key} must be NaN where {key}_valid is False")
 

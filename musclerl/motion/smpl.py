@@ -48,13 +48,56 @@ from musclerl.fileio import atomic_path, read_npz
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP, KeypointMotion, axis_angle_to_matrix, matrix_to_axis_angle
 
 SMPL_JOINT_NAMES: tuple[str, ...] = (
-    "pelvis", "left_hip", "right_hip", "spine1", "left_knee", "right_knee", "spine2",
-    "left_ankle", "right_ankle", "spine3", "left_foot", "right_foot", "neck",
-    "left_collar", "right_collar", "head", "left_shoulder", "right_shoulder",
-    "left_elbow", "right_elbow", "left_wrist", "right_wrist", "left_hand", "right_hand",
+    "pelvis",
+    "left_hip",
+    "right_hip",
+    "spine1",
+    "left_knee",
+    "right_knee",
+    "spine2",
+    "left_ankle",
+    "right_ankle",
+    "spine3",
+    "left_foot",
+    "right_foot",
+    "neck",
+    "left_collar",
+    "right_collar",
+    "head",
+    "left_shoulder",
+    "right_shoulder",
+    "left_elbow",
+    "right_elbow",
+    "left_wrist",
+    "right_wrist",
+    "left_hand",
+    "right_hand",
 )
 SMPL_PARENTS: tuple[int, ...] = (
-    -1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 12, 13, 14, 16, 17, 18, 19, 20, 21,
+    -1,
+    0,
+    0,
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    9,
+    9,
+    12,
+    13,
+    14,
+    16,
+    17,
+    18,
+    19,
+    20,
+    21,
 )
 
 #: Neutral SMPL rest skeleton, metres, in SMPL's body frame (Y up, facing +Z, the body's left at
@@ -63,32 +106,34 @@ SMPL_PARENTS: tuple[int, ...] = (
 #: published in the EDGE code (Stanford-TML/EDGE, vis.py, ``smpl_offsets``); the first 22 rows
 #: agree to 1e-6 m with an independent copy of the same skeleton (SMPL_BONE_OFFSETS_22 in a
 #: public pose-estimation repository) and with the SMPL-H neutral joints.
-SMPL_NEUTRAL_OFFSETS_M = np.array([
-    [-0.00179506, -0.22333345, 0.02821913],
-    [0.06951974, -0.09140623, -0.00681534],
-    [-0.06767048, -0.09052168, -0.00431982],
-    [-0.00253286, 0.10896323, -0.02669631],
-    [0.03427655, -0.37519860, -0.00449580],
-    [-0.03829005, -0.38256901, -0.00885003],
-    [0.00548703, 0.13518043, 0.00109247],
-    [-0.01359570, -0.39796036, -0.04369333],
-    [0.01577377, -0.39841465, -0.04231180],
-    [0.00145700, 0.05292223, 0.02542457],
-    [0.02635814, -0.05579088, 0.11928840],
-    [-0.02537175, -0.04814396, 0.12334795],
-    [-0.00277839, 0.21387036, -0.04285703],
-    [0.07884474, 0.12174930, -0.03408961],
-    [-0.08175919, 0.11883283, -0.03861529],
-    [0.00515184, 0.06496961, 0.05134897],
-    [0.09097693, 0.03046890, -0.00886815],
-    [-0.09601238, 0.03255117, -0.00914307],
-    [0.25961225, -0.01277206, -0.02745644],
-    [-0.25374196, -0.01332922, -0.02140098],
-    [0.24923363, 0.00898603, -0.00117092],
-    [-0.25529808, 0.00777229, -0.00555919],
-    [0.08404218, -0.00816154, -0.01494537],
-    [-0.08462193, -0.00611726, -0.01031508],
-])
+SMPL_NEUTRAL_OFFSETS_M = np.array(
+    [
+        [-0.00179506, -0.22333345, 0.02821913],
+        [0.06951974, -0.09140623, -0.00681534],
+        [-0.06767048, -0.09052168, -0.00431982],
+        [-0.00253286, 0.10896323, -0.02669631],
+        [0.03427655, -0.37519860, -0.00449580],
+        [-0.03829005, -0.38256901, -0.00885003],
+        [0.00548703, 0.13518043, 0.00109247],
+        [-0.01359570, -0.39796036, -0.04369333],
+        [0.01577377, -0.39841465, -0.04231180],
+        [0.00145700, 0.05292223, 0.02542457],
+        [0.02635814, -0.05579088, 0.11928840],
+        [-0.02537175, -0.04814396, 0.12334795],
+        [-0.00277839, 0.21387036, -0.04285703],
+        [0.07884474, 0.12174930, -0.03408961],
+        [-0.08175919, 0.11883283, -0.03861529],
+        [0.00515184, 0.06496961, 0.05134897],
+        [0.09097693, 0.03046890, -0.00886815],
+        [-0.09601238, 0.03255117, -0.00914307],
+        [0.25961225, -0.01277206, -0.02745644],
+        [-0.25374196, -0.01332922, -0.02140098],
+        [0.24923363, 0.00898603, -0.00117092],
+        [-0.25529808, 0.00777229, -0.00555919],
+        [0.08404218, -0.00816154, -0.01494537],
+        [-0.08462193, -0.00611726, -0.01031508],
+    ]
+)
 
 #: Neutral SMPL-X rest joints (zero shape), metres, SMPL body frame as above, used for SMPL-X clips
 #: (SMPL-X's pelvis sits 0.128 m lower in the body frame than SMPL's, and its legs are longer).
@@ -97,32 +142,34 @@ SMPL_NEUTRAL_OFFSETS_M = np.array([
 #: vendored in a public Apache-2.0 standalone SMPL forward-kinematics port (HuggingFace,
 #: "gear_sonic" SMPL path); its pelvis row matches the "# smplx" root offset
 #: (0.00312326, -0.35140747, 0.01203655) used by an independent AMASS SMPL-X processing script.
-SMPLX_NEUTRAL_REST_JOINTS_M = np.array([
-    [0.00312326, -0.35140747, 0.01203655],
-    [0.06131265, -0.44417095, -0.01396464],
-    [-0.06014422, -0.45531547, -0.00921382],
-    [0.00036056, -0.24151686, -0.01558108],
-    [0.11600811, -0.82292438, -0.02336070],
-    [-0.10435417, -0.81769556, -0.02603770],
-    [0.00980826, -0.10966361, -0.02152107],
-    [0.07255466, -1.22598386, -0.05523665],
-    [-0.08893736, -1.22842336, -0.04622997],
-    [-0.00152215, -0.05742845, 0.00692583],
-    [0.11981197, -1.28398120, 0.06297968],
-    [-0.12774977, -1.28675175, 0.07281902],
-    [-0.01368661, 0.10773861, -0.02468951],
-    [0.04484200, 0.02751527, -0.00029465],
-    [-0.04921708, 0.02691022, -0.00647407],
-    [0.01109687, 0.26819041, -0.00395225],
-    [0.16408104, 0.08524330, -0.01575559],
-    [-0.15179482, 0.08043467, -0.01914260],
-    [0.41820389, 0.01309278, -0.05821444],
-    [-0.42294437, 0.04394219, -0.04560968],
-    [0.67019063, 0.03631401, -0.06068652],
-    [-0.67221183, 0.03940964, -0.06093487],
-    [0.77958816, 0.02998634, -0.06466734],
-    [-0.77958822, 0.02998770, -0.06466869],
-])
+SMPLX_NEUTRAL_REST_JOINTS_M = np.array(
+    [
+        [0.00312326, -0.35140747, 0.01203655],
+        [0.06131265, -0.44417095, -0.01396464],
+        [-0.06014422, -0.45531547, -0.00921382],
+        [0.00036056, -0.24151686, -0.01558108],
+        [0.11600811, -0.82292438, -0.02336070],
+        [-0.10435417, -0.81769556, -0.02603770],
+        [0.00980826, -0.10966361, -0.02152107],
+        [0.07255466, -1.22598386, -0.05523665],
+        [-0.08893736, -1.22842336, -0.04622997],
+        [-0.00152215, -0.05742845, 0.00692583],
+        [0.11981197, -1.28398120, 0.06297968],
+        [-0.12774977, -1.28675175, 0.07281902],
+        [-0.01368661, 0.10773861, -0.02468951],
+        [0.04484200, 0.02751527, -0.00029465],
+        [-0.04921708, 0.02691022, -0.00647407],
+        [0.01109687, 0.26819041, -0.00395225],
+        [0.16408104, 0.08524330, -0.01575559],
+        [-0.15179482, 0.08043467, -0.01914260],
+        [0.41820389, 0.01309278, -0.05821444],
+        [-0.42294437, 0.04394219, -0.04560968],
+        [0.67019063, 0.03631401, -0.06068652],
+        [-0.67221183, 0.03940964, -0.06093487],
+        [0.77958816, 0.02998634, -0.06466734],
+        [-0.77958822, 0.02998770, -0.06466869],
+    ]
+)
 
 
 def offsets_from_rest_joints(joints: np.ndarray) -> np.ndarray:
@@ -172,12 +219,22 @@ class SmplMotion:
 
     def keypoints(self) -> KeypointMotion:
         """The 24 joints as a :class:`KeypointMotion` (names :data:`SMPL_JOINT_NAMES`)."""
-        return KeypointMotion(names=SMPL_JOINT_NAMES, positions_m=self.joints_m, rate_hz=self.rate_hz,
-                              loop=False, source=self.source, parents=SMPL_PARENTS)
+        return KeypointMotion(
+            names=SMPL_JOINT_NAMES,
+            positions_m=self.joints_m,
+            rate_hz=self.rate_hz,
+            loop=False,
+            source=self.source,
+            parents=SMPL_PARENTS,
+        )
 
 
-def smpl_forward_kinematics(root_orient: np.ndarray, body_pose: np.ndarray, trans: np.ndarray,
-                            offsets: np.ndarray = SMPL_NEUTRAL_OFFSETS_M) -> np.ndarray:
+def smpl_forward_kinematics(
+    root_orient: np.ndarray,
+    body_pose: np.ndarray,
+    trans: np.ndarray,
+    offsets: np.ndarray = SMPL_NEUTRAL_OFFSETS_M,
+) -> np.ndarray:
     """Joint positions (T, 24, 3) of the SMPL skeleton.
 
     ``root_orient`` (T, 3) and ``body_pose`` (T, J, 3) (J <= 23; missing joints keep their rest
@@ -193,7 +250,7 @@ def smpl_forward_kinematics(root_orient: np.ndarray, body_pose: np.ndarray, tran
     local = np.broadcast_to(np.eye(3), (n, 24, 3, 3)).copy()
     local[:, 0] = axis_angle_to_matrix(root_orient)
     n_body = min(body_pose.shape[1], 23)
-    local[:, 1:1 + n_body] = axis_angle_to_matrix(body_pose[:, :n_body])
+    local[:, 1 : 1 + n_body] = axis_angle_to_matrix(body_pose[:, :n_body])
     world_rot = np.empty((n, 24, 3, 3))
     joints = np.empty((n, 24, 3))
     world_rot[:, 0] = local[:, 0]
@@ -205,8 +262,9 @@ def smpl_forward_kinematics(root_orient: np.ndarray, body_pose: np.ndarray, tran
     return joints
 
 
-def smpl_rest_offsets_from_model(model_path: str | os.PathLike, model_type: str, gender: str,
-                                 betas: np.ndarray) -> np.ndarray:
+def smpl_rest_offsets_from_model(
+    model_path: str | os.PathLike, model_type: str, gender: str, betas: np.ndarray
+) -> np.ndarray:
     """Rest skeleton offsets (24, 3) from the user's own SMPL / SMPL-H / SMPL-X model and a shape.
 
     ``model_path`` is either a model ``.npz`` (as AMASS ships SMPL-H, e.g. ``smplh/male/model.npz``,
@@ -223,8 +281,9 @@ def smpl_rest_offsets_from_model(model_path: str | os.PathLike, model_type: str,
         joints = _rest_joints_smplx(path, model_type, gender, np.asarray(betas, dtype=float))
     kind = {24: "smpl", 52: "smplh", 55: "smplx"}.get(joints.shape[0])
     if kind is None:
-        raise InputError(path, f"model has {joints.shape[0]} joints; expected 24 (SMPL), 52 (SMPL-H) "
-                               "or 55 (SMPL-X)")
+        raise InputError(
+            path, f"model has {joints.shape[0]} joints; expected 24 (SMPL), 52 (SMPL-H) or 55 (SMPL-X)"
+        )
     if kind != "smpl":
         left, right = _HAND_PROXY[kind]
         joints = np.concatenate([joints[:22], joints[[left, right]]])
@@ -246,10 +305,17 @@ def _rest_joints_npz(path: Path, betas: np.ndarray) -> np.ndarray:
     except Exception as err:
         raise InputError(path, f"not a readable model .npz ({type(err).__name__})") from err
     n_vert = template.shape[0]
-    if template.shape != (n_vert, 3) or regressor.ndim != 2 or regressor.shape[1] != n_vert \
-            or shapedirs.shape[:2] != (n_vert, 3):
-        raise InputError(path, f"inconsistent model arrays: v_template {template.shape}, J_regressor "
-                               f"{regressor.shape}, shapedirs {shapedirs.shape}")
+    if (
+        template.shape != (n_vert, 3)
+        or regressor.ndim != 2
+        or regressor.shape[1] != n_vert
+        or shapedirs.shape[:2] != (n_vert, 3)
+    ):
+        raise InputError(
+            path,
+            f"inconsistent model arrays: v_template {template.shape}, J_regressor "
+            f"{regressor.shape}, shapedirs {shapedirs.shape}",
+        )
     n_betas = min(shapedirs.shape[2], betas.size)
     shaped = template + shapedirs[:, :, :n_betas] @ betas[:n_betas]
     return regressor @ shaped
@@ -261,12 +327,16 @@ def _rest_joints_smplx(path: Path, model_type: str, gender: str, betas: np.ndarr
         import smplx
         import torch
     except ImportError as err:
-        raise InputError(path, "SMPL model folder/.pkl given but the 'smplx' package is not installed "
-                               "(pip install 'musclerl[smpl]'), or pass a model .npz") from err
+        raise InputError(
+            path,
+            "SMPL model folder/.pkl given but the 'smplx' package is not installed "
+            "(pip install 'musclerl[smpl]'), or pass a model .npz",
+        ) from err
     gender = gender if gender in ("male", "female", "neutral") else "neutral"
     try:
-        model = smplx.create(str(path), model_type=model_type, gender=gender, num_betas=betas.size,
-                             use_pca=False)
+        model = smplx.create(
+            str(path), model_type=model_type, gender=gender, num_betas=betas.size, use_pca=False
+        )
         n_betas = int(model.num_betas)
         with torch.no_grad():
             out = model(betas=torch.tensor(betas[None, :n_betas], dtype=torch.float32), return_verts=True)
@@ -282,8 +352,9 @@ def _scalar_str(value: np.ndarray) -> str:
     return item.decode() if isinstance(item, bytes) else str(item)
 
 
-def read_amass(path: str | os.PathLike, *, y_up: bool = False,
-               model_path: str | os.PathLike | None = None) -> SmplMotion:
+def read_amass(
+    path: str | os.PathLike, *, y_up: bool = False, model_path: str | os.PathLike | None = None
+) -> SmplMotion:
     """Read an AMASS/SMPL ``.npz`` (see the module docstring) and compute the 24 joint positions.
 
     ``y_up``: the file is in SMPL's Y-up frame (not AMASS); rotate everything to Z-up.
@@ -303,13 +374,19 @@ def read_amass(path: str | os.PathLike, *, y_up: bool = False,
     elif "poses" in data:
         poses = _array(data, "poses", path)
         if poses.shape[1] not in _POSE_LAYOUTS:
-            raise InputError(path, f"poses has {poses.shape[1]} values per frame; expected 72 (SMPL), "
-                                   "156 (SMPL-H) or 165 (SMPL-X)")
+            raise InputError(
+                path,
+                f"poses has {poses.shape[1]} values per frame; expected 72 (SMPL), "
+                "156 (SMPL-H) or 165 (SMPL-X)",
+            )
         model_type, n_body = _POSE_LAYOUTS[poses.shape[1]]
-        root_orient, body = poses[:, :3], poses[:, 3:3 + 3 * n_body]
+        root_orient, body = poses[:, :3], poses[:, 3 : 3 + 3 * n_body]
     else:
-        raise InputError(path, "no pose data: expected 'poses' or 'root_orient' + 'pose_body' "
-                               "(an AMASS shape.npz has only betas)")
+        raise InputError(
+            path,
+            "no pose data: expected 'poses' or 'root_orient' + 'pose_body' "
+            "(an AMASS shape.npz has only betas)",
+        )
     n = root_orient.shape[0]
     if n < 1:
         raise InputError(path, "the motion has no frames")
@@ -342,9 +419,18 @@ def read_amass(path: str | os.PathLike, *, y_up: bool = False,
         root_orient = matrix_to_axis_angle(Y_UP_TO_Z_UP @ axis_angle_to_matrix(root_orient))
         trans = (trans + offsets[0]) @ Y_UP_TO_Z_UP.T - offsets[0]
     joints = smpl_forward_kinematics(root_orient, body_pose, trans, offsets)
-    return SmplMotion(joints_m=joints, rate_hz=rate_hz, root_orient=root_orient, body_pose=body_pose,
-                      trans_m=trans, betas=betas, gender=gender, source=str(path), model_type=model_type,
-                      skeleton=skeleton)
+    return SmplMotion(
+        joints_m=joints,
+        rate_hz=rate_hz,
+        root_orient=root_orient,
+        body_pose=body_pose,
+        trans_m=trans,
+        betas=betas,
+        gender=gender,
+        source=str(path),
+        model_type=model_type,
+        skeleton=skeleton,
+    )
 
 
 def _array(data: dict[str, np.ndarray], key: str, path: Path, width: int | None = None) -> np.ndarray:
@@ -360,9 +446,17 @@ def _array(data: dict[str, np.ndarray], key: str, path: Path, width: int | None 
     return arr
 
 
-def write_amass_npz(path: str | os.PathLike, *, root_orient: np.ndarray, body_pose: np.ndarray,
-                    trans_m: np.ndarray, rate_hz: float, betas: np.ndarray | None = None,
-                    gender: str = "neutral", layout: str = "smplh") -> None:
+def write_amass_npz(
+    path: str | os.PathLike,
+    *,
+    root_orient: np.ndarray,
+    body_pose: np.ndarray,
+    trans_m: np.ndarray,
+    rate_hz: float,
+    betas: np.ndarray | None = None,
+    gender: str = "neutral",
+    layout: str = "smplh",
+) -> None:
     """Write an AMASS-style ``.npz`` (atomically) that :func:`read_amass` reads back.
 
     ``root_orient`` (T, 3), ``body_pose`` (T, 21 or 23, 3) axis-angle radians, ``trans_m`` (T, 3).
@@ -384,10 +478,16 @@ def write_amass_npz(path: str | os.PathLike, *, root_orient: np.ndarray, body_po
         arrays["poses"] = np.concatenate([root_orient, body, np.zeros((n, 90))], axis=1)
         arrays["mocap_framerate"] = np.array(float(rate_hz))
     elif layout == "smplx":
-        arrays.update(root_orient=root_orient, pose_body=body, pose_hand=np.zeros((n, 90)),
-                      pose_jaw=np.zeros((n, 3)), pose_eye=np.zeros((n, 6)),
-                      poses=np.concatenate([root_orient, body, np.zeros((n, 99))], axis=1),
-                      mocap_frame_rate=np.array(float(rate_hz)), surface_model_type=np.array("smplx"))
+        arrays.update(
+            root_orient=root_orient,
+            pose_body=body,
+            pose_hand=np.zeros((n, 90)),
+            pose_jaw=np.zeros((n, 3)),
+            pose_eye=np.zeros((n, 6)),
+            poses=np.concatenate([root_orient, body, np.zeros((n, 99))], axis=1),
+            mocap_frame_rate=np.array(float(rate_hz)),
+            surface_model_type=np.array("smplx"),
+        )
     elif layout == "smpl":
         arrays["poses"] = np.concatenate([root_orient, body], axis=1)
         arrays["mocap_framerate"] = np.array(float(rate_hz))

@@ -39,9 +39,18 @@ from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, read_text
 
 # NaN/inf as Windows C runtimes print them (OpenSim on Windows writes e.g. "-nan(ind)").
-_MSVC_SPECIALS = {"nan(ind)": np.nan, "-nan(ind)": np.nan, "nan(snan)": np.nan, "-nan(snan)": np.nan,
-                  "1.#qnan": np.nan, "-1.#qnan": np.nan, "1.#ind": np.nan, "-1.#ind": np.nan,
-                  "1.#inf": np.inf, "-1.#inf": -np.inf}
+_MSVC_SPECIALS = {
+    "nan(ind)": np.nan,
+    "-nan(ind)": np.nan,
+    "nan(snan)": np.nan,
+    "-nan(snan)": np.nan,
+    "1.#qnan": np.nan,
+    "-1.#qnan": np.nan,
+    "1.#ind": np.nan,
+    "-1.#ind": np.nan,
+    "1.#inf": np.inf,
+    "-1.#inf": -np.inf,
+}
 
 # Header keys the writer produces itself (other keys from Table.header are written after them).
 _WRITER_KEYS = ("version", "nRows", "nColumns", "inDegrees")
@@ -123,7 +132,7 @@ def read_storage(path: str | os.PathLike) -> Table:
     if comments:
         header["comments"] = "\n".join(comments)
 
-    body = [(i + 1, line) for i, line in enumerate(lines[end + 1:], start=end + 1) if line.strip()]
+    body = [(i + 1, line) for i, line in enumerate(lines[end + 1 :], start=end + 1) if line.strip()]
     if not body:
         raise InputError(path, "no column labels after 'endheader'")
     label_line = body[0][1]
@@ -135,8 +144,9 @@ def read_storage(path: str | os.PathLike) -> Table:
     if labels[0].lower() != "time":
         if path.suffix.lower() != ".mot":
             raise InputError(path, f"line {body[0][0]}: the first column must be 'time', got '{labels[0]}'")
-        warnings.warn(f"{path}: first column is '{labels[0]}', not 'time'; using it as the time axis",
-                      stacklevel=2)
+        warnings.warn(
+            f"{path}: first column is '{labels[0]}', not 'time'; using it as the time axis", stacklevel=2
+        )
     if any(not lab for lab in labels):
         raise InputError(path, f"line {body[0][0]}: empty column label")
     columns = tuple(labels[1:])
@@ -149,8 +159,9 @@ def read_storage(path: str | os.PathLike) -> Table:
     for r, (lineno, line) in enumerate(body[1:]):
         cells = line.split()
         if len(cells) != width:
-            raise InputError(path, f"line {lineno} has {len(cells)} values, expected {width} "
-                                   "(one per column label)")
+            raise InputError(
+                path, f"line {lineno} has {len(cells)} values, expected {width} (one per column label)"
+            )
         try:
             rows[r] = [parse_float(c) for c in cells]
         except ValueError:
@@ -164,8 +175,15 @@ def read_storage(path: str | os.PathLike) -> Table:
         raise InputError(path, f"time is not increasing at line {body[bad + 1][0]} ({time_s[bad]:g} s)")
     _check_counts(header, rows.shape[0], width, path)
     in_degrees = header.get("inDegrees", "no").strip().lower() in ("yes", "true", "1")
-    return Table(columns=columns, data=rows[:, 1:].copy(), time_s=time_s, in_degrees=in_degrees,
-                 name=name or path.stem, header=header, source=str(path))
+    return Table(
+        columns=columns,
+        data=rows[:, 1:].copy(),
+        time_s=time_s,
+        in_degrees=in_degrees,
+        name=name or path.stem,
+        header=header,
+        source=str(path),
+    )
 
 
 def parse_float(text: str) -> float:
@@ -199,8 +217,9 @@ def _check_counts(header: dict[str, str], n_rows: int, width: int, path: Path) -
             warnings.warn(f"{path}: header {key}={header[key]!r} is not a number; ignored", stacklevel=3)
             continue
         if declared != actual:
-            warnings.warn(f"{path}: header {key}={declared} but the file has {actual}; using the file",
-                          stacklevel=3)
+            warnings.warn(
+                f"{path}: header {key}={declared} but the file has {actual}; using the file", stacklevel=3
+            )
 
 
 def write_storage(path: str | os.PathLike, table: Table) -> None:

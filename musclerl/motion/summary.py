@@ -2,7 +2,8 @@
 
 Every summary has ``kind``, ``frames`` (rows actually present), ``rate_hz``, ``duration_s`` (first
 to last frame), ``columns`` (marker / column / joint / keypoint names) and ``units`` (as read);
-kinds add a few extras (``markers``, ``in_degrees``, ``joints``, ...).
+kinds add a few extras (``markers``, ``in_degrees``, ``joints``, ...). A Trajectory's summary adds
+``plausibility`` (:meth:`musclerl.evaluate.plausibility.Plausibility.as_dict` on its model).
 """
 
 from __future__ import annotations
@@ -41,8 +42,14 @@ def summarize_motion_file(path: str | os.PathLike) -> dict:
 
 def _base(kind: str, frames: int, rate_hz: float | None, columns, units: str) -> dict:
     duration = (frames - 1) / rate_hz if rate_hz else 0.0
-    return {"kind": kind, "frames": int(frames), "rate_hz": float(rate_hz or 0.0),
-            "duration_s": float(duration), "columns": [str(c) for c in columns], "units": units}
+    return {
+        "kind": kind,
+        "frames": int(frames),
+        "rate_hz": float(rate_hz or 0.0),
+        "duration_s": float(duration),
+        "columns": [str(c) for c in columns],
+        "units": units,
+    }
 
 
 def _trc(path: Path) -> dict:
@@ -53,8 +60,12 @@ def _trc(path: Path) -> dict:
     info["duration_s"] = data.duration_s
     missing = data.missing_fraction()
     gaps = {n: round(float(f), 4) for n, f in zip(data.names, missing, strict=True) if f > 0}
-    info.update(markers=len(data.names), frame="z_up (converted from the Y-up lab frame)",
-                start_time_s=float(data.time_s[0]), markers_with_gaps=gaps)
+    info.update(
+        markers=len(data.names),
+        frame="z_up (converted from the Y-up lab frame)",
+        start_time_s=float(data.time_s[0]),
+        markers_with_gaps=gaps,
+    )
     return info
 
 
@@ -66,8 +77,11 @@ def _storage(path: Path) -> dict:
     info = _base(path.suffix.lower().lstrip("."), table.num_rows, table.rate_hz, table.columns, units)
     if table.num_rows > 1:
         info["duration_s"] = float(table.time_s[-1] - table.time_s[0])
-    info.update(in_degrees=table.in_degrees, name=table.name,
-                start_time_s=float(table.time_s[0]) if table.num_rows else 0.0)
+    info.update(
+        in_degrees=table.in_degrees,
+        name=table.name,
+        start_time_s=float(table.time_s[0]) if table.num_rows else 0.0,
+    )
     return info
 
 
@@ -85,8 +99,11 @@ def npz_kind(path: str | os.PathLike) -> str:
         return "trajectory"
     if keys & {"poses", "root_orient", "pose_body", "mocap_framerate", "mocap_frame_rate"}:
         return "amass"
-    raise InputError(path, "unrecognised .npz: not a Trajectory (qpos), reference (joint_angle, "
-                           "joint_torque) or AMASS/SMPL (poses / root_orient) file")
+    raise InputError(
+        path,
+        "unrecognised .npz: not a Trajectory (qpos), reference (joint_angle, "
+        "joint_torque) or AMASS/SMPL (poses / root_orient) file",
+    )
 
 
 def _npz(path: Path) -> dict:
@@ -95,29 +112,63 @@ def _npz(path: Path) -> dict:
         from musclerl.motion.reference import read_reference
 
         ref = read_reference(path)
-        info = _base("reference", ref.num_frames, 1.0 / ref.timestep, ref.joint_angle_columns,
-                     "degrees (pelvis translations m); torque " + ref.joint_torque_units)
-        info.update(subject=ref.subject, trial=ref.trial, step_label=ref.step_label,
-                    torque_columns=list(ref.joint_torque_columns), grf_columns=list(ref.computed_grf_columns),
-                    subject_weight_kg=ref.subject_weight_kg)
+        info = _base(
+            "reference",
+            ref.num_frames,
+            1.0 / ref.timestep,
+            ref.joint_angle_columns,
+            "degrees (pelvis translations m); torque " + ref.joint_torque_units,
+        )
+        info.update(
+            subject=ref.subject,
+            trial=ref.trial,
+            step_label=ref.step_label,
+            torque_columns=list(ref.joint_torque_columns),
+            grf_columns=list(ref.computed_grf_columns),
+            subject_weight_kg=ref.subject_weight_kg,
+        )
         return info
     if kind == "trajectory":
         from musclerl.motion.trajectory import Trajectory
 
         traj = Trajectory.load(path)
-        info = _base("trajectory", traj.num_frames, traj.rate_hz, traj.joint_names,
-                     "qpos (m, rad; free root quat)")
-        info.update(model=traj.model_name, nq=int(traj.qpos.shape[1]), nv=int(traj.qvel.shape[1]),
-                    clips=list(traj.clip_names), sites=list(traj.site_names),
-                    terrain=traj.terrain is not None)
+        info = _base(
+            "trajectory", traj.num_frames, traj.rate_hz, traj.joint_names, "qpos (m, rad; free root quat)"
+        )
+        info.update(
+            model=traj.model_name,
+            nq=int(traj.qpos.shape[1]),
+            nv=int(traj.qvel.shape[1]),
+            clips=list(traj.clip_names),
+            sites=list(traj.site_names),
+            terrain=traj.terrain is not None,
+        )
+        info["plausibility"] = _plausibility(traj)
         return info
     from musclerl.motion.smpl import SMPL_JOINT_NAMES, read_amass
 
     motion = read_amass(path)
     info = _base("amass", motion.num_frames, motion.rate_hz, SMPL_JOINT_NAMES, "m (Z up), axis-angle rad")
-    info.update(model_type=motion.model_type, gender=motion.gender, joints=len(SMPL_JOINT_NAMES),
-                num_betas=int(motion.betas.size), skeleton=motion.skeleton)
+    info.update(
+        model_type=motion.model_type,
+        gender=motion.gender,
+        joints=len(SMPL_JOINT_NAMES),
+        num_betas=int(motion.betas.size),
+        skeleton=motion.skeleton,
+    )
     return info
+
+
+def _plausibility(traj) -> dict:
+    """:func:`musclerl.evaluate.plausibility.trajectory_plausibility` on the registry model the
+    motion names, as a dict; ``{"skipped": reason}`` when that model cannot be loaded or does not
+    fit. (A motion retargeted onto a scaled model is checked on the unscaled one.)"""
+    from musclerl.evaluate.plausibility import trajectory_plausibility
+
+    try:
+        return trajectory_plausibility(traj).as_dict()
+    except InputError as err:
+        return {"skipped": str(err)}
 
 
 def _deepmimic(path: Path) -> dict:

@@ -134,37 +134,54 @@ class Trajectory:
                 raise InputError(source, problem)
 
         need(self.qpos.ndim == 2 and self.qpos.shape[0] >= 1, f"qpos must be (T, nq), got {self.qpos.shape}")
-        need(self.qvel.ndim == 2 and self.qvel.shape[0] == self.qpos.shape[0],
-             f"qvel must be (T, nv) with T={self.qpos.shape[0]}, got {self.qvel.shape}")
-        need(bool(np.all(np.isfinite(self.qpos))) and bool(np.all(np.isfinite(self.qvel))),
-             "qpos/qvel contain NaN or inf")
+        need(
+            self.qvel.ndim == 2 and self.qvel.shape[0] == self.qpos.shape[0],
+            f"qvel must be (T, nv) with T={self.qpos.shape[0]}, got {self.qvel.shape}",
+        )
+        need(
+            bool(np.all(np.isfinite(self.qpos))) and bool(np.all(np.isfinite(self.qvel))),
+            "qpos/qvel contain NaN or inf",
+        )
         need(np.isfinite(self.rate_hz) and self.rate_hz > 0, f"rate_hz must be > 0, got {self.rate_hz}")
         if self.site_pos_m is not None:
-            need(self.site_pos_m.shape == (self.num_frames, len(self.site_names), 3),
-                 f"site_pos_m must be (T, S, 3) = ({self.num_frames}, {len(self.site_names)}, 3), "
-                 f"got {self.site_pos_m.shape}")
+            need(
+                self.site_pos_m.shape == (self.num_frames, len(self.site_names), 3),
+                f"site_pos_m must be (T, S, 3) = ({self.num_frames}, {len(self.site_names)}, 3), "
+                f"got {self.site_pos_m.shape}",
+            )
         if self.contact is not None:
-            need(self.contact.shape == (self.num_frames, len(self.contact_names)),
-                 f"contact must be (T, F) = ({self.num_frames}, {len(self.contact_names)}), "
-                 f"got {self.contact.shape}")
+            need(
+                self.contact.shape == (self.num_frames, len(self.contact_names)),
+                f"contact must be (T, F) = ({self.num_frames}, {len(self.contact_names)}), "
+                f"got {self.contact.shape}",
+            )
         starts = np.asarray(self.clip_starts)
         need(starts.ndim == 1 and len(starts) >= 1 and starts[0] == 0, "clip_starts must start with 0")
-        need(bool(np.all(np.diff(starts) > 0)) and starts[-1] < self.num_frames,
-             "clip_starts must be increasing and inside the frames")
-        need(len(self.clip_names) == len(starts) and len(self.clip_loop) == len(starts),
-             "clip_names/clip_loop must have one entry per clip")
+        need(
+            bool(np.all(np.diff(starts) > 0)) and starts[-1] < self.num_frames,
+            "clip_starts must be increasing and inside the frames",
+        )
+        need(
+            len(self.clip_names) == len(starts) and len(self.clip_loop) == len(starts),
+            "clip_names/clip_loop must have one entry per clip",
+        )
         if self.terrain is not None:
             h = self.terrain.height_m
-            need(h.ndim == 2 and min(h.shape) >= 2 and bool(np.all(np.isfinite(h))),
-                 "terrain_height_m must be a finite (R, C) grid with R, C >= 2")
+            need(
+                h.ndim == 2 and min(h.shape) >= 2 and bool(np.all(np.isfinite(h))),
+                "terrain_height_m must be a finite (R, C) grid with R, C >= 2",
+            )
             need(self.terrain.cell_m > 0, "terrain_cell_m must be > 0")
 
     def check_model(self, model: mujoco.MjModel, source: str | os.PathLike = "trajectory") -> None:
         """Raise :class:`InputError` if this motion does not fit ``model`` (sizes, joint names)."""
         names = tuple(model.joint(j).name for j in range(model.njnt))
         if self.qpos.shape[1] != model.nq or self.qvel.shape[1] != model.nv:
-            raise InputError(source, f"motion has nq={self.qpos.shape[1]}, nv={self.qvel.shape[1]} but the "
-                             f"model has nq={model.nq}, nv={model.nv} (wrong model?)")
+            raise InputError(
+                source,
+                f"motion has nq={self.qpos.shape[1]}, nv={self.qvel.shape[1]} but the "
+                f"model has nq={model.nq}, nv={model.nv} (wrong model?)",
+            )
         if names != tuple(self.joint_names):
             missing = sorted(set(names) ^ set(self.joint_names))[:5]
             raise InputError(source, f"joint names differ from the model's (e.g. {missing})")
@@ -237,8 +254,12 @@ class Trajectory:
             contact=data.get("contact"),
             terrain=terrain,
             clip_starts=starts,
-            clip_names=tuple(str(s) for s in np.atleast_1d(
-                data.get("clip_names", np.array([f"clip{i}" for i in range(len(starts))])))),
+            clip_names=tuple(
+                str(s)
+                for s in np.atleast_1d(
+                    data.get("clip_names", np.array([f"clip{i}" for i in range(len(starts))]))
+                )
+            ),
             clip_loop=np.asarray(
                 data.get("clip_loop", np.zeros(len(starts), dtype=bool)), dtype=bool
             ).reshape(-1),
@@ -280,8 +301,10 @@ def concatenate(trajectories: list[Trajectory], names: list[str] | None = None) 
                 names[i] if names else f"trajectory {i}", "different model from the first motion"
             )
         if abs(traj.rate_hz - first.rate_hz) > 1e-9:
-            raise InputError(names[i] if names else f"trajectory {i}",
-                             f"rate {traj.rate_hz} Hz differs from {first.rate_hz} Hz; resample first")
+            raise InputError(
+                names[i] if names else f"trajectory {i}",
+                f"rate {traj.rate_hz} Hz differs from {first.rate_hz} Hz; resample first",
+            )
         starts.extend(int(s) + offset for s in traj.clip_starts)
         clip_names.extend(traj.clip_names)
         loops.extend(bool(x) for x in traj.clip_loop)
@@ -304,4 +327,60 @@ def concatenate(trajectories: list[Trajectory], names: list[str] | None = None) 
         clip_starts=np.asarray(starts, dtype=int),
         clip_names=tuple(clip_names),
         clip_loop=np.asarray(loops, dtype=bool),
+    )
+
+
+def resample(traj: Trajectory, model: mujoco.MjModel, rate_hz: float) -> Trajectory:
+    """Every clip of ``traj`` resampled to about ``rate_hz`` by interpolation on the model's manifold.
+
+    qpos is interpolated with ``mj_differentiatePos``/``mj_integratePos`` (free and ball joints
+    rotate along the shortest arc), qvel linearly. Each clip keeps its timing in whole frames: a
+    looping clip of period P gets ``round(P * rate_hz)`` frames spread evenly over one period (its
+    last interval runs towards the first frame shifted by the clip's root displacement over a
+    period); a non-looping clip keeps its first and last frame. The clip's own rate is then within
+    half a frame per clip of ``rate_hz``; a one-clip result carries that exact rate, a dataset the
+    requested one. Sites and contacts are dropped (they belong to the old frames); terrain is kept.
+    """
+    if rate_hz <= 0:
+        raise InputError("resample", f"rate_hz must be > 0, got {rate_hz}")
+    qpos_out, qvel_out, starts = [], [], []
+    dq = np.zeros(model.nv)
+    for c in range(traj.num_clips):
+        clip = traj.clip(c)
+        n = clip.num_frames
+        loop = bool(clip.clip_loop[0])
+        duration = n / clip.rate_hz if loop else (n - 1) / clip.rate_hz
+        count = max(int(round(duration * rate_hz)) + (0 if loop else 1), 2)
+        clip_rate_hz = count / duration if loop else (count - 1) / duration
+        times = np.arange(count) / clip_rate_hz
+        qpos_src, qvel_src = clip.qpos, clip.qvel
+        if loop:  # one extra frame: the first, shifted by one period of root displacement
+            first = qpos_src[0].copy()
+            first[:2] += qpos_src[-1, :2] - qpos_src[0, :2] + qvel_src[-1, :2] / clip.rate_hz
+            qpos_src = np.vstack([qpos_src, first])
+            qvel_src = np.vstack([qvel_src, qvel_src[:1]])
+        f = np.clip(times * clip.rate_hz, 0, qpos_src.shape[0] - 1)
+        i0 = np.clip(np.floor(f).astype(int), 0, max(qpos_src.shape[0] - 2, 0))
+        alpha = f - i0
+        qpos = np.zeros((count, model.nq))
+        for k in range(count):
+            a, b = int(i0[k]), min(int(i0[k]) + 1, qpos_src.shape[0] - 1)
+            mujoco.mj_differentiatePos(model, dq, 1.0, qpos_src[a], qpos_src[b])
+            qpos[k] = qpos_src[a]
+            mujoco.mj_integratePos(model, qpos[k], dq, float(alpha[k]))
+        b = np.minimum(i0 + 1, qvel_src.shape[0] - 1)
+        qvel = qvel_src[i0] * (1 - alpha[:, None]) + qvel_src[b] * alpha[:, None]
+        starts.append(sum(len(q) for q in qpos_out))
+        qpos_out.append(qpos)
+        qvel_out.append(qvel)
+    return Trajectory(
+        qpos=np.concatenate(qpos_out),
+        qvel=np.concatenate(qvel_out),
+        rate_hz=float(clip_rate_hz if traj.num_clips == 1 else rate_hz),
+        joint_names=traj.joint_names,
+        model_name=traj.model_name,
+        terrain=traj.terrain,
+        clip_starts=np.asarray(starts, dtype=int),
+        clip_names=traj.clip_names,
+        clip_loop=np.asarray(traj.clip_loop, dtype=bool),
     )

@@ -48,9 +48,15 @@ from musclerl.motion.storage import is_float, parse_float
 
 #: Accepted spellings of the Units field -> (canonical unit, metres per unit).
 UNITS: dict[str, tuple[str, float]] = {
-    "mm": ("mm", 1e-3), "millimeters": ("mm", 1e-3), "millimetres": ("mm", 1e-3),
-    "cm": ("cm", 1e-2), "centimeters": ("cm", 1e-2), "centimetres": ("cm", 1e-2),
-    "m": ("m", 1.0), "meters": ("m", 1.0), "metres": ("m", 1.0),
+    "mm": ("mm", 1e-3),
+    "millimeters": ("mm", 1e-3),
+    "millimetres": ("mm", 1e-3),
+    "cm": ("cm", 1e-2),
+    "centimeters": ("cm", 1e-2),
+    "centimetres": ("cm", 1e-2),
+    "m": ("m", 1.0),
+    "meters": ("m", 1.0),
+    "metres": ("m", 1.0),
 }
 
 
@@ -138,8 +144,10 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
     n_markers = len(names)
     declared_markers = _float_or_none(header.get("NumMarkers", ""))
     if declared_markers is not None and int(declared_markers) != n_markers:
-        warnings.warn(f"{path}: NumMarkers={int(declared_markers)} but {n_markers} marker names; "
-                      "using the names", stacklevel=2)
+        warnings.warn(
+            f"{path}: NumMarkers={int(declared_markers)} but {n_markers} marker names; using the names",
+            stacklevel=2,
+        )
 
     width = 2 + 3 * n_markers
     first = 5 if "X1" in lines[4] or not lines[4].strip() else 4  # the X1 Y1 Z1 line is optional
@@ -150,8 +158,11 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
         cells = _cells(line, tabbed)
         if len(cells) > width:
             if any(cells[width:]):
-                raise InputError(path, f"line {lineno} has {len([c for c in cells if c])} values, "
-                                       f"expected at most {width} (Frame#, Time, 3 x {n_markers} markers)")
+                raise InputError(
+                    path,
+                    f"line {lineno} has {len([c for c in cells if c])} values, "
+                    f"expected at most {width} (Frame#, Time, 3 x {n_markers} markers)",
+                )
             cells = cells[:width]
         cells = cells + [""] * (width - len(cells))
         if not cells[0]:
@@ -160,8 +171,9 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
             rows.append([parse_float(cell) if cell else np.nan for cell in cells])
         except ValueError:
             col = next(i for i, cell in enumerate(cells) if cell and not is_float(cell))
-            raise InputError(path, f"line {lineno}, column {col + 1}: '{cells[col][:20]}' is not a number"
-                             ) from None
+            raise InputError(
+                path, f"line {lineno}, column {col + 1}: '{cells[col][:20]}' is not a number"
+            ) from None
     if not rows:
         raise InputError(path, "no data rows after the header")
     table = np.asarray(rows, dtype=float)
@@ -175,8 +187,10 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
         raise InputError(path, f"Time is not increasing at data row {bad + 1} ({time_s[bad]:g} s)")
     declared_frames = _float_or_none(header.get("NumFrames", ""))
     if declared_frames is not None and int(declared_frames) != len(rows):
-        warnings.warn(f"{path}: NumFrames={int(declared_frames)} but {len(rows)} data rows; using the rows",
-                      stacklevel=2)
+        warnings.warn(
+            f"{path}: NumFrames={int(declared_frames)} but {len(rows)} data rows; using the rows",
+            stacklevel=2,
+        )
 
     xyz = table[:, 2:].reshape(len(rows), n_markers, 3) * scale
     xyz[np.all(xyz == 0.0, axis=-1)] = np.nan  # all-zero triple = gap
@@ -189,8 +203,16 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
 
     rate_hz = _rate(header, time_s, path)
     positions = y_up_to_z_up(xyz) if y_up else xyz
-    return MarkerData(names=names, positions_m=positions, time_s=time_s, rate_hz=rate_hz, units_in=units_in,
-                      source=str(path), z_up=y_up, header=header)
+    return MarkerData(
+        names=names,
+        positions_m=positions,
+        time_s=time_s,
+        rate_hz=rate_hz,
+        units_in=units_in,
+        source=str(path),
+        z_up=y_up,
+        header=header,
+    )
 
 
 def _time_from_frames(frames: np.ndarray, header: dict[str, str], path: Path) -> np.ndarray:
@@ -209,8 +231,10 @@ def _rate(header: dict[str, str], time_s: np.ndarray, path: Path) -> float:
         rate = _float_or_none(header.get(key, ""))
         if rate is not None and rate > 0:
             if from_times is not None and abs(from_times - rate) > 0.01 * rate:
-                warnings.warn(f"{path}: {key}={rate:g} Hz but the Time column implies {from_times:.4g} Hz; "
-                              f"using {key}", stacklevel=3)
+                warnings.warn(
+                    f"{path}: {key}={rate:g} Hz but the Time column implies {from_times:.4g} Hz; using {key}",
+                    stacklevel=3,
+                )
             return float(rate)
     if from_times is None:
         raise InputError(path, "no DataRate/CameraRate in the header and a single frame: rate unknown")

@@ -32,21 +32,34 @@ import sys
 import time
 from pathlib import Path
 
-SHARED_DATA = Path(os.environ.get("MUSCLERL_SHARED_DATA",
-                                  Path(__file__).resolve().parents[2].parent / "shared" / "data"))
+SHARED_DATA = Path(
+    os.environ.get("MUSCLERL_SHARED_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data")
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frames", type=int, default=1000, help="frames in the target clip")
-    parser.add_argument("--mink-frames", type=int, default=None,
-                        help="frames solved by mink (default: all; it is the slow one)")
-    parser.add_argument("--chunk-len", type=int, default=None,
-                        help="our frames per warm-start chain (default: frames / chains per call)")
+    parser.add_argument(
+        "--mink-frames",
+        type=int,
+        default=None,
+        help="frames solved by mink (default: all; it is the slow one)",
+    )
+    parser.add_argument(
+        "--chunk-len",
+        type=int,
+        default=None,
+        help="our frames per warm-start chain (default: frames / chains per call)",
+    )
     parser.add_argument("--no-mink", action="store_true", help="skip mink")
     parser.add_argument("--no-opensim", action="store_true", help="skip OpenSim")
-    parser.add_argument("--cpu-devices", type=int, default=None,
-                        help="JAX CPU devices for ours (default: one per core this process may use; "
-                        "1 = one core, as mink uses)")
+    parser.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=None,
+        help="JAX CPU devices for ours (default: one per core this process may use; "
+        "1 = one core, as mink uses)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -62,8 +75,14 @@ def run(args: argparse.Namespace) -> int:
 
     # No persistent compilation cache here: the bench reports compile seconds.
     set_cpu_devices(args.cpu_devices or available_cores())
-    result = bench(args.frames, args.mink_frames, args.chunk_len, not args.no_mink,
-                   not args.no_opensim, progress=not args.json)
+    result = bench(
+        args.frames,
+        args.mink_frames,
+        args.chunk_len,
+        not args.no_mink,
+        not args.no_opensim,
+        progress=not args.json,
+    )
     print_result(result, args.json, key_width=34)
     return 0
 
@@ -71,8 +90,14 @@ def run(args: argparse.Namespace) -> int:
 TOL = 1e-4  # relative cost decrease at which both solvers stop on a frame
 
 
-def bench(frames: int, mink_frames: int | None, chunk_len: int | None, with_mink: bool,
-          with_opensim: bool, progress: bool = False) -> dict:
+def bench(
+    frames: int,
+    mink_frames: int | None,
+    chunk_len: int | None,
+    with_mink: bool,
+    with_opensim: bool,
+    progress: bool = False,
+) -> dict:
     import numpy as np
 
     from musclerl.models.registry import load_model
@@ -80,8 +105,13 @@ def bench(frames: int, mink_frames: int | None, chunk_len: int | None, with_mink
 
     model = load_model("myolegs")
     clip = synthetic_clip(model, n_frames=frames, noise_m=0.002, seed=0)
-    out: dict = {"model": "myolegs", "frames": frames, "markers": len(clip.marker_bodies),
-                 "cpu_count": os.cpu_count(), "load_avg_1min": round(os.getloadavg()[0], 2)}
+    out: dict = {
+        "model": "myolegs",
+        "frames": frames,
+        "markers": len(clip.marker_bodies),
+        "cpu_count": os.cpu_count(),
+        "load_avg_1min": round(os.getloadavg()[0], 2),
+    }
     out.update(_bench_ours(model, clip, chunk_len))
     if with_mink:
         out.update(_bench_mink(model, clip, mink_frames or frames, progress))
@@ -106,10 +136,13 @@ def _errors(model, clip, qs, frames):
     marker_rms = float(np.sqrt(np.mean(np.sum((pred - clip.markers_m[:frames]) ** 2, axis=-1))))
     err = np.degrees(qs[:, clip.coord_qadr] - clip.q[:frames, clip.coord_qadr])
     viol = lim.violation(qs, skip_qadr=eq.dep_qadr)
-    return {"marker_rms_m": marker_rms, "coord_rms_deg": float(np.sqrt(np.mean(err ** 2))),
-            "equality_residual_max": eq.residual_max(qs),
-            "joint_limit_violation_frac": float(np.mean(viol > 0)),
-            "joint_limit_violation_max": float(viol.max())}
+    return {
+        "marker_rms_m": marker_rms,
+        "coord_rms_deg": float(np.sqrt(np.mean(err**2))),
+        "equality_residual_max": eq.residual_max(qs),
+        "joint_limit_violation_frac": float(np.mean(viol > 0)),
+        "joint_limit_violation_max": float(viol.max()),
+    }
 
 
 def _bench_ours(model, clip, chunk_len: int | None) -> dict:
@@ -122,9 +155,11 @@ def _bench_ours(model, clip, chunk_len: int | None) -> dict:
 
     t0 = time.perf_counter()
     tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)
-    problem = IKProblem(tree, [MarkerTask(tree, clip.marker_bodies, clip.local_points_m),
-                               PostureTask(model.qpos0, 1e-6)],
-                        [JointLimits(model), JointEqualities(model), Smoothness(1e-4)])
+    problem = IKProblem(
+        tree,
+        [MarkerTask(tree, clip.marker_bodies, clip.local_points_m), PostureTask(model.qpos0, 1e-6)],
+        [JointLimits(model), JointEqualities(model), Smoothness(1e-4)],
+    )
     targets = {"markers": clip.markers_m}
     first = solve_clip(problem, targets, model.qpos0, chunk_len=chunk_len, tol=TOL)
     first_s = time.perf_counter() - t0
@@ -199,10 +234,14 @@ def _bench_mink(model, clip, frames: int, progress: bool) -> dict:
         q = config.q.copy()
         qs[f] = q
     elapsed = time.perf_counter() - start
-    errors = _errors(model, clip, qs[:, :model.nq], frames)
-    return {"mink_frames": frames, "mink_solve_s": elapsed, "mink_fps": frames / elapsed,
-            "mink_iterations_mean": float(iterations.mean()),
-            **{f"mink_{k}": v for k, v in errors.items()}}
+    errors = _errors(model, clip, qs[:, : model.nq], frames)
+    return {
+        "mink_frames": frames,
+        "mink_solve_s": elapsed,
+        "mink_fps": frames / elapsed,
+        "mink_iterations_mean": float(iterations.mean()),
+        **{f"mink_{k}": v for k, v in errors.items()},
+    }
 
 
 def _markers_at(model, q, names):
@@ -248,9 +287,12 @@ def _bench_opensim() -> dict:
             tool.run()
             elapsed = time.perf_counter() - start
         frames = opensim.Storage(str(Path(tmp) / "ik.mot")).getSize()
-    return {"opensim": f"OpenSim {opensim.__version__} IK, gait2354 subject01_walk1",
-            "opensim_frames": frames, "opensim_solve_s": elapsed,
-            "opensim_ms_per_frame": 1000.0 * elapsed / max(frames, 1)}
+    return {
+        "opensim": f"OpenSim {opensim.__version__} IK, gait2354 subject01_walk1",
+        "opensim_frames": frames,
+        "opensim_solve_s": elapsed,
+        "opensim_ms_per_frame": 1000.0 * elapsed / max(frames, 1),
+    }
 
 
 @contextlib.contextmanager

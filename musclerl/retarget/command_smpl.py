@@ -30,22 +30,31 @@ MOTION_SUFFIXES = (".npz", ".txt")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("motion", nargs="+",
-                        help="AMASS/SMPL .npz or DeepMimic .txt file(s), or a folder of them")
-    parser.add_argument("--model", default="myolegs",
-                        help="registered model with a keypoint table: myolegs, myofullbody, "
-                        "musclemimic-fullbody, tiny")
+    parser.add_argument(
+        "motion", nargs="+", help="AMASS/SMPL .npz or DeepMimic .txt file(s), or a folder of them"
+    )
+    parser.add_argument(
+        "--model",
+        default="myolegs",
+        help="registered model with a keypoint table: myolegs, myofullbody, musclemimic-fullbody, tiny",
+    )
     parser.add_argument("--out", required=True, help="output Trajectory .npz (a folder for many motions)")
     parser.add_argument("--report", help="quality report JSON (many motions: always written)")
     parser.add_argument("--plot", help="quality plot PNG; with many motions any value turns plots on")
     parser.add_argument("--no-scale", action="store_true", help="keep the model's own segment lengths")
-    parser.add_argument("--no-ground", action="store_true",
-                        help="keypoint IK only: no contact, terrain or ground constraint")
-    parser.add_argument("--y-up", action="store_true",
-                        help="AMASS file in SMPL's Y-up frame (not AMASS's Z-up)")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="parallel processes for many motions (default 1: one process, motions "
-                        "spread over its JAX devices)")
+    parser.add_argument(
+        "--no-ground", action="store_true", help="keypoint IK only: no contact, terrain or ground constraint"
+    )
+    parser.add_argument(
+        "--y-up", action="store_true", help="AMASS file in SMPL's Y-up frame (not AMASS's Z-up)"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="parallel processes for many motions (default 1: one process, motions "
+        "spread over its JAX devices)",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,12 +95,25 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     result = retarget_keypoints(motion, options.model, params, solvers)
     seconds = time.perf_counter() - start
     names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
-    report, series = quality_report(result.prepared.model, result.trajectory.qpos, result.trajectory.rate_hz,
-                                    target_errors_m=result.keypoint_error_m, target_names=names,
-                                    converged=result.converged, solve_seconds=result.metrics["solve_s"],
-                                    terrain=result.trajectory.terrain)
-    for key in ("penetration_frac", "penetration_max_m", "skating_mps", "skating_max_mps", "stance_frac",
-                "terrain"):
+    report, series = quality_report(
+        result.prepared.model,
+        result.trajectory.qpos,
+        result.trajectory.rate_hz,
+        target_errors_m=result.keypoint_error_m,
+        target_names=names,
+        converged=result.converged,
+        solve_seconds=result.metrics["solve_s"],
+        terrain=result.trajectory.terrain,
+        loop=bool(result.trajectory.clip_loop[0]),
+    )
+    for key in (
+        "penetration_frac",
+        "penetration_max_m",
+        "skating_mps",
+        "skating_max_mps",
+        "stance_frac",
+        "terrain",
+    ):
         if key in result.metrics:
             report[key] = result.metrics[key]
     report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
@@ -117,14 +139,19 @@ def plot_terrain(path: Path, result) -> None:
     traj = result.trajectory
     terrain = traj.terrain
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    sole = traj.site_pos_m[:, -len(traj.contact_names):]
+    sole = traj.site_pos_m[:, -len(traj.contact_names) :]
     planted = sole[traj.contact]
     if terrain is not None:
         rows, cols = terrain.height_m.shape
-        extent = [terrain.origin_m[0], terrain.origin_m[0] + (cols - 1) * terrain.cell_m,
-                  terrain.origin_m[1], terrain.origin_m[1] + (rows - 1) * terrain.cell_m]
-        image = axes[0].imshow(terrain.height_m, origin="lower", extent=extent, cmap="viridis",
-                               aspect="equal")
+        extent = [
+            terrain.origin_m[0],
+            terrain.origin_m[0] + (cols - 1) * terrain.cell_m,
+            terrain.origin_m[1],
+            terrain.origin_m[1] + (rows - 1) * terrain.cell_m,
+        ]
+        image = axes[0].imshow(
+            terrain.height_m, origin="lower", extent=extent, cmap="viridis", aspect="equal"
+        )
         fig.colorbar(image, ax=axes[0], label="height (m)")
         path_xy = sole.mean(axis=1)[:, :2]
         axes[1].plot(path_xy[:, 0], terrain.height_at(path_xy), label="terrain under the feet")
@@ -143,8 +170,14 @@ def plot_terrain(path: Path, result) -> None:
     plt.close(fig)
 
 
-def write_outputs(path: Path, options: SmplOptions, out: Path, report: Path | None,
-                  plot: Path | None, solvers: dict | None = None) -> dict:
+def write_outputs(
+    path: Path,
+    options: SmplOptions,
+    out: Path,
+    report: Path | None,
+    plot: Path | None,
+    solvers: dict | None = None,
+) -> dict:
     """Retarget ``path`` and write the Trajectory, report and plots; returns the report."""
     import numpy as np
 
@@ -158,8 +191,11 @@ def write_outputs(path: Path, options: SmplOptions, out: Path, report: Path | No
     if plot is not None:
         traj = result.trajectory
         model = result.prepared.model
-        coords = {name: np.degrees(traj.qpos[:, model.jnt_qposadr[model.joint(name).id]])
-                  for name in ("hip_flexion_r", "knee_angle_r", "ankle_angle_r") if name in traj.joint_names}
+        coords = {
+            name: np.degrees(traj.qpos[:, model.jnt_qposadr[model.joint(name).id]])
+            for name in ("hip_flexion_r", "knee_angle_r", "ankle_angle_r")
+            if name in traj.joint_names
+        }
         plot_report(plot, report_dict, series, coords, title=path.name)
         if traj.terrain is not None:
             plot_terrain(plot.with_name(plot.stem + "_terrain.png"), result)
@@ -180,8 +216,14 @@ def retarget_motion(path: Path, options: SmplOptions, out_dir: Path, plot: bool,
     from musclerl.errors import InputError
 
     try:
-        return write_outputs(path, options, out_dir / f"{path.stem}.npz", out_dir / f"{path.stem}.json",
-                             out_dir / f"{path.stem}.png" if plot else None, state.setdefault("solvers", {}))
+        return write_outputs(
+            path,
+            options,
+            out_dir / f"{path.stem}.npz",
+            out_dir / f"{path.stem}.json",
+            out_dir / f"{path.stem}.png" if plot else None,
+            state.setdefault("solvers", {}),
+        )
     except InputError as err:
         return {"trial": str(path), "error": str(err)}
 
@@ -191,15 +233,21 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.retarget import batch
 
     batch.configure_jax(args.jobs)
-    options = SmplOptions(model=args.model, scale=not args.no_scale, ground=not args.no_ground,
-                          y_up=args.y_up)
+    options = SmplOptions(
+        model=args.model, scale=not args.no_scale, ground=not args.no_ground, y_up=args.y_up
+    )
     motions = expand_motions(args.motion)
     if len(motions) == 1 and not Path(args.motion[0]).is_dir():
         out = Path(args.out)
         if out.suffix.lower() != ".npz":
             raise InputError(out, "--out must be a .npz file for one motion")
-        write_outputs(motions[0], options, out, Path(args.report) if args.report else None,
-                      Path(args.plot) if args.plot else None)
+        write_outputs(
+            motions[0],
+            options,
+            out,
+            Path(args.report) if args.report else None,
+            Path(args.plot) if args.plot else None,
+        )
         return 0
     out_dir = Path(args.out)
     if out_dir.suffix.lower() == ".npz":
@@ -215,8 +263,9 @@ def run(args: argparse.Namespace) -> int:
             rows[m] = batch.skipped_row(m, out_dir / f"{m.stem}.json")
         else:
             todo.append(m)
-    done = batch.run_items(todo, retarget_motion, (options, out_dir, bool(args.plot)), jobs=args.jobs,
-                           desc="retarget smpl")
+    done = batch.run_items(
+        todo, retarget_motion, (options, out_dir, bool(args.plot)), jobs=args.jobs, desc="retarget smpl"
+    )
     rows.update(zip(todo, done, strict=True))
     table = batch.summary_rows([rows[m] for m in motions])
     batch.write_summary(out_dir, table)

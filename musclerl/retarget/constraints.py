@@ -73,19 +73,31 @@ class Constraint:
     def project(self, tree: KinematicTree, q: jnp.ndarray) -> jnp.ndarray:
         return q
 
-    def residual(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None,
-                 prev: Previous) -> jnp.ndarray | None:
+    def residual(
+        self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None, prev: Previous
+    ) -> jnp.ndarray | None:
         return None
 
-    def residual_jacobian(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None,
-                          prev: Previous, dq_dx: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray] | None:
+    def residual_jacobian(
+        self,
+        tree: KinematicTree,
+        q: jnp.ndarray,
+        target: jnp.ndarray | None,
+        prev: Previous,
+        dq_dx: jnp.ndarray,
+    ) -> tuple[jnp.ndarray, jnp.ndarray] | None:
         """Optional closed form of :meth:`residual`: rows (k,) and their Jacobian (k, n) w.r.t.
         the solver's variables, given ``dq_dx`` (nq, n). None (the default) makes the solver
         differentiate :meth:`residual` with ``jax.jacfwd``."""
         return None
 
-    def finalize(self, problem: IKProblem, targets: dict[str, np.ndarray], result: IKResult,
-                 resolve: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]) -> IKResult:
+    def finalize(
+        self,
+        problem: IKProblem,
+        targets: dict[str, np.ndarray],
+        result: IKResult,
+        resolve: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
+    ) -> IKResult:
         return result
 
 
@@ -155,8 +167,11 @@ class JointEqualities(Constraint):
                 q0_ind.append(0.0)
                 coef.append(np.array([model.eq_data[e, 0], 0, 0, 0, 0], dtype=np.float64))
         require(len(set(dep_q)) == len(dep_q), "model", "a joint is constrained by two equalities")
-        require(not set(dep_q) & set(ind_q[i] for i, c in enumerate(coef) if np.any(c[1:])),
-                "model", "chained joint equalities are not supported")
+        require(
+            not set(dep_q) & set(ind_q[i] for i, c in enumerate(coef) if np.any(c[1:])),
+            "model",
+            "chained joint equalities are not supported",
+        )
         self.dep_qadr = np.array(dep_q, dtype=np.int64)
         self.dep_dofs = np.array(dep_dof, dtype=np.int64)
         self.ind_qadr = np.array(ind_q, dtype=np.int64)
@@ -217,18 +232,17 @@ class Smoothness(Constraint):
         coordinate differences are linear in ``q``, and so is the rotation vector
         :func:`_quat_diff` (``2 vec(conj(q_prev) q)``, up to its sign)."""
         rows = []
-        scalar = np.array([j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)],
-                          dtype=np.int64)
+        scalar = np.array([j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)], dtype=np.int64)
         if scalar.size:
             rows.append((q[scalar] - prev.q[scalar], lambda d: d[scalar]))
         for j in tree.all_joints():
             a = j.qpos_adr
             if j.type == FREE:
-                rows.append((q[a:a + 3] - prev.q[a:a + 3], lambda d, a=a: d[a:a + 3]))
+                rows.append((q[a : a + 3] - prev.q[a : a + 3], lambda d, a=a: d[a : a + 3]))
                 a = a + 3
             if j.type in (FREE, BALL):
-                diff, rate = _quat_diff(prev.q[a:a + 4], q[a:a + 4])
-                rows.append((diff, lambda d, a=a, rate=rate: rate @ d[a:a + 4]))
+                diff, rate = _quat_diff(prev.q[a : a + 4], q[a : a + 4])
+                rows.append((diff, lambda d, a=a, rate=rate: rate @ d[a : a + 4]))
         return rows
 
 
@@ -243,8 +257,11 @@ def _quat_diff(q_from: jnp.ndarray, q_to: jnp.ndarray) -> tuple[jnp.ndarray, jnp
 
 def muscle_tendon_ids(model: mujoco.MjModel) -> np.ndarray:
     """Tendon ids driven by muscle actuators (all tendons when no muscle drives one)."""
-    ids = [int(model.actuator_trnid[a, 0]) for a in muscle_ids(model)
-           if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_TENDON]
+    ids = [
+        int(model.actuator_trnid[a, 0])
+        for a in muscle_ids(model)
+        if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_TENDON
+    ]
     return np.array(sorted(set(ids)) if ids else range(model.ntendon), dtype=np.int64)
 
 
@@ -265,8 +282,9 @@ def tendon_lengths(model: mujoco.MjModel, qs: np.ndarray, tendons: np.ndarray | 
 UNEXPLAINED_FRAC = 0.01
 
 
-def predicted_tendon_changes(model: mujoco.MjModel, qs: np.ndarray, lengths: np.ndarray,
-                             tendons: np.ndarray | None = None) -> np.ndarray:
+def predicted_tendon_changes(
+    model: mujoco.MjModel, qs: np.ndarray, lengths: np.ndarray, tendons: np.ndarray | None = None
+) -> np.ndarray:
     """Length changes (T-1, k), metres, that the paths' moment arms predict from frame t to t+1:
     the trapezoid of the directional derivatives of the lengths along the tangent ``v`` from
     ``q[t]`` to ``q[t+1]`` (``mj_differentiatePos``), taken at both ends by forward differences
@@ -284,8 +302,9 @@ def predicted_tendon_changes(model: mujoco.MjModel, qs: np.ndarray, lengths: np.
     return 0.5 * ((moved_lengths[:pairs] - lengths[:-1]) + (moved_lengths[pairs:] - lengths[1:])) / step
 
 
-def tendon_jumps(lengths: np.ndarray, max_jump_frac: float,
-                 predicted: np.ndarray | None = None) -> np.ndarray:
+def tendon_jumps(
+    lengths: np.ndarray, max_jump_frac: float, predicted: np.ndarray | None = None
+) -> np.ndarray:
     """(T,) bool: frame t's muscle path jumped since frame t-1 (frame 0 is never flagged).
 
     A jump: some path's length (``lengths`` (T, k)) changed by more than ``max_jump_frac`` of it,
@@ -323,8 +342,13 @@ class TendonContinuity(Constraint):
 
     name = "tendon_continuity"
 
-    def __init__(self, model: mujoco.MjModel, max_jump_frac: float = 0.05, rounds: int = 2,
-                 repair_weight: float = 100.0):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        max_jump_frac: float = 0.05,
+        rounds: int = 2,
+        repair_weight: float = 100.0,
+    ):
         require(max_jump_frac > 0, self.name, "max_jump_frac must be positive")
         self.model = model
         self.max_jump_frac = float(max_jump_frac)
@@ -348,7 +372,7 @@ class TendonContinuity(Constraint):
             flagged = np.flatnonzero(jumps)
             frames = np.unique(np.clip(np.concatenate([flagged - 1, flagged]), 0, last))
             anchor = self._interpolate_good(q, frames, problem.linear_qadr)
-            weight = np.full(frames.size, self.repair_weight * 10.0 ** round_)
+            weight = np.full(frames.size, self.repair_weight * 10.0**round_)
             q_new, conv_new, it_new = resolve(frames, anchor, anchor, weight)
             q[frames], converged[frames] = q_new, conv_new
             iterations[frames] += it_new
@@ -362,8 +386,14 @@ class TendonContinuity(Constraint):
                 if jumps[span].sum() >= found[span].sum():
                     q[run], converged[run] = result.q[run], result.converged[run]
             jumps = self.jumps(q)
-        return dataclasses.replace(result, q=q, converged=converged, iterations=iterations,
-                                   tendon_jump=jumps, tendon_jumps_detected=int(found.sum()))
+        return dataclasses.replace(
+            result,
+            q=q,
+            converged=converged,
+            iterations=iterations,
+            tendon_jump=jumps,
+            tendon_jumps_detected=int(found.sum()),
+        )
 
     def jumps(self, qs: np.ndarray) -> np.ndarray:
         """(T,) frames of ``qs`` (T, nq) whose muscle paths jumped (:func:`tendon_jumps`, with the

@@ -37,8 +37,9 @@ class ContactParams:
     min_phase_s: float = 0.06
 
 
-def point_speed_mps(points_m: np.ndarray, rate_hz: float, loop: bool = False,
-                    smooth_s: float = 0.0) -> np.ndarray:
+def point_speed_mps(
+    points_m: np.ndarray, rate_hz: float, loop: bool = False, smooth_s: float = 0.0
+) -> np.ndarray:
     """Speed of each point, (T, P) in m/s, by central differences (wrapping when ``loop``).
 
     ``points_m`` is (T, P, 3). ``smooth_s`` > 0 averages positions over that many seconds first.
@@ -58,8 +59,9 @@ def point_speed_mps(points_m: np.ndarray, rate_hz: float, loop: bool = False,
     return np.linalg.norm(vel, axis=-1)
 
 
-def height_above_local_level_m(heights_m: np.ndarray, rate_hz: float, window_s: float,
-                               loop: bool = False) -> np.ndarray:
+def height_above_local_level_m(
+    heights_m: np.ndarray, rate_hz: float, window_s: float, loop: bool = False
+) -> np.ndarray:
     """Height (T, P) of each point above its own support level nearby in time.
 
     The level is the minimum height over the next ``window_s`` or over the previous ``window_s``
@@ -127,8 +129,9 @@ def remove_short_phases(flags: np.ndarray, min_frames: int) -> np.ndarray:
     return out
 
 
-def detect_contacts(points_m: np.ndarray, rate_hz: float, loop: bool = False,
-                    params: ContactParams | None = None) -> np.ndarray:
+def detect_contacts(
+    points_m: np.ndarray, rate_hz: float, loop: bool = False, params: ContactParams | None = None
+) -> np.ndarray:
     """Stance flags (T, P) bool for foot points ``points_m`` (T, P, 3), world metres, Z up."""
     params = params or ContactParams()
     pts = np.asarray(points_m, dtype=float)
@@ -164,6 +167,7 @@ def dilate_flags(flags: np.ndarray, frames: int, loop: bool = False) -> np.ndarr
     """Grow stance runs by ``frames`` on each side (T, P), across the clip's end when ``loop``."""
     if frames <= 0:
         return np.asarray(flags, dtype=bool)
-    grown = maximum_filter1d(np.asarray(flags, dtype=np.uint8), size=2 * frames + 1, axis=0,
-                             mode="wrap" if loop else "nearest")
+    grown = maximum_filter1d(
+        np.asarray(flags, dtype=np.uint8), size=2 * frames + 1, axis=0, mode="wrap" if loop else "nearest"
+    )
     return grown.astype(bool)

@@ -136,8 +136,9 @@ class Correspondence:
 def table_key(model_name: str) -> str:
     """The table row for a registry name (MJCF paths are not covered)."""
     if model_name not in MODEL_LANDMARKS:
-        raise InputError(model_name, "no keypoint correspondence for this model; "
-                                     f"known: {sorted(MODEL_LANDMARKS)}")
+        raise InputError(
+            model_name, f"no keypoint correspondence for this model; known: {sorted(MODEL_LANDMARKS)}"
+        )
     return model_name
 
 
@@ -150,13 +151,15 @@ def source_kind(keypoint_names: tuple[str, ...]) -> str:
     raise InputError("motion", "keypoints are neither SMPL's 24 joints nor DeepMimic's humanoid3d points")
 
 
-def correspondence(model_name: str, kind: str, keypoint_names: tuple[str, ...],
-                   derived: tuple[str, ...]) -> Correspondence:
+def correspondence(
+    model_name: str, kind: str, keypoint_names: tuple[str, ...], derived: tuple[str, ...]
+) -> Correspondence:
     """Landmarks present on both sides: the model's table entries plus ``derived`` ones
     (sole points, trunk), and the source's keypoints."""
     model_side = set(MODEL_LANDMARKS[table_key(model_name)]) | set(derived)
-    pairs = [(lm, kp) for lm, kp in SOURCE_LANDMARKS[kind].items()
-             if lm in model_side and kp in keypoint_names]
+    pairs = [
+        (lm, kp) for lm, kp in SOURCE_LANDMARKS[kind].items() if lm in model_side and kp in keypoint_names
+    ]
     if len(pairs) < 6:
         raise InputError(model_name, f"only {len(pairs)} keypoints correspond to this model; need 6")
     landmarks = tuple(p[0] for p in pairs)
@@ -192,5 +195,8 @@ def check_upright(kind: str, names: tuple[str, ...], positions_m: np.ndarray, so
         along = "XYZ"[int(np.argmax(np.abs(direction)))]
         sign = "+" if direction[int(np.argmax(np.abs(direction)))] > 0 else "-"
         hint = " (an SMPL file in SMPL's own Y-up frame needs --y-up)" if along == "Y" else ""
-        raise InputError(source or "motion", f"the body's trunk points along {sign}{along}, not up (+Z), "
-                                             f"in most frames: is the file's up axis right?{hint}")
+        raise InputError(
+            source or "motion",
+            f"the body's trunk points along {sign}{along}, not up (+Z), "
+            f"in most frames: is the file's up axis right?{hint}",
+        )

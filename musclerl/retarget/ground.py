@@ -28,6 +28,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
+from musclerl.envs.geometry import geom_lowest_z as lowest_z
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget.contact import stance_phases
 
@@ -61,8 +62,12 @@ def geom_surface_samples(model: mujoco.MjModel, geom: int, n: int = 400) -> np.n
             caps[:, 2] += np.where(caps[:, 2] >= 0, h, -h)
             return np.concatenate([pts, caps])
         disk = np.stack(np.meshgrid(np.linspace(0, r, 4), ring), axis=-1).reshape(-1, 2)
-        ends = [np.column_stack([disk[:, 0] * np.cos(disk[:, 1]), disk[:, 0] * np.sin(disk[:, 1]),
-                                 np.full(len(disk), s * h)]) for s in (-1, 1)]
+        ends = [
+            np.column_stack(
+                [disk[:, 0] * np.cos(disk[:, 1]), disk[:, 0] * np.sin(disk[:, 1]), np.full(len(disk), s * h)]
+            )
+            for s in (-1, 1)
+        ]
         return np.concatenate([pts, *ends])
     if gtype == g.mjGEOM_BOX:
         k = max(int(np.sqrt(n / 6)), 2)
@@ -79,7 +84,7 @@ def geom_surface_samples(model: mujoco.MjModel, geom: int, n: int = 400) -> np.n
     if gtype == g.mjGEOM_MESH:
         mesh = int(model.geom_dataid[geom])
         start, count = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
-        return np.array(model.mesh_vert[start:start + count], dtype=float)
+        return np.array(model.mesh_vert[start : start + count], dtype=float)
     raise ValueError(f"geom {geom}: type {gtype} has no surface samples (plane/hfield/sdf)")
 
 
@@ -101,6 +106,38 @@ def collision_geoms(model: mujoco.MjModel, bodies: list[int] | None = None) -> n
             continue
         keep.append(g)
     return np.asarray(keep, dtype=int)
+
+
+def geom_lowest_z(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray) -> np.ndarray:
+    """Lowest world z (G,) of primitive geoms at the pose in ``data`` (meshes: centre - rbound)."""
+    geoms = np.asarray(geoms, dtype=int)
+    return lowest_z(
+        model.geom_type[geoms],
+        model.geom_size[geoms],
+        model.geom_rbound[geoms],
+        data.geom_xpos[geoms],
+        data.geom_xmat[geoms].reshape(-1, 3, 3),
+        np,
+    )
+
+
+def body_collision_geoms(model: mujoco.MjModel) -> np.ndarray:
+    """Collidable geoms on moving bodies (not the world), (G,) ids."""
+    collidable = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
+    moving = model.geom_bodyid != 0
+    primitive = model.geom_type != mujoco.mjtGeom.mjGEOM_PLANE
+    return np.flatnonzero(collidable & moving & primitive)
+
+
+def foot_geoms(model: mujoco.MjModel, tolerance_m: float = 0.04) -> np.ndarray:
+    """Collidable geoms whose lowest point at ``qpos0`` is within ``tolerance_m`` of the lowest one."""
+    geoms = body_collision_geoms(model)
+    if len(geoms) == 0:
+        return geoms
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    low = geom_lowest_z(model, data, geoms)
+    return geoms[low <= low.min() + tolerance_m]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,8 +198,9 @@ class GroundContact:
     params: GroundParams = GroundParams()
 
     @classmethod
-    def from_motion(cls, sole_m: np.ndarray, flags: np.ndarray, terrain: Terrain,
-                    params: GroundParams | None = None) -> GroundContact:
+    def from_motion(
+        cls, sole_m: np.ndarray, flags: np.ndarray, terrain: Terrain, params: GroundParams | None = None
+    ) -> GroundContact:
         """Anchors from sole point positions ``sole_m`` (T, P, 3) of an unconstrained pass."""
         flags = np.asarray(flags, dtype=bool)
         anchors = np.full(sole_m.shape, np.nan)
@@ -185,8 +223,9 @@ class GroundContact:
         return targets
 
 
-def penetration_m(model: mujoco.MjModel, qpos: np.ndarray, terrain: Terrain,
-                  surface: GeomSurface) -> np.ndarray:
+def penetration_m(
+    model: mujoco.MjModel, qpos: np.ndarray, terrain: Terrain, surface: GeomSurface
+) -> np.ndarray:
     """Depth (T, G) of each geom's lowest point below the terrain, metres (0 when above)."""
     data = mujoco.MjData(model)
     out = np.zeros((len(qpos), len(surface.geom_ids)))
@@ -221,4 +260,3 @@ def skating_mps(sole_m: np.ndarray, flags: np.ndarray, rate_hz: float) -> np.nda
     both = flags[1:] & flags[:-1]
     out[1:] = np.where(both, step, 0.0)
     return out
-

@@ -51,8 +51,14 @@ class SoleContact(Constraint):
 
     target_required = True
 
-    def __init__(self, model: mujoco.MjModel, tree: KinematicTree, sole_sites: tuple[str, ...],
-                 weight: float = 1e3, name: str = "ground"):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        tree: KinematicTree,
+        sole_sites: tuple[str, ...],
+        weight: float = 1e3,
+        name: str = "ground",
+    ):
         ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sole_sites]
         missing = [s for s, i in zip(sole_sites, ids, strict=True) if i < 0]
         if missing:

@@ -51,11 +51,23 @@ from musclerl.retarget.rotations import (
     quat_to_mat,
 )
 
-__all__ = ["KinematicTree", "TreeJoint", "mat_log", "mat_to_quat", "quat_mul", "quat_rotate",
-           "quat_to_mat", "quat_exp"]
+__all__ = [
+    "KinematicTree",
+    "TreeJoint",
+    "mat_log",
+    "mat_to_quat",
+    "quat_mul",
+    "quat_rotate",
+    "quat_to_mat",
+    "quat_exp",
+]
 
-FREE, BALL, SLIDE, HINGE = (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL),
-                            int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE))
+FREE, BALL, SLIDE, HINGE = (
+    int(mujoco.mjtJoint.mjJNT_FREE),
+    int(mujoco.mjtJoint.mjJNT_BALL),
+    int(mujoco.mjtJoint.mjJNT_SLIDE),
+    int(mujoco.mjtJoint.mjJNT_HINGE),
+)
 JOINT_NQ = {FREE: 7, BALL: 4, SLIDE: 1, HINGE: 1}
 JOINT_NV = {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}
 
@@ -102,8 +114,9 @@ class KinematicTree:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_model(cls, model: mujoco.MjModel,
-                   keep_bodies: Iterable[str | int] | None = None) -> KinematicTree:
+    def from_model(
+        cls, model: mujoco.MjModel, keep_bodies: Iterable[str | int] | None = None
+    ) -> KinematicTree:
         """Tree of the bodies on the paths to ``keep_bodies`` (names or ids; None = all)."""
         if keep_bodies is None:
             wanted = set(range(1, model.nbody))
@@ -124,20 +137,29 @@ class KinematicTree:
             for j in range(first, first + count):
                 jtype = int(model.jnt_type[j])
                 adr = int(model.jnt_qposadr[j])
-                body_joints.append(TreeJoint(
-                    name=model.joint(j).name, type=jtype, qpos_adr=adr,
-                    dof_adr=int(model.jnt_dofadr[j]),
-                    pos=tuple(float(x) for x in model.jnt_pos[j]),
-                    axis=tuple(float(x) for x in model.jnt_axis[j]),
-                    qpos0=float(model.qpos0[adr]) if jtype in (SLIDE, HINGE) else 0.0,
-                ))
+                body_joints.append(
+                    TreeJoint(
+                        name=model.joint(j).name,
+                        type=jtype,
+                        qpos_adr=adr,
+                        dof_adr=int(model.jnt_dofadr[j]),
+                        pos=tuple(float(x) for x in model.jnt_pos[j]),
+                        axis=tuple(float(x) for x in model.jnt_axis[j]),
+                        qpos0=float(model.qpos0[adr]) if jtype in (SLIDE, HINGE) else 0.0,
+                    )
+                )
             joints.append(tuple(body_joints))
         return cls(
-            model=model, model_body_ids=ids, parent=parent,
+            model=model,
+            model_body_ids=ids,
+            parent=parent,
             body_pos=np.array(model.body_pos[ids], dtype=np.float64),
             body_quat=np.array(model.body_quat[ids], dtype=np.float64),
-            joints=tuple(joints), body_names=tuple(model.body(int(b)).name for b in ids),
-            nq=int(model.nq), nv=int(model.nv), qpos0=np.array(model.qpos0, dtype=np.float64),
+            joints=tuple(joints),
+            body_names=tuple(model.body(int(b)).name for b in ids),
+            nq=int(model.nq),
+            nv=int(model.nv),
+            qpos0=np.array(model.qpos0, dtype=np.float64),
         )
 
     # ------------------------------------------------------------------ lookup
@@ -161,8 +183,11 @@ class KinematicTree:
         """A body or site by name -> (lean body index, local pos (3,), local quat (4,))."""
         site_id = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
         if site_id >= 0:
-            return (self.body_index(int(self.model.site_bodyid[site_id])),
-                    np.array(self.model.site_pos[site_id]), np.array(self.model.site_quat[site_id]))
+            return (
+                self.body_index(int(self.model.site_bodyid[site_id])),
+                np.array(self.model.site_pos[site_id]),
+                np.array(self.model.site_quat[site_id]),
+            )
         return self.body_index(name), np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
 
     # ------------------------------------------------------------------ kinematics (JAX)
@@ -222,7 +247,7 @@ class KinematicTree:
             jt.append(jnp.asarray(plan.slide_axis, dtype) * disp[:, None])
             jr.append(jnp.broadcast_to(eye, (plan.slide.size, 3, 3)))
         for _, qadr, anchor in plan.balls:
-            rot = quat_to_mat(normalize(q[qadr:qadr + 4]))
+            rot = quat_to_mat(normalize(q[qadr : qadr + 4]))
             a = jnp.asarray(anchor, dtype)
             jt.append((a - rot @ a)[None])
             jr.append(rot[None])
@@ -239,8 +264,8 @@ class KinematicTree:
             lt = lt + mv(lr, jt[idx])
             lr = mm(lr, jr[idx])
         for body, qadr in plan.frees:
-            lt = lt.at[body].set(q[qadr:qadr + 3])
-            lr = lr.at[body].set(quat_to_mat(normalize(q[qadr + 3:qadr + 7])))
+            lt = lt.at[body].set(q[qadr : qadr + 3])
+            lr = lr.at[body].set(quat_to_mat(normalize(q[qadr + 3 : qadr + 7])))
         # World transforms, level by level; bodies are stored level-contiguous.
         n0 = len(plan.levels[0])
         xt, xr = [lt[plan.levels[0]]], [lr[plan.levels[0]]]
@@ -256,8 +281,15 @@ class KinematicTree:
         nb, width = plan.slots.shape
         bt = jnp.stack(before_t, 1) if width else jnp.zeros((nb, 0, 3), dtype)
         br = jnp.stack(before_r, 1) if width else jnp.zeros((nb, 0, 3, 3), dtype)
-        return (jnp.concatenate(xt), jnp.concatenate(xr), jnp.concatenate(pts),
-                jnp.concatenate(prs), bt, br, jr)
+        return (
+            jnp.concatenate(xt),
+            jnp.concatenate(xr),
+            jnp.concatenate(pts),
+            jnp.concatenate(prs),
+            bt,
+            br,
+            jr,
+        )
 
     def _joint_twists(self, q, xt, xr, par_t, par_r, before_t, before_r, jr):
         """Unit twists of the joints in the world: per hinge/slide joint its angular part (ns, 3)
@@ -280,10 +312,10 @@ class KinematicTree:
             b, k = plan.joint_slot[jid]
             rot = par_r[b] @ before_r[b, k]
             anchor_w = par_t[b] + par_r[b] @ before_t[b, k] + rot @ jnp.asarray(anchor, dtype)
-            cols = rot @ jr[plan.joint_row[jid]] @ quat_rate_matrix(q[qadr:qadr + 4])
+            cols = rot @ jr[plan.joint_row[jid]] @ quat_rate_matrix(q[qadr : qadr + 4])
             quats.append((b, qadr, cols, -jnp.cross(cols.T, anchor_w).T))
         for b, qadr in plan.frees:
-            cols = xr[b] @ quat_rate_matrix(q[qadr + 3:qadr + 7])
+            cols = xr[b] @ quat_rate_matrix(q[qadr + 3 : qadr + 7])
             quats.append((b, qadr + 3, cols, -jnp.cross(cols.T, xt[b]).T))
         return unit_w, unit_c, quats
 
@@ -298,10 +330,10 @@ class KinematicTree:
         c = own @ (unit_c * rate)
         anc = jnp.asarray(plan.ancestors, dq.dtype)
         for body, qadr, cols_w, cols_c in quats:
-            w = w + anc[:, body:body + 1] * (cols_w @ dq[qadr:qadr + 4])
-            c = c + anc[:, body:body + 1] * (cols_c @ dq[qadr:qadr + 4])
+            w = w + anc[:, body : body + 1] * (cols_w @ dq[qadr : qadr + 4])
+            c = c + anc[:, body : body + 1] * (cols_c @ dq[qadr : qadr + 4])
         for body, qadr in plan.frees:
-            c = c + anc[:, body:body + 1] * dq[qadr:qadr + 3]
+            c = c + anc[:, body : body + 1] * dq[qadr : qadr + 3]
         return w, c + jnp.cross(w, xt)
 
     def fk_quat(self, q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -313,8 +345,9 @@ class KinematicTree:
     def _plan(self) -> _FKPlan:
         return _FKPlan.build(self)
 
-    def point_positions(self, q: jnp.ndarray, body_ids: Sequence[int] | np.ndarray,
-                        local_points: jnp.ndarray) -> jnp.ndarray:
+    def point_positions(
+        self, q: jnp.ndarray, body_ids: Sequence[int] | np.ndarray, local_points: jnp.ndarray
+    ) -> jnp.ndarray:
         """World positions (P, 3) of points fixed in bodies.
 
         ``body_ids`` (P,) are **lean** indices (see :meth:`body_index`); ``local_points`` (P, 3)
@@ -335,15 +368,19 @@ class KinematicTree:
         for jnt in self.all_joints():
             a, d = jnt.qpos_adr, jnt.dof_adr
             if jnt.type == FREE:
-                quat = normalize(quat_mul(q[a + 3:a + 7], quat_exp(v[d + 3:d + 6])))
-                q = q.at[a:a + 7].set(jnp.concatenate([q[a:a + 3] + v[d:d + 3], quat]))
+                quat = normalize(quat_mul(q[a + 3 : a + 7], quat_exp(v[d + 3 : d + 6])))
+                q = q.at[a : a + 7].set(jnp.concatenate([q[a : a + 3] + v[d : d + 3], quat]))
             elif jnt.type == BALL:
-                q = q.at[a:a + 4].set(normalize(quat_mul(q[a:a + 4], quat_exp(v[d:d + 3]))))
+                q = q.at[a : a + 4].set(normalize(quat_mul(q[a : a + 4], quat_exp(v[d : d + 3]))))
         return q
 
-    def points_and_jacobian(self, q: jnp.ndarray, body_ids: Sequence[int] | np.ndarray,
-                            local_points: jnp.ndarray, dq_dx: jnp.ndarray | None = None
-                            ) -> tuple[jnp.ndarray, jnp.ndarray]:
+    def points_and_jacobian(
+        self,
+        q: jnp.ndarray,
+        body_ids: Sequence[int] | np.ndarray,
+        local_points: jnp.ndarray,
+        dq_dx: jnp.ndarray | None = None,
+    ) -> tuple[jnp.ndarray, jnp.ndarray]:
         """World positions (P, 3) of body-fixed points and their Jacobian (P, 3, n) w.r.t.
         variables ``x`` with ``dq_dx`` (nq, n) = d qpos / d x (default: qpos itself, n = nq;
         quaternion columns act through the unit-quaternion rate). ``body_ids`` are lean indices.
@@ -371,19 +408,21 @@ class KinematicTree:
             c = (own @ (unit_c[:, :, None] * rate[:, None, :]).reshape(-1, 3 * n)).reshape(nb, 3, n)
         for body, qadr, cols_w, cols_c in quats:
             anc = jnp.asarray(plan.ancestors[:, body], dtype)[:, None, None]
-            w = w + anc * (cols_w @ dq[qadr:qadr + 4])
-            c = c + anc * (cols_c @ dq[qadr:qadr + 4])
+            w = w + anc * (cols_w @ dq[qadr : qadr + 4])
+            c = c + anc * (cols_c @ dq[qadr : qadr + 4])
         for body, qadr in plan.frees:
-            c = c + jnp.asarray(plan.ancestors[:, body], dtype)[:, None, None] * dq[qadr:qadr + 3]
+            c = c + jnp.asarray(plan.ancestors[:, body], dtype)[:, None, None] * dq[qadr : qadr + 3]
         w, c = w[lvl], c[lvl]  # (P, 3, n)
-        px, py, pz = (pts[:, i:i + 1] for i in range(3))
-        jac = c + jnp.stack([w[:, 1] * pz - w[:, 2] * py, w[:, 2] * px - w[:, 0] * pz,
-                             w[:, 0] * py - w[:, 1] * px], axis=1)
+        px, py, pz = (pts[:, i : i + 1] for i in range(3))
+        jac = c + jnp.stack(
+            [w[:, 1] * pz - w[:, 2] * py, w[:, 2] * px - w[:, 0] * pz, w[:, 0] * py - w[:, 1] * px], axis=1
+        )
         return pts, jac
 
     def point_jacobian(self, q: jnp.ndarray, body: int, local_point: jnp.ndarray) -> jnp.ndarray:
         """Jacobian (3, nv) of a point fixed in lean body ``body`` w.r.t. the tangent at ``q``
         (what ``mj_jac`` returns as ``jacp``)."""
+
         def point(v: jnp.ndarray) -> jnp.ndarray:
             return self.point_positions(self.integrate(q, v), [body], local_point[None])[0]
 
@@ -443,8 +482,10 @@ class _FKPlan:
     def build(cls, tree: KinematicTree) -> _FKPlan:
         joints = tree.all_joints()
         nj = len(joints)
-        kinds = {t: np.array([i for i, j in enumerate(joints) if j.type == t], dtype=np.int64)
-                 for t in (HINGE, SLIDE)}
+        kinds = {
+            t: np.array([i for i, j in enumerate(joints) if j.type == t], dtype=np.int64)
+            for t in (HINGE, SLIDE)
+        }
 
         def field(t, f, width=3):
             return np.array([f(joints[i]) for i in kinds[t]], dtype=np.float64).reshape(-1, width)
@@ -470,7 +511,7 @@ class _FKPlan:
         width = max([len(i) for i in per_body] + [0])
         slots = np.full((tree.nbody, width), nj, dtype=np.int64)
         for b, ids in enumerate(per_body):
-            slots[position[b], :len(ids)] = ids
+            slots[position[b], : len(ids)] = ids
         n_levels = int(depth.max()) + 1 if tree.nbody else 0
         levels, parents = [np.flatnonzero(depth[order] == 0)], [None]
         for d in range(1, n_levels):
@@ -495,8 +536,9 @@ class _FKPlan:
             if j.type in (HINGE, SLIDE):
                 axis[i] = j.axis
         scalar = np.array([i for i, j in enumerate(joints) if j.type in (HINGE, SLIDE)], dtype=np.int64)
-        joint_slot = {int(jid): (b, k) for b in range(tree.nbody)
-                      for k, jid in enumerate(slots[b]) if jid < nj}
+        joint_slot = {
+            int(jid): (b, k) for b in range(tree.nbody) for k, jid in enumerate(slots[b]) if jid < nj
+        }
         scalar_body = np.array([joint_slot[int(i)][0] for i in scalar], dtype=np.int64)
         table = list(kinds[HINGE]) + list(kinds[SLIDE]) + [i for i, j in enumerate(joints) if j.type == BALL]
         joint_row = np.full(nj + 1, len(table), dtype=np.int64)
@@ -507,21 +549,32 @@ class _FKPlan:
             scalar_slot_k=np.array([joint_slot[int(i)][1] for i in scalar], dtype=np.int64),
             scalar_ancestors=ancestors[:, scalar_body].reshape(tree.nbody, len(scalar)),
             joint_slot=joint_slot,
-            scalar=scalar, scalar_qadr=np.array([joints[i].qpos_adr for i in scalar], dtype=np.int64),
+            scalar=scalar,
+            scalar_qadr=np.array([joints[i].qpos_adr for i in scalar], dtype=np.int64),
             is_hinge=np.array([float(j.type == HINGE) for j in joints] + [0.0]),
             is_slide=np.array([float(j.type == SLIDE) for j in joints] + [0.0]),
-            axis=axis, anchor=anchor, ancestors=ancestors,
-            n_joints=nj, hinge=kinds[HINGE],
+            axis=axis,
+            anchor=anchor,
+            ancestors=ancestors,
+            n_joints=nj,
+            hinge=kinds[HINGE],
             hinge_qadr=np.array([joints[i].qpos_adr for i in kinds[HINGE]], dtype=np.int64),
-            hinge_q0=field(HINGE, lambda j: j.qpos0, 1)[:, 0], hinge_k1=k1, hinge_k2=k1 @ k1,
-            hinge_pos=field(HINGE, lambda j: j.pos), slide=kinds[SLIDE],
+            hinge_q0=field(HINGE, lambda j: j.qpos0, 1)[:, 0],
+            hinge_k1=k1,
+            hinge_k2=k1 @ k1,
+            hinge_pos=field(HINGE, lambda j: j.pos),
+            slide=kinds[SLIDE],
             slide_qadr=np.array([joints[i].qpos_adr for i in kinds[SLIDE]], dtype=np.int64),
             slide_q0=field(SLIDE, lambda j: j.qpos0, 1)[:, 0],
             slide_axis=field(SLIDE, lambda j: j.axis),
             balls=tuple((i, j.qpos_adr, j.pos) for i, j in enumerate(joints) if j.type == BALL),
             frees=tuple((int(position[b]), a) for b, a in free_of.items()),
-            body_pos=tree.body_pos[order], body_rot=body_rot, slots=slots,
-            levels=tuple(levels), parents=tuple(parents), to_tree_order=position,
+            body_pos=tree.body_pos[order],
+            body_rot=body_rot,
+            slots=slots,
+            levels=tuple(levels),
+            parents=tuple(parents),
+            to_tree_order=position,
         )
 
 

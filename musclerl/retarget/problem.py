@@ -66,8 +66,7 @@ class IKProblem:
     clips (it compiles once per set of target names and shapes and per device count).
     """
 
-    def __init__(self, tree: KinematicTree, tasks: Sequence[Task],
-                 constraints: Sequence[Constraint] = ()):
+    def __init__(self, tree: KinematicTree, tasks: Sequence[Task], constraints: Sequence[Constraint] = ()):
         require(len(tasks) > 0, "IKProblem", "needs at least one task")
         names = [t.name for t in tasks] + [c.name for c in constraints]
         require(len(set(names)) == len(names), "IKProblem", f"duplicate term names in {names}")
@@ -188,7 +187,7 @@ class IKProblem:
         the knee angle through their polynomials)."""
         basis = jnp.asarray(self._basis_linear, q.dtype)
         for qadr, rows, cols in self._basis_rotations:
-            quat = q[qadr:qadr + 4]
+            quat = q[qadr : qadr + 4]
             rate = 0.5 * quat_left_matrix(quat)[:, 1:] / jnp.linalg.norm(quat)  # (4, 3)
             basis = basis + jnp.asarray(rows, q.dtype) @ rate @ jnp.asarray(cols, q.dtype)
         return jax.vmap(lambda t: jax.jvp(self._manifold, (q,), (t,))[1], in_axes=1, out_axes=1)(basis)
@@ -210,13 +209,14 @@ class IKProblem:
             if out is not None:
                 closed[c.name] = out
         counts = self._count_rows(q, frame, prev)
-        rest = [term for term in self.tasks + self.constraints
-                if term.name not in closed and counts[term.name]]
+        rest = [
+            term for term in self.tasks + self.constraints if term.name not in closed and counts[term.name]
+        ]
         if rest:
+
             def rows_of(dx):
                 qx = q + dq_dx @ dx
-                r = jnp.concatenate([jnp.ravel(self._term_residual(term, qx, frame, prev))
-                                     for term in rest])
+                r = jnp.concatenate([jnp.ravel(self._term_residual(term, qx, frame, prev)) for term in rest])
                 return r, r
 
             jac_o, r_o = jax.jacfwd(rows_of, has_aux=True)(jnp.zeros(self.n_vars, q.dtype))
@@ -227,8 +227,8 @@ class IKProblem:
                 jacs.append(closed[term.name][1].reshape(-1, self.n_vars))
             elif counts[term.name]:
                 size = counts[term.name]
-                rows.append(r_o[k:k + size])
-                jacs.append(jac_o[k:k + size])
+                rows.append(r_o[k : k + size])
+                jacs.append(jac_o[k : k + size])
                 k += size
         return jnp.concatenate(jacs), jnp.concatenate(rows)
 
@@ -239,8 +239,9 @@ class IKProblem:
 
     def point_errors_m(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
         """Unweighted point errors (k,) of all positional tasks, NaN where missing."""
-        errs = [e for t in self.tasks
-                if (e := t.position_errors_m(self.tree, q, frame.get(t.name))) is not None]
+        errs = [
+            e for t in self.tasks if (e := t.position_errors_m(self.tree, q, frame.get(t.name))) is not None
+        ]
         return jnp.concatenate(errs) if errs else jnp.full((1,), jnp.nan, q.dtype)
 
     # ------------------------------------------------------------------ one frame of LM
@@ -249,10 +250,16 @@ class IKProblem:
         with initial damping ``lam``."""
         q0 = self.project(q_init)
         n, dtype = self.n_vars, q0.dtype
-        return _LMState(q=q0, hess=jnp.zeros((n, n), dtype), grad=jnp.zeros(n, dtype),
-                        cost=jnp.asarray(jnp.inf, dtype), cand=q0,
-                        lam=jnp.asarray(lam, dtype), it=jnp.asarray(0, jnp.int32),
-                        conv=jnp.asarray(False))
+        return _LMState(
+            q=q0,
+            hess=jnp.zeros((n, n), dtype),
+            grad=jnp.zeros(n, dtype),
+            cost=jnp.asarray(jnp.inf, dtype),
+            cand=q0,
+            lam=jnp.asarray(lam, dtype),
+            it=jnp.asarray(0, jnp.int32),
+            conv=jnp.asarray(False),
+        )
 
     def _lm_step(self, state: _LMState, frame, prev: Previous, tol) -> _LMState:
         """One LM iteration on one frame: linearise at the candidate (rows, Jacobian, and its
@@ -327,8 +334,10 @@ class IKProblem:
                 lm = self._lm_step(lm, here, Previous(q_ref, weight[s]), tol)
                 done = lm.conv | (lm.it >= max_iters[s] + 1)
                 row = jnp.where(done, s, n_sweeps)  # out of range: dropped
-                out = tuple(o.at[row].set(v, mode="drop") for o, v in
-                            zip(out, (lm.q, lm.conv, lm.it - 1, lm.cost), strict=True))
+                out = tuple(
+                    o.at[row].set(v, mode="drop")
+                    for o, v in zip(out, (lm.q, lm.conv, lm.it - 1, lm.cost), strict=True)
+                )
                 chained = done & (mode[s] != GIVEN)
                 q2 = jnp.where(chained, jnp.where(mode[s] == COLD, lm.q, q1), q2)
                 q1 = jnp.where(chained, lm.q, q1)
@@ -338,14 +347,19 @@ class IKProblem:
                 return s, q1, q2, lm, jnp.where(done, fresh_ref, q_ref), out
 
             lm, q_ref = start(0, q1, q2)
-            out = (jnp.zeros((n_sweeps,) + q1.shape, q1.dtype), jnp.zeros(n_sweeps, bool),
-                   jnp.zeros(n_sweeps, jnp.int32), jnp.full(n_sweeps, jnp.nan, q1.dtype))
+            out = (
+                jnp.zeros((n_sweeps,) + q1.shape, q1.dtype),
+                jnp.zeros(n_sweeps, bool),
+                jnp.zeros(n_sweeps, jnp.int32),
+                jnp.full(n_sweeps, jnp.nan, q1.dtype),
+            )
             loop = (jnp.asarray(0, jnp.int32), q1, q2, lm, q_ref, out)
             s, q1, q2, _, _, out = jax.lax.while_loop(lambda loop: loop[0] < n_active, body, loop)
             return (q1, q2), out
 
         return jax.vmap(chain, in_axes=(0, 0, 1, 1, 1, 1), out_axes=((0, 0), 1))(
-            q1, q2, frame, q_given, q_prev, weight)
+            q1, q2, frame, q_given, q_prev, weight
+        )
 
     def _compiled_fn(self, kind: str, *args):
         """The jitted function ``kind`` compiled for ``args``; (fn, compile seconds).
@@ -361,9 +375,13 @@ class IKProblem:
         if kind == "sweeps":
             chains, per_sweep, one = P("chains"), P(None, "chains"), P()
             mesh = Mesh(np.array(jax.local_devices()), ("chains",))
-            fn = jax.shard_map(self._sweeps, mesh=mesh, in_specs=(
-                chains, chains, one, per_sweep, per_sweep, per_sweep, per_sweep, one, one),
-                out_specs=((chains, chains), (per_sweep,) * 4), check_vma=False)
+            fn = jax.shard_map(
+                self._sweeps,
+                mesh=mesh,
+                in_specs=(chains, chains, one, per_sweep, per_sweep, per_sweep, per_sweep, one, one),
+                out_specs=((chains, chains), (per_sweep,) * 4),
+                check_vma=False,
+            )
         else:
             fn = jax.vmap(self.point_errors_m)
         t0 = time.perf_counter()
@@ -374,8 +392,16 @@ class IKProblem:
     def _run_sweeps(self, carry, mode, frame, q_given, q_prev, weight, max_iters, tol):
         """One compiled call of :meth:`_sweeps` (inside ``jax.enable_x64``). Returns the new
         carry (device arrays), per-sweep outputs as NumPy (S, C, ...), and compile seconds."""
-        args = (*carry, np.asarray(mode, np.int32), frame, q_given, q_prev, weight,
-                np.asarray(max_iters, np.int64), np.asarray(tol, np.float64))
+        args = (
+            *carry,
+            np.asarray(mode, np.int32),
+            frame,
+            q_given,
+            q_prev,
+            weight,
+            np.asarray(max_iters, np.int64),
+            np.asarray(tol, np.float64),
+        )
         fn, compile_s = self._compiled_fn("sweeps", *args)
         carry, out = fn(*args)
         return carry, tuple(np.asarray(x) for x in out), compile_s
@@ -418,14 +444,21 @@ class IKProblem:
             rot = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
             quat = np.empty(4)
             mujoco.mju_mat2Quat(quat, rot.reshape(-1))
-            out[c, a:a + 3] = rot @ (out[c, a:a + 3] - cp) + ct
-            mujoco.mju_mulQuat(out[c, a + 3:a + 7], quat, np.array(q_start[a + 3:a + 7]))
+            out[c, a : a + 3] = rot @ (out[c, a : a + 3] - cp) + ct
+            mujoco.mju_mulQuat(out[c, a + 3 : a + 7], quat, np.array(q_start[a + 3 : a + 7]))
         return out
 
     # ------------------------------------------------------------------ host entry points
-    def resolve_frames(self, frames: np.ndarray, targets: Mapping[str, np.ndarray],
-                       q_init: np.ndarray, q_prev: np.ndarray, prev_weight: np.ndarray,
-                       max_iters: int = 50, tol: float = 1e-6):
+    def resolve_frames(
+        self,
+        frames: np.ndarray,
+        targets: Mapping[str, np.ndarray],
+        q_init: np.ndarray,
+        q_prev: np.ndarray,
+        prev_weight: np.ndarray,
+        max_iters: int = 50,
+        tol: float = 1e-6,
+    ):
         """Re-solve chosen ``frames`` (k,) from ``q_init`` (k, nq) smoothed towards ``q_prev``
         (k, nq) with ``prev_weight`` (k,). Returns (q (k, nq), converged (k,), iterations (k,)).
 
@@ -444,10 +477,17 @@ class IKProblem:
                 rows = lo + np.minimum(np.arange(per_call), n - 1).reshape(BLOCK_SWEEPS, chains)
                 used = np.arange(BLOCK_SWEEPS) * chains < n
                 frame = {name: arr[frames[rows]] for name, arr in targets.items()}
-                _, out, _ = self._run_sweeps(carry, np.full(BLOCK_SWEEPS, GIVEN), frame, q_init[rows],
-                                             q_prev[rows], prev_weight[rows],
-                                             np.where(used, max_iters, 0), tol)
-                q[lo:lo + n] = out[0].reshape(per_call, -1)[:n]
-                conv[lo:lo + n] = out[1].reshape(-1)[:n]
-                iters[lo:lo + n] = out[2].reshape(-1)[:n]
+                _, out, _ = self._run_sweeps(
+                    carry,
+                    np.full(BLOCK_SWEEPS, GIVEN),
+                    frame,
+                    q_init[rows],
+                    q_prev[rows],
+                    prev_weight[rows],
+                    np.where(used, max_iters, 0),
+                    tol,
+                )
+                q[lo : lo + n] = out[0].reshape(per_call, -1)[:n]
+                conv[lo : lo + n] = out[1].reshape(-1)[:n]
+                iters[lo : lo + n] = out[2].reshape(-1)[:n]
         return q, conv, iters

@@ -31,6 +31,10 @@ Fields (T frames, all lengths in metres, world frame Z up):
     wrap, or a frame on a wrong branch; not fast motion sampled coarsely.
 ``terrain``
     :func:`musclerl.retarget.terrain.terrain_summary`, or ``{"kind": "flat", "height_m": 0}``.
+``plausibility``
+    could a body of the model's mass do this on the ground: stance-foot slip, external force,
+    centre of pressure, root acceleration, ``passed`` and ``failures``
+    (:meth:`musclerl.evaluate.plausibility.Plausibility.as_dict`).
 """
 
 from __future__ import annotations
@@ -41,58 +45,19 @@ import os
 import mujoco
 import numpy as np
 
+from musclerl.errors import InputError
+from musclerl.evaluate.plausibility import plausibility
 from musclerl.fileio import atomic_path
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget.constraints import muscle_tendon_ids, predicted_tendon_changes, tendon_jumps
 from musclerl.retarget.contact import detect_contacts
+from musclerl.retarget.ground import body_collision_geoms, foot_geoms, geom_lowest_z
 from musclerl.retarget.marker_fit import joint_couplings
 from musclerl.retarget.terrain import terrain_summary
 
 PENETRATION_TOLERANCE_M = 1e-3
 LIMIT_TOLERANCE = 1e-6
 TENDON_JUMP_FRAC = 0.05
-
-
-def geom_lowest_z(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray) -> np.ndarray:
-    """Lowest world z (G,) of primitive geoms at the pose in ``data`` (meshes: centre - rbound)."""
-    out = np.empty(len(geoms))
-    for k, g in enumerate(geoms):
-        z = data.geom_xpos[g, 2]
-        up = data.geom_xmat[g].reshape(3, 3)[2]  # world z of each local axis
-        size = model.geom_size[g]
-        kind = model.geom_type[g]
-        if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
-            out[k] = z - size[0]
-        elif kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
-            out[k] = z - abs(size[1] * up[2]) - size[0]
-        elif kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
-            out[k] = z - abs(size[1] * up[2]) - size[0] * np.sqrt(max(1 - up[2] ** 2, 0.0))
-        elif kind == mujoco.mjtGeom.mjGEOM_ELLIPSOID:
-            out[k] = z - np.sqrt(np.sum((size * up) ** 2))
-        elif kind == mujoco.mjtGeom.mjGEOM_BOX:
-            out[k] = z - np.sum(np.abs(size * up))
-        else:
-            out[k] = z - model.geom_rbound[g]
-    return out
-
-
-def body_collision_geoms(model: mujoco.MjModel) -> np.ndarray:
-    """Collidable geoms on moving bodies (not the world), (G,) ids."""
-    collidable = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
-    moving = model.geom_bodyid != 0
-    primitive = model.geom_type != mujoco.mjtGeom.mjGEOM_PLANE
-    return np.flatnonzero(collidable & moving & primitive)
-
-
-def foot_geoms(model: mujoco.MjModel, tolerance_m: float = 0.04) -> np.ndarray:
-    """Collidable geoms whose lowest point at ``qpos0`` is within ``tolerance_m`` of the lowest one."""
-    geoms = body_collision_geoms(model)
-    if len(geoms) == 0:
-        return geoms
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    low = geom_lowest_z(model, data, geoms)
-    return geoms[low <= low.min() + tolerance_m]
 
 
 def _stats(per_frame: np.ndarray) -> dict:
@@ -112,11 +77,13 @@ def quality_report(
     converged: np.ndarray | None = None,
     solve_seconds: float | None = None,
     terrain: Terrain | None = None,
+    loop: bool = False,
 ) -> tuple[dict, dict]:
     """Report dict (JSON-ready) and per-frame series for the plot.
 
     ``qpos`` (T, nq); ``target_errors_m`` (T, M) distances model point -> target (NaN missing);
-    ``converged`` (T,) bool.
+    ``converged`` (T,) bool; ``loop``: the clip is cyclic (its ends are neighbours for the
+    plausibility check's derivatives).
     """
     qpos = np.asarray(qpos, dtype=float)
     n = qpos.shape[0]
@@ -203,6 +170,11 @@ def quality_report(
     report["stance_frac"] = stance_frac
     report["tendon_jump_frac"] = jump_frac
     report["terrain"] = terrain_summary(terrain) if terrain is not None else {"kind": "flat", "height_m": 0.0}
+    try:
+        check = plausibility(model, qpos, rate_hz, terrain=terrain, clip_loop=np.array([loop]))
+        report["plausibility"] = check.as_dict()
+    except InputError as err:  # no free root or no feet: nothing to stand on
+        report["plausibility"] = {"skipped": str(err)}
     return report, series
 
 
@@ -265,6 +237,8 @@ def plot_report(
         "tendon_jump_frac",
     ]
     lines = [f"{k}: {report.get(k)!r}"[:60] for k in keys]
+    if "plausibility" in report:
+        lines.append(f"plausibility passed: {report['plausibility']['passed']}")
     if "marker_rms_m" in report:
         lines.insert(1, f"marker_rms_m mean: {report['marker_rms_m']['mean']}"[:60])
     ax.text(0.0, 1.0, "\n".join(lines), va="top", family="monospace", fontsize=9)

@@ -15,19 +15,28 @@ def quat_mul(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
     """Hamilton product of quaternions (..., 4) in (w, x, y, z)."""
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return jnp.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
+    return jnp.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
 
 
 def quat_left_matrix(a: jnp.ndarray) -> jnp.ndarray:
     """(4, 4) matrix ``L(a)`` with ``quat_mul(a, b) == L(a) @ b`` for a quaternion ``a`` (4,)."""
     w, x, y, z = a[0], a[1], a[2], a[3]
-    return jnp.stack([jnp.stack([w, -x, -y, -z]), jnp.stack([x, w, -z, y]),
-                      jnp.stack([y, z, w, -x]), jnp.stack([z, -y, x, w])])
+    return jnp.stack(
+        [
+            jnp.stack([w, -x, -y, -z]),
+            jnp.stack([x, w, -z, y]),
+            jnp.stack([y, z, w, -x]),
+            jnp.stack([z, -y, x, w]),
+        ]
+    )
 
 
 def quat_rotate(quat: jnp.ndarray, vec: jnp.ndarray) -> jnp.ndarray:
@@ -40,11 +49,14 @@ def quat_rotate(quat: jnp.ndarray, vec: jnp.ndarray) -> jnp.ndarray:
 def quat_to_mat(quat: jnp.ndarray) -> jnp.ndarray:
     """Unit quaternions (..., 4) -> rotation matrices (..., 3, 3)."""
     w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
-    return jnp.stack([
-        jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], axis=-2)
+    return jnp.stack(
+        [
+            jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        axis=-2,
+    )
 
 
 def quat_exp(rotvec: jnp.ndarray) -> jnp.ndarray:
@@ -61,14 +73,17 @@ def quat_exp(rotvec: jnp.ndarray) -> jnp.ndarray:
 
 def mat_log(rot: jnp.ndarray) -> jnp.ndarray:
     """Rotation matrices (..., 3, 3) -> rotation vectors (..., 3) in rad (angle < pi)."""
-    skew = jnp.stack([rot[..., 2, 1] - rot[..., 1, 2], rot[..., 0, 2] - rot[..., 2, 0],
-                      rot[..., 1, 0] - rot[..., 0, 1]], axis=-1)
+    skew = jnp.stack(
+        [rot[..., 2, 1] - rot[..., 1, 2], rot[..., 0, 2] - rot[..., 2, 0], rot[..., 1, 0] - rot[..., 0, 1]],
+        axis=-1,
+    )
     cos = jnp.clip((jnp.trace(rot, axis1=-2, axis2=-1) - 1.0) * 0.5, -1.0, 1.0)
     sin = 0.5 * jnp.linalg.norm(skew + 1e-30, axis=-1)
     angle = jnp.arctan2(sin, cos)
     small = angle < 1e-6
-    factor = jnp.where(small, 0.5 + angle * angle / 12.0,
-                       angle / (2.0 * jnp.where(small, 1.0, jnp.sin(angle))))
+    factor = jnp.where(
+        small, 0.5 + angle * angle / 12.0, angle / (2.0 * jnp.where(small, 1.0, jnp.sin(angle)))
+    )
     return factor[..., None] * skew
 
 
@@ -76,16 +91,47 @@ def mat_to_quat(rot: jnp.ndarray) -> jnp.ndarray:
     """Rotation matrices (..., 3, 3) -> unit quaternions (..., 4), w >= 0, robust at any angle."""
     m = rot
     tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
-    cands = jnp.stack([
-        jnp.stack([1.0 + tr, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0],
-                   m[..., 1, 0] - m[..., 0, 1]], -1),
-        jnp.stack([m[..., 2, 1] - m[..., 1, 2], 1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
-                   m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]], -1),
-        jnp.stack([m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0],
-                   1.0 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2], m[..., 1, 2] + m[..., 2, 1]], -1),
-        jnp.stack([m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0],
-                   m[..., 1, 2] + m[..., 2, 1], 1.0 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]], -1),
-    ], axis=-2)
+    cands = jnp.stack(
+        [
+            jnp.stack(
+                [
+                    1.0 + tr,
+                    m[..., 2, 1] - m[..., 1, 2],
+                    m[..., 0, 2] - m[..., 2, 0],
+                    m[..., 1, 0] - m[..., 0, 1],
+                ],
+                -1,
+            ),
+            jnp.stack(
+                [
+                    m[..., 2, 1] - m[..., 1, 2],
+                    1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
+                    m[..., 0, 1] + m[..., 1, 0],
+                    m[..., 0, 2] + m[..., 2, 0],
+                ],
+                -1,
+            ),
+            jnp.stack(
+                [
+                    m[..., 0, 2] - m[..., 2, 0],
+                    m[..., 0, 1] + m[..., 1, 0],
+                    1.0 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2],
+                    m[..., 1, 2] + m[..., 2, 1],
+                ],
+                -1,
+            ),
+            jnp.stack(
+                [
+                    m[..., 1, 0] - m[..., 0, 1],
+                    m[..., 0, 2] + m[..., 2, 0],
+                    m[..., 1, 2] + m[..., 2, 1],
+                    1.0 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2],
+                ],
+                -1,
+            ),
+        ],
+        axis=-2,
+    )
     pick = jnp.argmax(jnp.stack([tr, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]], -1), axis=-1)
     best = jnp.take_along_axis(cands, pick[..., None, None], axis=-2)[..., 0, :]
     best = best * jnp.where(best[..., :1] < 0, -1.0, 1.0)
@@ -107,8 +153,7 @@ def quat_rate_matrix(quat: jnp.ndarray) -> jnp.ndarray:
     """(3, 4) matrix mapping d(quat) to the body-frame angular velocity of ``normalize(quat)``:
     ``2 vec(conj(u) (x) du)`` with ``u`` the unit quaternion (the radial part drops out)."""
     w, x, y, z = quat / jnp.linalg.norm(quat)
-    rows = jnp.stack([jnp.stack([-x, w, z, -y]), jnp.stack([-y, -z, w, x]),
-                      jnp.stack([-z, y, -x, w])])
+    rows = jnp.stack([jnp.stack([-x, w, z, -y]), jnp.stack([-y, -z, w, x]), jnp.stack([-z, y, -x, w])])
     return 2.0 * rows / jnp.linalg.norm(quat)
 
 

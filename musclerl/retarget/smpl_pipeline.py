@@ -134,8 +134,9 @@ def _rest_points(model: mujoco.MjModel, key: str) -> dict[str, np.ndarray]:
     return out
 
 
-def _sole_points(model: mujoco.MjModel, key: str,
-                 rest: dict[str, np.ndarray]) -> dict[str, tuple[int, np.ndarray]]:
+def _sole_points(
+    model: mujoco.MjModel, key: str, rest: dict[str, np.ndarray]
+) -> dict[str, tuple[int, np.ndarray]]:
     """Back and front of each sole at ``qpos0``: landmark -> (body id, point in body frame).
 
     The points are the rearmost, foremost, outermost and innermost of the geom surface samples
@@ -158,8 +159,12 @@ def _sole_points(model: mujoco.MjModel, key: str,
         forward /= np.linalg.norm(forward)
         outward = np.cross([0.0, 0.0, 1.0], forward) * (1.0 if side == "l" else -1.0)
         along, across = pts @ forward, pts @ outward
-        for name, key_values, pick in (("heel", along, np.argmin), ("toe_tip", along, np.argmax),
-                                       ("lateral", across, np.argmax), ("medial", across, np.argmin)):
+        for name, key_values, pick in (
+            ("heel", along, np.argmin),
+            ("toe_tip", along, np.argmax),
+            ("lateral", across, np.argmax),
+            ("medial", across, np.argmin),
+        ):
             i = np.flatnonzero(low)[pick(key_values[low])]
             body = int(model.geom_bodyid[surface.geom_ids[surface.owner[i]]])
             # On the foot's lowest plane: these points on the ground put no geom below it.
@@ -174,18 +179,22 @@ def _median_length(a_m: np.ndarray, b_m: np.ndarray) -> float:
     return float(np.median(np.linalg.norm(a_m - b_m, axis=-1)))
 
 
-def _trunk_ratio(rest: dict[str, np.ndarray], motion: KeypointMotion,
-                 src: dict[str, str]) -> float | None:
+def _trunk_ratio(rest: dict[str, np.ndarray], motion: KeypointMotion, src: dict[str, str]) -> float | None:
     """Source / model distance from the hip midpoint to the shoulder midpoint (None if unknown)."""
     needed = ("hip_l", "hip_r", "shoulder_l", "shoulder_r")
     if not all(k in rest and src.get(k) in motion.names for k in needed):
         return None
+
     def mid(a, b):
         return 0.5 * (a + b)
-    source = _median_length(mid(motion.keypoint(src["hip_l"]), motion.keypoint(src["hip_r"])),
-                            mid(motion.keypoint(src["shoulder_l"]), motion.keypoint(src["shoulder_r"])))
-    model = float(np.linalg.norm(mid(rest["hip_l"], rest["hip_r"])
-                                 - mid(rest["shoulder_l"], rest["shoulder_r"])))
+
+    source = _median_length(
+        mid(motion.keypoint(src["hip_l"]), motion.keypoint(src["hip_r"])),
+        mid(motion.keypoint(src["shoulder_l"]), motion.keypoint(src["shoulder_r"])),
+    )
+    model = float(
+        np.linalg.norm(mid(rest["hip_l"], rest["hip_r"]) - mid(rest["shoulder_l"], rest["shoulder_r"]))
+    )
     return source / max(model, 1e-6)
 
 
@@ -193,8 +202,9 @@ def _site_ids(model: mujoco.MjModel, names) -> np.ndarray:
     return np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in names], dtype=int)
 
 
-def prepare_model(model_name: str, motion: KeypointMotion, scale: bool = True,
-                  contact: ContactParams | None = None) -> tuple[PreparedModel, corr.Correspondence]:
+def prepare_model(
+    model_name: str, motion: KeypointMotion, scale: bool = True, contact: ContactParams | None = None
+) -> tuple[PreparedModel, corr.Correspondence]:
     """Scale ``model_name`` to the skeleton of ``motion`` and add landmark and sole sites."""
     key = corr.table_key(model_name)
     kind = corr.source_kind(motion.names)
@@ -220,8 +230,9 @@ def prepare_model(model_name: str, motion: KeypointMotion, scale: bool = True,
             raise InputError(model_name, "no segment of the model could be measured on the motion")
         # Bodies no segment covers (spine, head, shoulder girdle, hands) take the trunk's ratio,
         # hip midpoint to shoulder midpoint, when the model has shoulders; else the median.
-        overall = round(_trunk_ratio(rest, motion, src) or float(np.median(list(factors.values()))),
-                        SCALE_DECIMALS)
+        overall = round(
+            _trunk_ratio(rest, motion, src) or float(np.median(list(factors.values()))), SCALE_DECIMALS
+        )
         for i in range(1, base.nbody):
             factors.setdefault(base.body(i).name, overall)
         if not all(0.5 < f < 2.0 for f in factors.values()):
@@ -237,8 +248,10 @@ def prepare_model(model_name: str, motion: KeypointMotion, scale: bool = True,
     data = mujoco.MjData(scaled)
     mujoco.mj_kinematics(scaled, data)
     for lm, (body, local) in table.items():
-        sites[lm] = (mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, body),
-                     np.zeros(3) if local is None else np.asarray(local, dtype=float))
+        sites[lm] = (
+            mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, body),
+            np.zeros(3) if local is None else np.asarray(local, dtype=float),
+        )
     sites.update(soles)
     sites.update(_calibrated_toes(scaled, key, kind, motion, rest, contact))
     if trunk_body >= 0 and src["trunk"] in motion.names:
@@ -247,24 +260,35 @@ def prepare_model(model_name: str, motion: KeypointMotion, scale: bool = True,
         point = 0.5 * (rest["hip_l"] + rest["hip_r"]) + np.array([0.0, 0.0, height])
         sites["trunk"] = (trunk_body, data.xmat[trunk_body].reshape(3, 3).T @ (point - data.xpos[trunk_body]))
     for lm, (body, local) in sites.items():
-        spec.body(scaled.body(body).name).add_site(name=_site_name(lm), pos=local, size=[0.01, 0, 0],
-                                                   group=5)
+        spec.body(scaled.body(body).name).add_site(name=_site_name(lm), pos=local, size=[0.01, 0, 0], group=5)
     model = compile_spec(spec, model_name)
     sole_names = tuple(_site_name(f"{p}_{s}") for s in corr.SIDES for p in SOLE_POINTS)
-    foot_ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b)
-                for bodies in corr.FOOT_BODIES[key].values() for b in bodies]
+    foot_ids = [
+        mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b)
+        for bodies in corr.FOOT_BODIES[key].values()
+        for b in bodies
+    ]
     prepared = PreparedModel(
-        name=model_name, model=model, scale_factors=factors, landmarks=tuple(sites),
-        sole_sites=sole_names, sole_foot=np.repeat(np.arange(2), len(SOLE_POINTS)),
+        name=model_name,
+        model=model,
+        scale_factors=factors,
+        landmarks=tuple(sites),
+        sole_sites=sole_names,
+        sole_foot=np.repeat(np.arange(2), len(SOLE_POINTS)),
         foot_geoms=collision_geoms(model, [i for i in foot_ids if i >= 0]),
         collision=GeomSurface.of(model, collision_geoms(model)),
     )
     return prepared, corr.correspondence(model_name, kind, motion.names, tuple(sites))
 
 
-def _calibrated_toes(model: mujoco.MjModel, key: str, kind: str, motion: KeypointMotion,
-                     rest: dict[str, np.ndarray],
-                     contact: ContactParams | None) -> dict[str, tuple[int, np.ndarray]]:
+def _calibrated_toes(
+    model: mujoco.MjModel,
+    key: str,
+    kind: str,
+    motion: KeypointMotion,
+    rest: dict[str, np.ndarray],
+    contact: ContactParams | None,
+) -> dict[str, tuple[int, np.ndarray]]:
     """Toe landmarks placed from the motion's flat-foot stance, as a marker placer would.
 
     A skeleton's toe joint need not sit on the foot where the model's MTP joint does: SMPL's
@@ -335,8 +359,9 @@ class ClipIK:
     after the last one (``tendon_jumps_left``).
     """
 
-    def __init__(self, prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray,
-                 params: PipelineParams):
+    def __init__(
+        self, prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray, params: PipelineParams
+    ):
         from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
         from musclerl.retarget.ground_constraint import SoleContact
         from musclerl.retarget.kinematics import KinematicTree
@@ -349,30 +374,43 @@ class ClipIK:
         body_of = [model.body(int(model.site_bodyid[i])).name for i in kp_ids]
         keep = body_of + [model.body(int(model.site_bodyid[i])).name for i in sole_ids]
         tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep)))
-        tasks = [MarkerTask(tree, body_of, None, np.asarray(kp_weights, dtype=float), name="keypoints"),
-                 PostureTask(model.qpos0, weight=POSTURE_WEIGHT)]
-        constraints = [JointLimits(model), JointEqualities(model), Smoothness(),
-                       TendonContinuity(model),
-                       SoleContact(model, tree, prepared.sole_sites, weight=params.ground_weight)]
+        tasks = [
+            MarkerTask(tree, body_of, None, np.asarray(kp_weights, dtype=float), name="keypoints"),
+            PostureTask(model.qpos0, weight=POSTURE_WEIGHT),
+        ]
+        constraints = [
+            JointLimits(model),
+            JointEqualities(model),
+            Smoothness(),
+            TendonContinuity(model),
+            SoleContact(model, tree, prepared.sole_sites, weight=params.ground_weight),
+        ]
         self.problem = IKProblem(tree, tasks, constraints)
         self.n_sole = len(prepared.sole_sites)
         self.params = params
         self.reset_stats()
 
     @staticmethod
-    def key(prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray,
-            params: PipelineParams) -> tuple:
+    def key(
+        prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray, params: PipelineParams
+    ) -> tuple:
         """What a ClipIK depends on besides the keypoint sites' placement: the model and its
         (rounded) scale factors, which fix the scaled tree, its constraints and sole sites, the
         keypoint sites and weights, and the settings. Equal keys: one ClipIK serves both."""
-        return (prepared.name, tuple(sorted(prepared.scale_factors.items())), tuple(kp_sites),
-                np.asarray(kp_weights, dtype=float).tobytes(), params)
+        return (
+            prepared.name,
+            tuple(sorted(prepared.scale_factors.items())),
+            tuple(kp_sites),
+            np.asarray(kp_weights, dtype=float).tobytes(),
+            params,
+        )
 
     def reset_stats(self) -> None:
         self.stats = {"compile_s": 0.0, "solve_s": 0.0, "tendon_jumps_detected": 0, "tendon_jumps_left": 0}
 
-    def solve(self, kp_targets: np.ndarray, kp_local_m: np.ndarray, ground: np.ndarray | None,
-              q0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def solve(
+        self, kp_targets: np.ndarray, kp_local_m: np.ndarray, ground: np.ndarray | None, q0: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """qpos (T, nq) and converged (T,) for keypoints (T, L, 3) on sites at ``kp_local_m``
         (L, 3) in their bodies, and sole targets ``ground`` (T, P, 6): anchors and ground planes
         (None: no ground, the keypoint pass)."""
@@ -381,9 +419,13 @@ class ClipIK:
         if ground is None:
             ground = np.full((len(kp_targets), self.n_sole, 6), np.nan)
         local = np.broadcast_to(kp_local_m, kp_targets.shape)
-        result = solve_clip(self.problem, {"keypoints": np.concatenate([kp_targets, local], axis=-1),
-                                           "ground": ground}, q0,
-                            max_iters=self.params.max_iterations, tol=self.params.tolerance)
+        result = solve_clip(
+            self.problem,
+            {"keypoints": np.concatenate([kp_targets, local], axis=-1), "ground": ground},
+            q0,
+            max_iters=self.params.max_iterations,
+            tol=self.params.tolerance,
+        )
         self.stats["compile_s"] += result.compile_s
         self.stats["solve_s"] += result.solve_s
         self.stats["tendon_jumps_detected"] += int(result.tendon_jumps_detected)
@@ -405,9 +447,12 @@ def _foot_of_body(prepared: PreparedModel, body: int) -> int:
     return 0 if name.endswith("_l") else 1
 
 
-def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
-                       params: PipelineParams | None = None,
-                       solvers: dict | None = None) -> RetargetResult:
+def retarget_keypoints(
+    motion: KeypointMotion,
+    model_name: str = "myolegs",
+    params: PipelineParams | None = None,
+    solvers: dict | None = None,
+) -> RetargetResult:
     """Retarget ``motion`` onto ``model_name``; see the module docstring for the steps.
 
     ``solvers``: a dict the caller keeps across motions; the :class:`ClipIK` of each
@@ -439,9 +484,14 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
         # Terrain evidence from heel and toe tip only: on the foot's long axis, they do not move
         # when an unconstrained foot rolls (the edge points do).
         axis = np.flatnonzero(np.isin(np.tile(np.arange(len(SOLE_POINTS)), 2), [0, 1]))
-        patches = support_patches(sole1[:, axis], flags[:, axis], prepared.sole_foot[axis], 0.0,
-                                  params.terrain.slope_ridge,
-                                  min_frames=params.terrain.min_stance_frames(motion.rate_hz))
+        patches = support_patches(
+            sole1[:, axis],
+            flags[:, axis],
+            prepared.sole_foot[axis],
+            0.0,
+            params.terrain.slope_ridge,
+            min_frames=params.terrain.min_stance_frames(motion.rate_hz),
+        )
         margin = dilate_flags(flags, int(round(0.1 * motion.rate_hz)), loop=wraps_in_place(motion))
         free = sole1[~margin]
         terrain = recover_terrain(patches, free, params.terrain, extent_xy_m=sole1[..., :2].reshape(-1, 2))
@@ -452,8 +502,9 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
         for k in range(params.ground_passes):
             # The ground under each sole point where the last solve put it (its stance anchor
             # when anchored): a plane per frame and point, tangent to the terrain there.
-            planes = ground_planes(terrain, np.where(np.isnan(targets), site_positions_m(model, q, sole_ids),
-                                                     targets))
+            planes = ground_planes(
+                terrain, np.where(np.isnan(targets), site_positions_m(model, q, sole_ids), targets)
+            )
             q, converged = ik.solve(kp_targets, kp_local, np.concatenate([targets, planes], axis=-1), q0)
             if k == params.ground_passes - 1:
                 break
@@ -467,13 +518,21 @@ def retarget_keypoints(motion: KeypointMotion, model_name: str = "myolegs",
             targets = np.where(lift[..., None] > 0, base, targets)
     metrics = measure(prepared, q, motion.rate_hz, kp_targets, kp_sites, flags, terrain, converged)
     metrics.update(ik.stats)
-    site_all = site_positions_m(model, q, np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s)
-                                                    for s in sites]))
+    site_all = site_positions_m(
+        model, q, np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites])
+    )
     traj = Trajectory(
-        qpos=q, qvel=finite_difference_qvel(model, q, motion.rate_hz), rate_hz=motion.rate_hz,
-        joint_names=tuple(model.joint(j).name for j in range(model.njnt)), model_name=model_name,
-        site_names=tuple(sites), site_pos_m=site_all, contact_names=prepared.sole_sites,
-        contact=flags, terrain=terrain, clip_names=(_clip_name(motion),),
+        qpos=q,
+        qvel=finite_difference_qvel(model, q, motion.rate_hz),
+        rate_hz=motion.rate_hz,
+        joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
+        model_name=model_name,
+        site_names=tuple(sites),
+        site_pos_m=site_all,
+        contact_names=prepared.sole_sites,
+        contact=flags,
+        terrain=terrain,
+        clip_names=(_clip_name(motion),),
         clip_loop=np.array([motion.loop]),
     )
     error = np.linalg.norm(site_all[:, : len(kp_sites)] - kp_targets, axis=-1)
@@ -486,8 +545,9 @@ def _clip_name(motion: KeypointMotion) -> str:
     return Path(motion.source).stem if motion.source else "clip0"
 
 
-def _ease_into_anchors(targets: np.ndarray, reference: np.ndarray, flags: np.ndarray,
-                       frames: int) -> np.ndarray:
+def _ease_into_anchors(
+    targets: np.ndarray, reference: np.ndarray, flags: np.ndarray, frames: int
+) -> np.ndarray:
     """Swing frames within ``frames`` of a stance phase get a target moved towards its anchor:
     the swing path shifted by the anchor's offset, fading out linearly away from the phase."""
     out = targets.copy()
@@ -538,16 +598,27 @@ def contact_flags(motion: KeypointMotion, kind: str, params: ContactParams) -> n
     return np.concatenate([src[:, f, which] for f in range(2)], axis=1)
 
 
-def measure(prepared: PreparedModel, q: np.ndarray, rate_hz: float, kp_targets: np.ndarray,
-            kp_sites: list[str], flags: np.ndarray, terrain: Terrain | None, converged: np.ndarray) -> dict:
+def measure(
+    prepared: PreparedModel,
+    q: np.ndarray,
+    rate_hz: float,
+    kp_targets: np.ndarray,
+    kp_sites: list[str],
+    flags: np.ndarray,
+    terrain: Terrain | None,
+    converged: np.ndarray,
+) -> dict:
     """Quality numbers on the final ``q`` (T, nq) with MuJoCo C (names as the report's)."""
     model = prepared.model
     ids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in kp_sites])
     err = np.linalg.norm(site_positions_m(model, q, ids) - kp_targets, axis=-1)  # (T, L)
     rms = np.sqrt(np.mean(err**2, axis=1))
-    limited = [(int(model.jnt_qposadr[j]), model.jnt_range[j]) for j in range(model.njnt)
-               if model.jnt_limited[j] and model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE,
-                                                                 mujoco.mjtJoint.mjJNT_SLIDE)]
+    limited = [
+        (int(model.jnt_qposadr[j]), model.jnt_range[j])
+        for j in range(model.njnt)
+        if model.jnt_limited[j]
+        and model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+    ]
     outside = np.zeros(len(q), dtype=bool)
     for adr, (lo, hi) in limited:
         outside |= (q[:, adr] < lo - 1e-9) | (q[:, adr] > hi + 1e-9)
@@ -568,11 +639,13 @@ def measure(prepared: PreparedModel, q: np.ndarray, rate_hz: float, kp_targets: 
         sole = site_positions_m(model, q, sole_ids)
         skate = skating_mps(sole, flags, rate_hz)
         both = flags[1:] & flags[:-1]
-        out.update({
-            "penetration_frac": float(np.mean(depth.max(axis=1) > 0.005)),
-            "penetration_max_m": float(depth.max()),
-            "skating_mps": float(skate[1:][both].mean()) if both.any() else 0.0,
-            "skating_max_mps": float(skate.max()),
-            "terrain": terrain_summary(terrain),
-        })
+        out.update(
+            {
+                "penetration_frac": float(np.mean(depth.max(axis=1) > 0.005)),
+                "penetration_max_m": float(depth.max()),
+                "skating_mps": float(skate[1:][both].mean()) if both.any() else 0.0,
+                "skating_max_mps": float(skate.max()),
+                "terrain": terrain_summary(terrain),
+            }
+        )
     return out

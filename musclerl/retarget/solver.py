@@ -75,8 +75,16 @@ from musclerl.retarget.problem import (
     IKProblem,
 )
 
-__all__ = ["BLOCK_SWEEPS", "CHAINS_PER_DEVICE", "STEP_TOL", "IKProblem", "IKResult", "default_constraints",
-           "frame_errors", "solve_clip"]
+__all__ = [
+    "BLOCK_SWEEPS",
+    "CHAINS_PER_DEVICE",
+    "STEP_TOL",
+    "IKProblem",
+    "IKResult",
+    "default_constraints",
+    "frame_errors",
+    "solve_clip",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,10 +118,18 @@ class IKResult:
         return np.flatnonzero(~self.converged)
 
 
-def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.ndarray, *,
-               max_iters: int = 20, cold_iters: int = 100, tol: float = 1e-4,
-               chunk_len: int | None = None, smooth_warm: bool = True,
-               time_limit_s: float | None = None) -> IKResult:
+def solve_clip(
+    problem: IKProblem,
+    targets: Mapping[str, np.ndarray],
+    q0: np.ndarray,
+    *,
+    max_iters: int = 20,
+    cold_iters: int = 100,
+    tol: float = 1e-4,
+    chunk_len: int | None = None,
+    smooth_warm: bool = True,
+    time_limit_s: float | None = None,
+) -> IKResult:
     """Solve IK for every frame of a clip.
 
     Args:
@@ -136,13 +152,17 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
     batch = problem.chain_batch
     if chunk_len is None:
         chunk_len = -(-n_frames // batch)
-    require(chunk_len >= 1 and max_iters >= 1 and cold_iters >= 1, "solve_clip",
-            "chunk_len, max_iters and cold_iters must be >= 1")
+    require(
+        chunk_len >= 1 and max_iters >= 1 and cold_iters >= 1,
+        "solve_clip",
+        "chunk_len, max_iters and cold_iters must be >= 1",
+    )
     n_chains = -(-n_frames // chunk_len)
     n_groups = -(-n_chains // batch)  # calls of `batch` chains side by side
     # Frame index grid (group, chain, sweep); padding repeats the last frame.
     grid = np.minimum(np.arange(n_groups * batch * chunk_len), n_frames - 1).reshape(
-        n_groups, batch, chunk_len)
+        n_groups, batch, chunk_len
+    )
     q = np.empty(grid.shape + (tree.nq,))
     conv = np.zeros(grid.shape, bool)
     iters = np.zeros(grid.shape, np.int64)
@@ -150,8 +170,10 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
     reached = np.zeros(grid.shape, bool)
     with jax.enable_x64(True):
         q_start = np.asarray(problem.project(jnp.asarray(problem.cold_start(q0))))
-    weights = {COLD: np.zeros((BLOCK_SWEEPS, batch)),
-               WARM: np.full((BLOCK_SWEEPS, batch), 1.0 if smooth_warm else 0.0)}
+    weights = {
+        COLD: np.zeros((BLOCK_SWEEPS, batch)),
+        WARM: np.full((BLOCK_SWEEPS, batch), 1.0 if smooth_warm else 0.0),
+    }
     carries = [(np.zeros((batch, tree.nq)),) * 2] * n_groups
     # The cold sweep (sweep 0) of every group, then blocks of warm sweeps, group after group.
     blocks = [(0, COLD)] + [(first, WARM) for first in range(1, chunk_len, BLOCK_SWEEPS)]
@@ -159,21 +181,33 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
     start = time.perf_counter()
     with jax.enable_x64(True):
         for first, kind in blocks:
-            if kind == WARM and time_limit_s is not None and \
-                    time.perf_counter() - start - compile_s > time_limit_s:
+            if (
+                kind == WARM
+                and time_limit_s is not None
+                and time.perf_counter() - start - compile_s > time_limit_s
+            ):
                 break
             count = 1 if kind == COLD else min(BLOCK_SWEEPS, chunk_len - first)
             sweeps = np.minimum(first + np.arange(BLOCK_SWEEPS), chunk_len - 1)
-            n_iters = np.where(np.arange(BLOCK_SWEEPS) < count,
-                               cold_iters if kind == COLD else max_iters, 0)
+            n_iters = np.where(np.arange(BLOCK_SWEEPS) < count, cold_iters if kind == COLD else max_iters, 0)
             for g in range(n_groups):
                 frame = {name: arr[grid[g][:, sweeps].T] for name, arr in arrays.items()}
                 q_given = np.broadcast_to(
                     problem.aligned_starts(q_start, {k: v[0] for k, v in frame.items()})
-                    if kind == COLD else q_start, (BLOCK_SWEEPS, batch, tree.nq))
+                    if kind == COLD
+                    else q_start,
+                    (BLOCK_SWEEPS, batch, tree.nq),
+                )
                 carries[g], out, dt = problem._run_sweeps(
-                    carries[g], np.full(BLOCK_SWEEPS, kind), frame, q_given, q_given, weights[kind],
-                    n_iters, tol)
+                    carries[g],
+                    np.full(BLOCK_SWEEPS, kind),
+                    frame,
+                    q_given,
+                    q_given,
+                    weights[kind],
+                    n_iters,
+                    tol,
+                )
                 compile_s += dt
                 done = sweeps[:count]
                 for dest, value in zip((q, conv, iters, cost), out, strict=True):
@@ -186,25 +220,35 @@ def solve_clip(problem: IKProblem, targets: Mapping[str, np.ndarray], q0: np.nda
     # Unreached frames hold the last reached frame of their chain (frame 0 of a chain is reached).
     for f in np.flatnonzero(~reached_out):
         q_out[f] = q_out[f - 1]
-    result = IKResult(q=q_out, converged=conv_out & reached_out, iterations=it_out,
-                      residual_m=np.zeros(0), max_error_m=np.zeros(0), cost=cost_out,
-                      timed_out=~reached_out, tendon_jump=np.zeros(n_frames, bool))
+    result = IKResult(
+        q=q_out,
+        converged=conv_out & reached_out,
+        iterations=it_out,
+        residual_m=np.zeros(0),
+        max_error_m=np.zeros(0),
+        cost=cost_out,
+        timed_out=~reached_out,
+        tendon_jump=np.zeros(n_frames, bool),
+    )
 
     def resolve(frames, q_init, q_prev, prev_weight):
-        return problem.resolve_frames(frames, arrays, q_init, q_prev, prev_weight,
-                                      max_iters=max(max_iters, 50), tol=tol)
+        return problem.resolve_frames(
+            frames, arrays, q_init, q_prev, prev_weight, max_iters=max(max_iters, 50), tol=tol
+        )
 
     for c in problem.constraints:
         result = c.finalize(problem, arrays, result, resolve)
     rms, worst, dt = _frame_errors(problem, arrays, result.q)
     compile_s += dt
     solve_s = time.perf_counter() - start - compile_s
-    return dataclasses.replace(result, residual_m=rms, max_error_m=worst, solve_s=solve_s,
-                               compile_s=compile_s)
+    return dataclasses.replace(
+        result, residual_m=rms, max_error_m=worst, solve_s=solve_s, compile_s=compile_s
+    )
 
 
-def frame_errors(problem: IKProblem, targets: Mapping[str, np.ndarray],
-                 qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def frame_errors(
+    problem: IKProblem, targets: Mapping[str, np.ndarray], qs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """RMS and max point error (T,) each, metres, of ``qs`` (T, nq) against ``targets``."""
     return _frame_errors(problem, targets, qs)[:2]
 
@@ -221,7 +265,7 @@ def _frame_errors(problem, targets, qs):
             args = (qs[rows], {k: np.asarray(v, np.float64)[rows] for k, v in targets.items()})
             fn, dt = problem._compiled_fn("errors", *args)
             compile_s += dt
-            errs.append(np.asarray(fn(*args))[:n - lo])
+            errs.append(np.asarray(fn(*args))[: n - lo])
     errs = np.concatenate(errs)
     valid = np.isfinite(errs)
     count = valid.sum(axis=1)
@@ -241,17 +285,24 @@ def _check_targets(problem: IKProblem, targets: Mapping[str, np.ndarray]):
     for term in terms:
         shape = term.target_shape(problem.tree)
         if term.name not in targets:
-            require(not (shape is not None and term.target_required), "targets",
-                    f"missing targets for {term.name!r}")
+            require(
+                not (shape is not None and term.target_required),
+                "targets",
+                f"missing targets for {term.name!r}",
+            )
             continue
         require(shape is not None, term.name, "takes no per-frame targets")
         arr = np.asarray(targets[term.name], dtype=np.float64)
-        require(arr.ndim == len(shape) + 1 and arr.shape[1:] == shape, term.name,
-                f"targets must be (T, {', '.join(map(str, shape))}), got {arr.shape}")
+        require(
+            arr.ndim == len(shape) + 1 and arr.shape[1:] == shape,
+            term.name,
+            f"targets must be (T, {', '.join(map(str, shape))}), got {arr.shape}",
+        )
         if n_frames is None:
             n_frames = arr.shape[0]
-        require(arr.shape[0] == n_frames, term.name,
-                f"has {arr.shape[0]} frames, other targets have {n_frames}")
+        require(
+            arr.shape[0] == n_frames, term.name, f"has {arr.shape[0]} frames, other targets have {n_frames}"
+        )
         require(not np.any(np.isinf(arr)), term.name, "targets contain inf")
         arrays[term.name] = arr
     if n_frames is None or n_frames == 0:

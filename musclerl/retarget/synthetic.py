@@ -33,8 +33,9 @@ class SyntheticClip:
     rate_hz: float
 
 
-def marker_positions(model: mujoco.MjModel, qs: np.ndarray, bodies: list[str],
-                     local_points_m: np.ndarray) -> np.ndarray:
+def marker_positions(
+    model: mujoco.MjModel, qs: np.ndarray, bodies: list[str], local_points_m: np.ndarray
+) -> np.ndarray:
     """World positions (T, M, 3) of body-fixed points for qs (T, nq), with MuJoCo C."""
     data = mujoco.MjData(model)
     ids = np.array([model.body(b).id for b in bodies])
@@ -42,13 +43,18 @@ def marker_positions(model: mujoco.MjModel, qs: np.ndarray, bodies: list[str],
     for t, q in enumerate(qs):
         data.qpos[:] = q
         mujoco.mj_kinematics(model, data)
-        out[t] = data.xpos[ids] + np.einsum("mij,mj->mi", data.xmat[ids].reshape(-1, 3, 3),
-                                            local_points_m)
+        out[t] = data.xpos[ids] + np.einsum("mij,mj->mi", data.xmat[ids].reshape(-1, 3, 3), local_points_m)
     return out
 
 
-def synthetic_clip(model: mujoco.MjModel, n_frames: int, noise_m: float = 0.002, seed: int = 0,
-                   rate_hz: float = 100.0, markers_per_body: int = 3) -> SyntheticClip:
+def synthetic_clip(
+    model: mujoco.MjModel,
+    n_frames: int,
+    noise_m: float = 0.002,
+    seed: int = 0,
+    rate_hz: float = 100.0,
+    markers_per_body: int = 3,
+) -> SyntheticClip:
     """A smooth ``n_frames`` motion of ``model`` and its noisy markers (see module docstring)."""
     rng = np.random.default_rng(seed)
     eq = JointEqualities(model)
@@ -65,7 +71,7 @@ def synthetic_clip(model: mujoco.MjModel, n_frames: int, noise_m: float = 0.002,
             yaw = 0.3 * np.sin(2 * np.pi * 0.4 * t + rng.uniform(0, 2 * np.pi))
             turn = np.stack([np.cos(yaw / 2), 0 * yaw, 0 * yaw, np.sin(yaw / 2)], axis=1)
             for k in range(n_frames):
-                mujoco.mju_mulQuat(qs[k, adr + 3:adr + 7], turn[k], model.qpos0[adr + 3:adr + 7])
+                mujoco.mju_mulQuat(qs[k, adr + 3 : adr + 7], turn[k], model.qpos0[adr + 3 : adr + 7])
             bodies.append(body)
         elif jtype in (HINGE, SLIDE) and model.jnt_limited[j] and adr not in dependent:
             lo, hi = model.jnt_range[j]
@@ -79,6 +85,11 @@ def synthetic_clip(model: mujoco.MjModel, n_frames: int, noise_m: float = 0.002,
     local = rng.normal(size=(len(marker_bodies), 3)) * 0.06
     clean = marker_positions(model, qs, marker_bodies, local)
     noisy = clean + rng.normal(size=clean.shape) * noise_m
-    return SyntheticClip(q=qs, markers_m=noisy, marker_bodies=tuple(marker_bodies),
-                         local_points_m=local, coord_qadr=np.array(coords, dtype=np.int64),
-                         rate_hz=rate_hz)
+    return SyntheticClip(
+        q=qs,
+        markers_m=noisy,
+        marker_bodies=tuple(marker_bodies),
+        local_points_m=local,
+        coord_qadr=np.array(coords, dtype=np.int64),
+        rate_hz=rate_hz,
+    )

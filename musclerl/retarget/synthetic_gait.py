@@ -41,8 +41,9 @@ class Course:
         jumps = np.abs(self.z_start_m[1:] - self.z_end_m[:-1]) > jump_m
         return self.x_m[1:-1][jumps]
 
-    def terrain(self, x_range_m: tuple[float, float], y_range_m: tuple[float, float],
-                cell_m: float = 0.02) -> Terrain:
+    def terrain(
+        self, x_range_m: tuple[float, float], y_range_m: tuple[float, float], cell_m: float = 0.02
+    ) -> Terrain:
         """The true ground as a heightfield over the given ranges."""
         xs = np.arange(x_range_m[0], x_range_m[1] + 1e-9, cell_m)
         ys = np.arange(y_range_m[0], y_range_m[1] + 1e-9, cell_m)
@@ -50,8 +51,9 @@ class Course:
         return Terrain(height_m=h, origin_m=np.array([xs[0], ys[0]]), cell_m=cell_m)
 
 
-def _course(name: str, pieces: list[tuple[float, float, float]], start_m: float = -1.0,
-            end_m: float = 8.0) -> Course:
+def _course(
+    name: str, pieces: list[tuple[float, float, float]], start_m: float = -1.0, end_m: float = 8.0
+) -> Course:
     """Build from (x_start, z_start, z_end) pieces; each piece ends where the next starts."""
     xs = [start_m] + [p[0] for p in pieces] + [end_m]
     z0 = [pieces[0][1] if pieces else 0.0] + [p[1] for p in pieces]
@@ -75,8 +77,9 @@ def step_course(rise_m: float = 0.12, edge_x_m: float = 1.5) -> Course:
     return _course("step", [(0.0, 0.0, 0.0), (edge_x_m, rise_m, rise_m)])
 
 
-def stairs_course(n_steps: int = 4, rise_m: float = 0.15, run_m: float = 0.32,
-                  start_x_m: float = 1.2) -> Course:
+def stairs_course(
+    n_steps: int = 4, rise_m: float = 0.15, run_m: float = 0.32, start_x_m: float = 1.2
+) -> Course:
     """``n_steps`` stairs up (``rise_m`` high, ``run_m`` deep) from x = ``start_x_m``."""
     pieces = [(0.0, 0.0, 0.0)]
     for k in range(n_steps):
@@ -189,5 +192,12 @@ def walk_feet(course: Course, params: GaitParams | None = None) -> SyntheticGait
     up = np.stack([-np.sin(pitch), np.zeros_like(pitch), np.cos(pitch)], axis=-1)
     toe = heel + p.foot_length_m * along
     ankle = heel + p.heel_to_ankle_m * along + p.ankle_height_m * up
-    return SyntheticGait(heel_m=heel, toe_m=toe, ankle_m=ankle, pitch_rad=pitch, stance=stance,
-                         rate_hz=p.rate_hz, course=course)
+    return SyntheticGait(
+        heel_m=heel,
+        toe_m=toe,
+        ankle_m=ankle,
+        pitch_rad=pitch,
+        stance=stance,
+        rate_hz=p.rate_hz,
+        course=course,
+    )

@@ -45,8 +45,9 @@ class SmplWalk:
     fit_error_m: np.ndarray  # (T, 2) worst ankle/foot miss per leg
 
 
-def _leg_points(params: np.ndarray, hip_m: np.ndarray, root: np.ndarray,
-                joints: tuple[int, ...]) -> np.ndarray:
+def _leg_points(
+    params: np.ndarray, hip_m: np.ndarray, root: np.ndarray, joints: tuple[int, ...]
+) -> np.ndarray:
     """Ankle and foot joint (2, 3) for hip rotvec (3), knee flexion (1), ankle rotvec (3)."""
     off = SMPL_NEUTRAL_OFFSETS_M
     _, knee, ankle, foot = joints
@@ -58,31 +59,35 @@ def _leg_points(params: np.ndarray, hip_m: np.ndarray, root: np.ndarray,
     return np.stack([ankle_m, ankle_m + r_ankle @ off[foot]])
 
 
-def _foot_targets(gait: SyntheticGait, foot: int, side: str,
-                  heel_to_ankle_m: float) -> tuple[np.ndarray, np.ndarray]:
+def _foot_targets(
+    gait: SyntheticGait, foot: int, side: str, heel_to_ankle_m: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Ankle (T, 3) and foot-joint (T, 3) targets: the foot joint hangs at SMPL's bone length
     and angle below-ahead of the ankle, turned by the foot's pitch."""
     off = SMPL_NEUTRAL_OFFSETS_M[_LEGS[side][3]]  # body frame: x left, y up, z forward
     drop = np.arctan2(off[1], np.hypot(off[2], off[0]))
     length = float(np.linalg.norm(off))
     pitch = gait.pitch_rad[:, foot]
-    ankle = gait.heel_m[:, foot] + heel_to_ankle_m * np.stack([np.cos(pitch), np.zeros_like(pitch),
-                                                               np.sin(pitch)], axis=-1)
+    ankle = gait.heel_m[:, foot] + heel_to_ankle_m * np.stack(
+        [np.cos(pitch), np.zeros_like(pitch), np.sin(pitch)], axis=-1
+    )
     ankle[:, 2] += ANKLE_ABOVE_SOLE_M / np.cos(gait.pitch_rad[:, foot])
     angle = gait.pitch_rad[:, foot] + drop
     foot_pt = ankle + length * np.stack([np.cos(angle), np.zeros_like(angle), np.sin(angle)], axis=-1)
     return ankle, foot_pt
 
 
-def smpl_walk(course: Course, gait_params: GaitParams | None = None,
-              pelvis_above_ankles_m: float = 0.84) -> SmplWalk:
+def smpl_walk(
+    course: Course, gait_params: GaitParams | None = None, pelvis_above_ankles_m: float = 0.84
+) -> SmplWalk:
     """Generate the SMPL walk over ``course`` (see the module docstring)."""
     gp = gait_params or GaitParams(stance_width_m=0.16, ankle_height_m=ANKLE_ABOVE_SOLE_M)
     gait = walk_feet(course, gp)
     n = len(gait.heel_m)
     off = SMPL_NEUTRAL_OFFSETS_M
-    targets = {side: _foot_targets(gait, f, side, gp.heel_to_ankle_m)
-               for f, side in enumerate(("left", "right"))}
+    targets = {
+        side: _foot_targets(gait, f, side, gp.heel_to_ankle_m) for f, side in enumerate(("left", "right"))
+    }
     ankles = np.stack([targets["left"][0], targets["right"][0]], axis=1)  # (T, 2, 3)
     smooth = max(int(round(0.25 * gp.rate_hz)), 1)
     pelvis = np.zeros((n, 3))
@@ -126,13 +131,22 @@ def smpl_walk(course: Course, gait_params: GaitParams | None = None,
             body_pose[t, knee_j - 1] = [x[3], 0.0, 0.0]
             body_pose[t, ankle_j - 1] = x[4:7]
     root_orient = np.repeat(Rotation.from_matrix(root).as_rotvec()[None], n, axis=0)
-    return SmplWalk(root_orient=root_orient, body_pose=body_pose, trans_m=pelvis - off[0], rate_hz=gp.rate_hz,
-                    gait=gait, fit_error_m=error)
+    return SmplWalk(
+        root_orient=root_orient,
+        body_pose=body_pose,
+        trans_m=pelvis - off[0],
+        rate_hz=gp.rate_hz,
+        gait=gait,
+        fit_error_m=error,
+    )
 
 
 def write_walk_npz(path: str | os.PathLike, walk: SmplWalk) -> None:
     """Write ``walk`` as an AMASS SMPL-H ``.npz`` (21 body joints; SMPL's hand joints dropped)."""
-    write_amass_npz(path, root_orient=walk.root_orient, body_pose=walk.body_pose[:, :21],
-                    trans_m=walk.trans_m, rate_hz=walk.rate_hz)
-
-
+    write_amass_npz(
+        path,
+        root_orient=walk.root_orient,
+        body_pose=walk.body_pose[:, :21],
+        trans_m=walk.trans_m,
+        rate_hz=walk.rate_hz,
+    )

@@ -50,15 +50,17 @@ class Task:
     def residual(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None) -> jnp.ndarray:
         raise NotImplementedError
 
-    def residual_jacobian(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None,
-                          dq_dx: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray] | None:
+    def residual_jacobian(
+        self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None, dq_dx: jnp.ndarray
+    ) -> tuple[jnp.ndarray, jnp.ndarray] | None:
         """Optional closed form: residual (k,) and its Jacobian (k, n) w.r.t. the solver's
         variables, given ``dq_dx`` (nq, n). None (the default) makes the solver differentiate
         :meth:`residual` with ``jax.jacfwd``."""
         return None
 
-    def position_errors_m(self, tree: KinematicTree, q: jnp.ndarray,
-                          target: jnp.ndarray | None) -> jnp.ndarray | None:
+    def position_errors_m(
+        self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None
+    ) -> jnp.ndarray | None:
         """Unweighted point errors (k,) in metres, NaN where the target is missing; None if the
         task has no positional meaning."""
         return None
@@ -83,15 +85,27 @@ class MarkerTask(Task):
     A target row per marker is ``(x, y, z[, weight multiplier][, local x, y, z])``.
     """
 
-    def __init__(self, tree: KinematicTree, bodies: Sequence[str], local_points_m: np.ndarray | None,
-                 weights: np.ndarray | Sequence[float] | None = None, name: str = "markers",
-                 frame_weights: bool = False):
+    def __init__(
+        self,
+        tree: KinematicTree,
+        bodies: Sequence[str],
+        local_points_m: np.ndarray | None,
+        weights: np.ndarray | Sequence[float] | None = None,
+        name: str = "markers",
+        frame_weights: bool = False,
+    ):
         local = None if local_points_m is None else np.asarray(local_points_m, dtype=np.float64)
-        require(local is None or (local.ndim == 2 and local.shape == (len(bodies), 3)), name,
-                f"local_points_m must be ({len(bodies)}, 3), got {None if local is None else local.shape}")
+        require(
+            local is None or (local.ndim == 2 and local.shape == (len(bodies), 3)),
+            name,
+            f"local_points_m must be ({len(bodies)}, 3), got {None if local is None else local.shape}",
+        )
         w = np.ones(len(bodies)) if weights is None else np.asarray(weights, dtype=np.float64)
-        require(w.shape == (len(bodies),) and bool(np.all(w >= 0)) and bool(np.all(np.isfinite(w))),
-                name, "weights must be (M,) finite and non-negative")
+        require(
+            w.shape == (len(bodies),) and bool(np.all(w >= 0)) and bool(np.all(np.isfinite(w))),
+            name,
+            "weights must be (M,) finite and non-negative",
+        )
         self.name = name
         self.body_names = tuple(bodies)
         self.body_ids = np.array([tree.body_index(b) for b in bodies], dtype=np.int64)
@@ -107,8 +121,9 @@ class MarkerTask(Task):
         fixed ``local_points_m``, or the target's last 3 columns when they come with it."""
         return target[..., -3:] if self.local_points_m is None else self.local_points_m
 
-    def positions(self, tree: KinematicTree, q: jnp.ndarray,
-                  target: jnp.ndarray | None = None) -> jnp.ndarray:
+    def positions(
+        self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None = None
+    ) -> jnp.ndarray:
         """Model marker positions (M, 3), world frame (``target``: this frame's, needed when
         the local points come with it)."""
         return tree.point_positions(q, self.body_ids, self.local_points(target))
@@ -119,7 +134,7 @@ class MarkerTask(Task):
         NumPy (host side: the solver's cold-start alignment)."""
         target = np.asarray(target, dtype=np.float64)
         points = target[..., :3]
-        w = self.sqrt_w ** 2
+        w = self.sqrt_w**2
         if self.frame_weights:
             mult = target[..., 3]
             w = w * np.where(np.isfinite(mult), mult, 0.0)
@@ -159,17 +174,26 @@ class FrameTask(Task):
     ignored in that frame. Several FrameTasks (several links) are solved jointly.
     """
 
-    def __init__(self, tree: KinematicTree, frame: str, pos_mask=(1.0, 1.0, 1.0),
-                 rot_mask=(1.0, 1.0, 1.0), weight: float = 1.0, rot_weight: float | None = None,
-                 name: str | None = None):
-        require(weight >= 0 and (rot_weight is None or rot_weight >= 0), frame,
-                "weights must be non-negative")
+    def __init__(
+        self,
+        tree: KinematicTree,
+        frame: str,
+        pos_mask=(1.0, 1.0, 1.0),
+        rot_mask=(1.0, 1.0, 1.0),
+        weight: float = 1.0,
+        rot_weight: float | None = None,
+        name: str | None = None,
+    ):
+        require(
+            weight >= 0 and (rot_weight is None or rot_weight >= 0), frame, "weights must be non-negative"
+        )
         self.name = name or f"frame:{frame}"
         self.frame = frame
         self.body, self.local_pos, self.local_quat = tree.frame(frame)
         self.pos_scale = np.sqrt(weight) * np.asarray(pos_mask, dtype=np.float64)
         self.rot_scale = np.sqrt(weight if rot_weight is None else rot_weight) * np.asarray(
-            rot_mask, dtype=np.float64)
+            rot_mask, dtype=np.float64
+        )
 
     def target_shape(self, tree):
         return (7,)
@@ -178,8 +202,10 @@ class FrameTask(Task):
         """World position (3,) and rotation (3, 3) of the frame."""
         pos, rot = tree.fk(q)
         local_rot = quat_to_mat(jnp.asarray(self.local_quat, q.dtype))
-        return (pos[self.body] + rot[self.body] @ jnp.asarray(self.local_pos, q.dtype),
-                rot[self.body] @ local_rot)
+        return (
+            pos[self.body] + rot[self.body] @ jnp.asarray(self.local_pos, q.dtype),
+            rot[self.body] @ local_rot,
+        )
 
     def residual(self, tree, q, target):
         p, rot = self.pose(tree, q)
@@ -257,9 +283,11 @@ class PostureTask(Task):
     def residual_jacobian(self, tree, q, target, dq_dx):
         """Rows ``sqrt(w) (q_j - q_rest_j)``; their Jacobian is the rows of ``dq_dx`` (None:
         rows only)."""
-        require(self.q_rest.shape == (tree.nq,), self.name,
-                f"q_rest must be ({tree.nq},), got {self.q_rest.shape}")
-        qadr = np.array([j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)],
-                        dtype=np.int64)
+        require(
+            self.q_rest.shape == (tree.nq,),
+            self.name,
+            f"q_rest must be ({tree.nq},), got {self.q_rest.shape}",
+        )
+        qadr = np.array([j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)], dtype=np.int64)
         r = (q[qadr] - jnp.asarray(self.q_rest[qadr], q.dtype)) * self.sqrt_w
         return r, None if dq_dx is None else dq_dx[qadr] * self.sqrt_w

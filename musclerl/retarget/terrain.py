@@ -84,13 +84,25 @@ def fit_patch(samples_m: np.ndarray, foot: int, frames: tuple[int, int], ridge: 
     a = np.column_stack([np.ones(len(samples)), d])
     reg = np.diag([0.0, ridge * len(samples), ridge * len(samples)])
     coef = np.linalg.solve(a.T @ a + reg + 1e-12 * np.eye(3), a.T @ samples[:, 2])
-    return SupportPatch(foot=foot, frames=frames, samples_m=samples, centre_m=centre,
-                        height_m=float(coef[0]), slope=coef[1:].copy())
+    return SupportPatch(
+        foot=foot,
+        frames=frames,
+        samples_m=samples,
+        centre_m=centre,
+        height_m=float(coef[0]),
+        slope=coef[1:].copy(),
+    )
 
 
-def support_patches(points_m: np.ndarray, flags: np.ndarray, foot_of_point: np.ndarray,
-                    sole_offset_m: np.ndarray | float = 0.0, ridge: float = 1e-3,
-                    settle_m: float = 0.01, min_frames: int = 3) -> list[SupportPatch]:
+def support_patches(
+    points_m: np.ndarray,
+    flags: np.ndarray,
+    foot_of_point: np.ndarray,
+    sole_offset_m: np.ndarray | float = 0.0,
+    ridge: float = 1e-3,
+    settle_m: float = 0.01,
+    min_frames: int = 3,
+) -> list[SupportPatch]:
     """One :class:`SupportPatch` per stance run of each foot.
 
     ``points_m`` (T, P, 3) foot points; ``flags`` (T, P) stance per point; ``foot_of_point`` (P,)
@@ -166,8 +178,9 @@ def _grid(xy_m: np.ndarray, params: TerrainParams) -> tuple[np.ndarray, int, int
     return lo, rows, cols
 
 
-def free_space_ceiling(points_m: np.ndarray, origin_m: np.ndarray, cell_m: float,
-                       shape: tuple[int, int]) -> np.ndarray:
+def free_space_ceiling(
+    points_m: np.ndarray, origin_m: np.ndarray, cell_m: float, shape: tuple[int, int]
+) -> np.ndarray:
     """Lowest point height seen over each cell (R, C); +inf where nothing passed.
 
     ``points_m`` (..., 3) are bottom points of feet and bodies at any time. A point counts for the
@@ -204,8 +217,9 @@ def _patch_distance(xy: np.ndarray, patch: SupportPatch, lateral_scale: float) -
     return np.min(np.hypot(along, scale * lateral), axis=1)
 
 
-def heights_from_patches(xy_m: np.ndarray, patches: list[SupportPatch], ceiling_m: np.ndarray,
-                         params: TerrainParams) -> np.ndarray:
+def heights_from_patches(
+    xy_m: np.ndarray, patches: list[SupportPatch], ceiling_m: np.ndarray, params: TerrainParams
+) -> np.ndarray:
     """Ground height (N,) at points ``xy_m`` (N, 2) from patches, under ceilings ``ceiling_m`` (N,)."""
     xy = np.asarray(xy_m, dtype=float)
     dist = np.stack([_patch_distance(xy, p, params.lateral_scale) for p in patches], axis=1)  # (N, K)
@@ -226,8 +240,12 @@ def heights_from_patches(xy_m: np.ndarray, patches: list[SupportPatch], ceiling_
     return np.where(none_valid, fallback, blended)
 
 
-def recover_terrain(patches: list[SupportPatch], free_points_m: np.ndarray | None = None,
-                    params: TerrainParams | None = None, extent_xy_m: np.ndarray | None = None) -> Terrain:
+def recover_terrain(
+    patches: list[SupportPatch],
+    free_points_m: np.ndarray | None = None,
+    params: TerrainParams | None = None,
+    extent_xy_m: np.ndarray | None = None,
+) -> Terrain:
     """Heightfield covering the patches (and ``extent_xy_m`` (N, 2) if given) plus a margin.
 
     ``free_points_m`` (..., 3): bottom points of feet and bodies over the whole motion (may include
@@ -240,8 +258,9 @@ def recover_terrain(patches: list[SupportPatch], free_points_m: np.ndarray | Non
     if extent_xy_m is not None:
         xy_all = np.concatenate([xy_all, np.asarray(extent_xy_m, dtype=float).reshape(-1, 2)])
     origin, rows, cols = _grid(xy_all, params)
-    cx, cy = np.meshgrid(origin[0] + params.cell_m * np.arange(cols),
-                         origin[1] + params.cell_m * np.arange(rows))
+    cx, cy = np.meshgrid(
+        origin[0] + params.cell_m * np.arange(cols), origin[1] + params.cell_m * np.arange(rows)
+    )
     centres = np.column_stack([cx.ravel(), cy.ravel()])
     if free_points_m is None:
         ceiling = np.full((rows, cols), np.inf)
@@ -261,20 +280,30 @@ def _near_samples(centres: np.ndarray, xy: np.ndarray, radius_m: float) -> np.nd
     return cKDTree(xy).query(centres, k=1, distance_upper_bound=radius_m)[0] < np.inf
 
 
-def terrain_from_contacts(points_m: np.ndarray, flags: np.ndarray, foot_of_point: np.ndarray,
-                          sole_offset_m: np.ndarray | float = 0.0, free_points_m: np.ndarray | None = None,
-                          params: TerrainParams | None = None, rate_hz: float | None = None) -> Terrain:
+def terrain_from_contacts(
+    points_m: np.ndarray,
+    flags: np.ndarray,
+    foot_of_point: np.ndarray,
+    sole_offset_m: np.ndarray | float = 0.0,
+    free_points_m: np.ndarray | None = None,
+    params: TerrainParams | None = None,
+    rate_hz: float | None = None,
+) -> Terrain:
     """Convenience: :func:`support_patches` then :func:`recover_terrain` (shapes as there);
     with ``rate_hz``, stance runs shorter than ``params.min_stance_s`` give no patch (else 3 frames)."""
     params = params or TerrainParams()
     min_frames = params.min_stance_frames(rate_hz) if rate_hz else 3
-    patches = support_patches(points_m, flags, foot_of_point, sole_offset_m, params.slope_ridge,
-                              min_frames=min_frames)
+    patches = support_patches(
+        points_m, flags, foot_of_point, sole_offset_m, params.slope_ridge, min_frames=min_frames
+    )
     pts = np.asarray(points_m, dtype=float)
     offset = np.broadcast_to(np.asarray(sole_offset_m, dtype=float), (pts.shape[1],))
     soles = pts - np.stack([np.zeros_like(offset), np.zeros_like(offset), offset], axis=-1)
-    free = soles.reshape(-1, 3) if free_points_m is None else np.concatenate(
-        [soles.reshape(-1, 3), np.asarray(free_points_m, dtype=float).reshape(-1, 3)])
+    free = (
+        soles.reshape(-1, 3)
+        if free_points_m is None
+        else np.concatenate([soles.reshape(-1, 3), np.asarray(free_points_m, dtype=float).reshape(-1, 3)])
+    )
     return recover_terrain(patches, free, params, extent_xy_m=pts[..., :2].reshape(-1, 2))
 
 
@@ -288,8 +317,12 @@ def terrain_summary(terrain: Terrain, step_m: float = 0.03) -> dict:
     gy, gx = np.gradient(h, terrain.cell_m)
     jumps_x = np.abs(np.diff(h, axis=1)) > step_m
     jumps_y = np.abs(np.diff(h, axis=0)) > step_m
-    smooth = ~(np.pad(jumps_x, ((0, 0), (0, 1))) | np.pad(jumps_x, ((0, 0), (1, 0)))
-               | np.pad(jumps_y, ((0, 1), (0, 0))) | np.pad(jumps_y, ((1, 0), (0, 0))))
+    smooth = ~(
+        np.pad(jumps_x, ((0, 0), (0, 1)))
+        | np.pad(jumps_x, ((0, 0), (1, 0)))
+        | np.pad(jumps_y, ((0, 1), (0, 0)))
+        | np.pad(jumps_y, ((1, 0), (0, 0)))
+    )
     slope_deg = np.degrees(np.arctan(np.hypot(gx, gy)))[smooth]
     max_slope = float(np.percentile(slope_deg, 95)) if slope_deg.size else 0.0
     # Steps met walking along a row (a run of neighbouring jump cells is one step); median over rows.

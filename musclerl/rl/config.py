@@ -22,9 +22,9 @@ import yaml
 
 from musclerl.config import load_yaml
 from musclerl.errors import InputError
+from musclerl.resources import bundled, configs_dir
 
-REPO_DIR = Path(__file__).resolve().parents[2]
-CONFIG_DIR = REPO_DIR / "configs"
+CONFIG_DIR = configs_dir()
 
 DEFAULTS: dict[str, Any] = {
     "seed": 0,
@@ -42,12 +42,20 @@ DEFAULTS: dict[str, Any] = {
         "gamma": 0.99,
         "gae_lambda": 0.95,
         "clip_eps": 0.2,
-        "clip_value": True,  # PPO2-style clipped value loss
+        # PPO2's clipped value loss is off: with rewards scaled to unit returns a +-0.2 clip only
+        # slows the critic (Andrychowicz et al. 2021 found it neutral to harmful)
+        "clip_value": False,
+        "value_clip": 0.2,  # half-width of the value clip when clip_value is on (scaled returns)
         "vf_coef": 0.5,
         "ent_coef": 0.0,
-        "max_grad_norm": 1.0,
+        "max_grad_norm": 1.0,  # actor (policy + noise) gradient norm clip (0 = off)
+        "max_grad_norm_critic": 10.0,  # critic gradient norm clip, apart from the actor's
         "normalize_advantages": True,
-        "reward_scale": 1.0,  # rewards are multiplied by this before GAE
+        "normalize_rewards": True,  # divide rewards by the running std of the discounted return
+        "reward_scale": 1.0,  # rewards are multiplied by this before GAE (after normalisation)
+        "target_kl": 0.01,  # > 0: step size adapted per minibatch to this KL (rsl_rl); 0: schedule
+        "lr_min": 1.0e-5,
+        "lr_max": 3.0e-3,
         "normalize_obs": True,  # running mean/std of observations (kept in checkpoints)
         "obs_clip": 5.0,  # normalised observations are clipped to +-obs_clip
     },
@@ -57,7 +65,8 @@ DEFAULTS: dict[str, Any] = {
         "activation": "tanh",  # tanh | relu | elu | swish | gelu
         "layer_norm": False,
         "init_log_std": -1.0,  # initial log standard deviation of the Gaussian (pre-squash)
-        "squash": "sigmoid",  # sigmoid | clip: how Gaussian samples become excitations in [0, 1]
+        "squash": "sigmoid",  # sigmoid | clip: how Gaussian samples become actions in the env's bounds
+        "noise": "diagonal",  # diagonal | lattice (latent, correlated across muscles)
     },
     "optimizer": {
         "name": "adam",  # adam | adamw | muon (optax.contrib.muon)
@@ -228,7 +237,17 @@ def validate(cfg: Mapping[str, Any], source: str) -> None:
     )
     for key in ("gamma", "gae_lambda"):
         need(isinstance(ppo[key], (int, float)) and 0.0 <= ppo[key] <= 1.0, f"ppo.{key} must be in [0, 1]")
-    for key in ("clip_eps", "vf_coef", "ent_coef", "max_grad_norm", "reward_scale", "obs_clip"):
+    for key in (
+        "clip_eps",
+        "value_clip",
+        "vf_coef",
+        "ent_coef",
+        "max_grad_norm",
+        "max_grad_norm_critic",
+        "reward_scale",
+        "obs_clip",
+        "target_kl",
+    ):
         need(isinstance(ppo[key], (int, float)) and ppo[key] >= 0, f"ppo.{key} must be a number >= 0")
     for key in ("policy_hidden", "value_hidden"):
         sizes = net[key]
@@ -241,6 +260,14 @@ def validate(cfg: Mapping[str, Any], source: str) -> None:
         f"network.activation must be tanh|relu|elu|swish|gelu, got {net['activation']!r}",
     )
     need(net["squash"] in ("sigmoid", "clip"), f"network.squash must be sigmoid|clip, got {net['squash']!r}")
+    need(
+        net["noise"] in ("diagonal", "lattice"),
+        f"network.noise must be diagonal|lattice, got {net['noise']!r}",
+    )
+    need(
+        isinstance(ppo["lr_min"], (int, float)) and 0 < ppo["lr_min"] <= ppo["lr_max"],
+        "ppo.lr_min must be > 0 and <= ppo.lr_max",
+    )
     need(
         opt["name"] in ("adam", "adamw", "muon"),
         f"optimizer.name must be adam|adamw|muon, got {opt['name']!r}",
@@ -262,8 +289,9 @@ def num_updates(cfg: Mapping[str, Any]) -> int:
 
 
 def resolve_path(name: str | os.PathLike) -> Path:
-    """A data path from a config: as given if it exists, else relative to the repository."""
+    """A data path from a config: as given if it exists, else the bundled file of that name
+    (``assets/motions/...``: see :mod:`musclerl.resources`)."""
     path = Path(name)
     if path.exists() or path.is_absolute():
         return path
-    return REPO_DIR / path
+    return bundled(path) or path

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from musclerl.rl import ppo
+from musclerl.rl import networks, ppo
 
 
 class CpuTrainer:
@@ -37,14 +37,15 @@ class CpuTrainer:
 
     def __init__(self, cfg: dict[str, Any], env, total_updates: int, mesh=None):
         self.cfg, self.env, self.mesh = cfg, env, mesh
-        self.learner = ppo.make_learner(cfg, env.observation_size, env.action_size, total_updates, mesh)
+        bounds = networks.ActionBounds.of(env)
+        self.learner = ppo.make_learner(cfg, env.observation_size, bounds, total_updates, mesh)
         self._act = jax.jit(self._act_impl)
         self._finish = jax.jit(self._finish_impl)
 
     # --------------------------------------------------------------------------- jitted pieces
     def _act_impl(self, train: ppo.TrainState, obs: jax.Array, key: jax.Array):
-        _, u, log_prob, _, excitation = self.learner.act(train, obs, key)
-        return u, log_prob, excitation
+        _, u, log_prob, _, action = self.learner.act(train, obs, key)
+        return u, log_prob, action
 
     def _finish_impl(self, train: ppo.TrainState, episodes: ppo.EpisodeTracker, rollout: dict[str, Any]):
         """Values, GAE, PPO epochs and bookkeeping for one rollout of stacked (T, N, ...) arrays."""
@@ -52,7 +53,7 @@ class CpuTrainer:
         raw_obs = ppo.shard_envs(rollout["obs"], mesh, axis=1)
         term_obs = ppo.shard_envs(rollout["terminal_obs"], mesh, axis=1)
         obs_n = learner.normalize(train, raw_obs)
-        value = learner.network.apply(train.params, obs_n)[2]
+        value = learner.network.apply(train.params, obs_n)[1]
         next_value = learner.value(train, term_obs)
         done = rollout["done"].astype(bool)
         terminated = rollout["terminated"].astype(bool)
@@ -96,9 +97,9 @@ class CpuTrainer:
         }
         metrics: dict[str, list] = {}
         for t in range(steps):
-            u, log_prob, excitation = self._act(train, env_state.obs, keys[t])
+            u, log_prob, action = self._act(train, env_state.obs, keys[t])
             out["obs"].append(np.asarray(env_state.obs))
-            env_state = self.env.step(env_state, np.asarray(excitation))
+            env_state = self.env.step(env_state, np.asarray(action))
             out["u"].append(u)
             out["log_prob"].append(log_prob)
             out["reward"].append(np.asarray(env_state.reward))

@@ -4,10 +4,13 @@ Layout of ``DIR/policy/``::
 
     params.msgpack      flax-serialised actor-critic parameters
     obs_stats.npz       mean (D,), std (D,), count of the running observation statistics
-    config.json         the training config plus ``obs_size``, ``action_size`` and run facts
+    config.json         the training config plus ``obs_size``, ``action_size``, ``action_bounds``
+                        (low, high, neutral of the env's action space) and run facts
 
 ``load_policy(path)`` (also ``musclerl.load_policy``) returns a :class:`Policy`:
-``policy.act(obs (..., D), deterministic=True) -> excitations (..., A) in [0, 1]``.
+``policy.act(obs (..., D), deterministic=True) -> actions (..., A)`` in the action space it was
+trained in (``config["train_config"]["env"]["action"]``; excitations in [0, 1] by default); a
+``TrackingEnv`` built from the same config turns them into muscle excitations.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ def export_policy(
     cfg: dict[str, Any],
     train_state,
     obs_size: int,
-    action_size: int,
+    bounds,
     extra: dict[str, Any] | None = None,
 ) -> Path:
     """Write the policy folder atomically (a temporary folder renamed into place)."""
@@ -42,7 +45,8 @@ def export_policy(
     config = {
         "format_version": FORMAT_VERSION,
         "obs_size": int(obs_size),
-        "action_size": int(action_size),
+        "action_size": int(bounds.low.shape[0]),
+        "action_bounds": bounds.to_dict(),
         "train_config": cfg,
         **(extra or {}),
     }
@@ -86,7 +90,8 @@ class Policy:
         self.path, self.config = path, config
         train_cfg = config["train_config"]
         self.obs_size, self.action_size = int(config["obs_size"]), int(config["action_size"])
-        self.network = networks.make_network(train_cfg["network"], self.action_size)
+        self.bounds = policy_bounds(config)
+        self.network = networks.make_network(_network_config(train_cfg), self.bounds)
         self.params, self.obs_mean, self.obs_std = params, obs_mean, obs_std
         self._normalize = bool(train_cfg["ppo"]["normalize_obs"])
         self._clip = float(train_cfg["ppo"]["obs_clip"])
@@ -94,7 +99,6 @@ class Policy:
         self._forward = jax.jit(self._forward_impl, static_argnums=(3,))
 
     def _forward_impl(self, params, obs, key, deterministic: bool):
-        import jax
         import jax.numpy as jnp
 
         from musclerl.rl import networks
@@ -102,12 +106,12 @@ class Policy:
         x = obs.astype(jnp.float32)
         if self._normalize:
             x = jnp.clip((x - self.obs_mean) / self.obs_std, -self._clip, self._clip)
-        mean, log_std, _ = self.network.apply(params, x)
-        u = mean if deterministic else mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
-        return networks.squash(u, self._squash)
+        dist, _ = self.network.apply(params, x)
+        u = dist.mean if deterministic else dist.sample(key)
+        return networks.squash(u, self._squash, self.bounds)
 
     def act(self, obs: np.ndarray, deterministic: bool = True, seed: int = 0) -> np.ndarray:
-        """Excitations (..., A) in [0, 1] for observations (..., D) (numpy in, numpy out)."""
+        """Actions (..., A) for observations (..., D) (numpy in, numpy out)."""
         import jax
 
         obs = np.asarray(obs, dtype=np.float32)
@@ -118,6 +122,21 @@ class Policy:
         return np.asarray(self._forward(self.params, obs, jax.random.PRNGKey(seed), bool(deterministic)))
 
     __call__ = act
+
+
+def policy_bounds(config: dict[str, Any]):
+    """The action bounds a policy config records (older exports: excitations in [0, 1] at 0.5)."""
+    from musclerl.rl import networks
+
+    if "action_bounds" in config:
+        return networks.ActionBounds.from_dict(config["action_bounds"])
+    size = int(config["action_size"])
+    return networks.ActionBounds(np.zeros(size), np.ones(size), np.full(size, 0.5))
+
+
+def _network_config(train_cfg: dict[str, Any]) -> dict[str, Any]:
+    """The ``network`` section with the keys older exports lack set to what they meant."""
+    return {"noise": "diagonal", **train_cfg["network"]}
 
 
 def load_policy(path: str | os.PathLike) -> Policy:
@@ -137,7 +156,8 @@ def load_policy(path: str | os.PathLike) -> Policy:
     try:
         config = json.loads((path / "config.json").read_text())
         obs_size, action_size = int(config["obs_size"]), int(config["action_size"])
-        net_cfg = config["train_config"]["network"]
+        if not isinstance(config["train_config"]["network"], dict):
+            raise TypeError("train_config.network is not a mapping")
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise InputError(
             path / "config.json", f"unreadable policy config ({type(err).__name__}: {err})"
@@ -147,7 +167,13 @@ def load_policy(path: str | os.PathLike) -> Policy:
             path / "config.json",
             f"policy format_version {config.get('format_version')} is not supported (want {FORMAT_VERSION})",
         )
-    net = networks.make_network(net_cfg, action_size)
+    try:
+        bounds = policy_bounds(config)
+    except (KeyError, TypeError, ValueError) as err:
+        raise InputError(path / "config.json", f"unreadable action bounds ({type(err).__name__})") from err
+    if bounds.low.shape != (action_size,):
+        raise InputError(path / "config.json", f"action bounds do not have action_size {action_size} entries")
+    net = networks.make_network(_network_config(config["train_config"]), bounds)
     template = jax.tree_util.tree_map(np.asarray, net.init(jax.random.PRNGKey(0), jnp.zeros((1, obs_size))))
     try:
         params = flax.serialization.from_bytes(template, (path / "params.msgpack").read_bytes())

@@ -1,7 +1,10 @@
 """PPO (Schulman et al. 2017) in the shape of PureJaxRL's ``make_train``.
 
 Read top to bottom: :class:`Transition` (one env step of a rollout), :func:`gae` (advantages with
-time-limit truncation), :func:`ppo_loss` (clipped policy and value losses, entropy bonus),
+time-limit truncation), :func:`scale_rewards` (rewards over the running std of the discounted return),
+:func:`ppo_loss` (clipped policy loss, value loss — clipped only on request —, entropy bonus),
+:func:`clip_actor_critic` and :func:`adapt_learning_rate` (gradient norms clipped apart; the
+step size adapted per minibatch to a target KL),
 :func:`make_learner` (minibatch epochs over one rollout: the part shared by both backends) and
 :func:`make_train` (the whole update — rollout with ``lax.scan`` over a jittable environment plus
 learning — as one pure function for the ``mjx`` backend). The ``cpu`` backend drives the same
@@ -60,6 +63,9 @@ class TrainState:
     obs_stats: norm.RunningStats
     rng: jax.Array
     update: jax.Array  # () int32: updates done so far
+    learning_rate: jax.Array  # () float32: the step size now (adapted to the target KL, or scheduled)
+    return_stats: norm.RunningStats  # (1,) running variance of the discounted return (reward scaling)
+    discounted_return: jax.Array  # (N,) each env's running discounted return, for return_stats
 
 
 # ------------------------------------------------------------------------------------------ math
@@ -82,6 +88,24 @@ def gae(traj: Transition, gamma: float, lam: float) -> tuple[jax.Array, jax.Arra
     return adv, adv + traj.value
 
 
+def scale_rewards(
+    stats: norm.RunningStats, discounted: jax.Array, traj: Transition, gamma: float
+) -> tuple[norm.RunningStats, jax.Array, jax.Array]:
+    """Reward scaling by the running standard deviation of the discounted return (as gymnasium's
+    ``NormalizeReward``): ``G_t = gamma G_{t-1} (1 - done_{t-1}) + r_t`` per env over the (T, N)
+    rollout, its variance merged into ``stats``; returns (stats, G at the rollout's end (N,),
+    std) so that ``r / std`` has returns of about unit scale whatever the reward's size."""
+
+    def step(g, xs):
+        reward, done = xs
+        g = gamma * g + reward
+        return g * (1.0 - done.astype(jnp.float32)), g
+
+    last, returns = jax.lax.scan(step, discounted, (traj.reward, traj.done))
+    stats = norm.update(stats, returns[..., None])
+    return stats, last, jnp.maximum(stats.std[0], 1e-2)
+
+
 class Batch(NamedTuple):
     """Flattened training samples (B = T*N)."""
 
@@ -95,8 +119,8 @@ class Batch(NamedTuple):
 
 def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: dict[str, Any]):
     """Clipped surrogate + (clipped) value loss - entropy bonus. Returns (loss, aux metrics)."""
-    mean, log_std, value = apply_fn(params, batch.obs)
-    log_prob = networks.gaussian_log_prob(batch.action, mean, log_std)
+    dist, value = apply_fn(params, batch.obs)
+    log_prob = dist.log_prob(batch.action)
     log_ratio = log_prob - batch.log_prob
     ratio = jnp.exp(log_ratio)
     adv = batch.advantage
@@ -106,10 +130,11 @@ def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: dict[str, Any]):
     policy_loss = -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - eps, 1 + eps) * adv))
     value_err = jnp.square(value - batch.target)
     if ppo_cfg["clip_value"]:
-        clipped = batch.value + jnp.clip(value - batch.value, -eps, eps)
+        vclip = ppo_cfg["value_clip"]
+        clipped = batch.value + jnp.clip(value - batch.value, -vclip, vclip)
         value_err = jnp.maximum(value_err, jnp.square(clipped - batch.target))
     value_loss = 0.5 * jnp.mean(value_err)
-    entropy = networks.gaussian_entropy(log_std)
+    entropy = dist.entropy()
     loss = policy_loss + ppo_cfg["vf_coef"] * value_loss - ppo_cfg["ent_coef"] * entropy
     aux = {
         "loss/policy": policy_loss,
@@ -117,7 +142,7 @@ def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: dict[str, Any]):
         "loss/entropy": entropy,
         "loss/approx_kl": jnp.mean((ratio - 1.0) - log_ratio),
         "loss/clip_frac": jnp.mean((jnp.abs(ratio - 1.0) > eps).astype(jnp.float32)),
-        "policy/std": jnp.mean(jnp.exp(log_std)),
+        "policy/std": dist.mean_std(),
     }
     return loss, aux
 
@@ -142,19 +167,53 @@ def make_schedule(opt_cfg: dict[str, Any], total_steps: int) -> optax.Schedule:
 
 
 def make_optimizer(cfg: dict[str, Any], total_steps: int) -> tuple[optax.GradientTransformation, Callable]:
-    """Gradient-norm clipping followed by adam / adamw / muon (``optax.contrib.muon``)."""
+    """The optimiser's direction (adam / adamw / muon at unit step size) and the lr schedule.
+
+    The step size is applied by the learner (:func:`apply_step`), so that it can follow the
+    schedule or adapt to the target KL; gradients are clipped before, actor and critic apart
+    (:func:`clip_actor_critic`).
+    """
     opt_cfg = cfg["optimizer"]
     schedule = make_schedule(opt_cfg, total_steps)
     name = opt_cfg["name"]
     if name == "adam":
-        opt = optax.adam(schedule, eps=float(opt_cfg["eps"]))
+        opt = optax.adam(1.0, eps=float(opt_cfg["eps"]))
     elif name == "adamw":
-        opt = optax.adamw(schedule, eps=float(opt_cfg["eps"]), weight_decay=float(opt_cfg["weight_decay"]))
+        opt = optax.adamw(1.0, eps=float(opt_cfg["eps"]), weight_decay=float(opt_cfg["weight_decay"]))
     else:
         from optax.contrib import muon
 
-        opt = muon(schedule, weight_decay=float(opt_cfg["weight_decay"]))
-    return optax.chain(optax.clip_by_global_norm(float(cfg["ppo"]["max_grad_norm"])), opt), schedule
+        opt = muon(1.0, weight_decay=float(opt_cfg["weight_decay"]))
+    return opt, schedule
+
+
+def clip_actor_critic(grads: Any, actor_max: float, critic_max: float) -> tuple[Any, jax.Array, jax.Array]:
+    """Clip the actor's (policy MLP + log std) and the critic's gradients each by its own global
+    norm, so a large value-loss gradient cannot shrink the policy's step. Returns (grads, actor
+    norm, critic norm) with the norms before clipping."""
+    inner = grads["params"]
+    actor = {k: v for k, v in inner.items() if k != "value"}
+    critic = inner["value"]
+
+    def clip(tree, max_norm):
+        norm_ = optax.global_norm(tree)
+        scale = jnp.minimum(1.0, max_norm / (norm_ + 1e-6)) if max_norm > 0 else 1.0
+        return jax.tree_util.tree_map(lambda g: g * scale, tree), norm_
+
+    actor, actor_norm = clip(actor, actor_max)
+    critic, critic_norm = clip(critic, critic_max)
+    return {**grads, "params": {**actor, "value": critic}}, actor_norm, critic_norm
+
+
+def adapt_learning_rate(lr: jax.Array, kl: jax.Array, ppo_cfg: dict[str, Any]) -> jax.Array:
+    """KL-adaptive step size (as in rsl_rl): divide by 1.5 when the approximate KL of the last
+    minibatch exceeds twice ``target_kl``, multiply by 1.5 below half of it; within
+    [``lr_min``, ``lr_max``]. ``target_kl`` 0 keeps ``lr``."""
+    target = ppo_cfg["target_kl"]
+    if target <= 0:
+        return lr
+    lr = jnp.where(kl > 2.0 * target, lr / 1.5, jnp.where(kl < 0.5 * target, lr * 1.5, lr))
+    return jnp.clip(lr, ppo_cfg["lr_min"], ppo_cfg["lr_max"])
 
 
 # ------------------------------------------------------------------------------------------ sharding
@@ -188,6 +247,7 @@ class Learner:
     schedule: Callable
     obs_size: int
     mesh: Mesh | None
+    bounds: networks.ActionBounds
 
     def init(self, rng: jax.Array) -> TrainState:
         rng, key = jax.random.split(rng)
@@ -198,6 +258,9 @@ class Learner:
             obs_stats=norm.RunningStats.create(self.obs_size),
             rng=rng,
             update=jnp.zeros((), jnp.int32),
+            learning_rate=jnp.asarray(self.schedule(0), jnp.float32),
+            return_stats=norm.RunningStats.create(1),
+            discounted_return=jnp.zeros(self.cfg["ppo"]["num_envs"], jnp.float32),
         )
 
     def normalize(self, state: TrainState, obs: jax.Array) -> jax.Array:
@@ -205,22 +268,28 @@ class Learner:
         return norm.normalize(state.obs_stats, obs, ppo["obs_clip"], ppo["normalize_obs"])
 
     def act(self, state: TrainState, obs: jax.Array, key: jax.Array):
-        """Sample for raw ``obs`` (N, D) -> (norm_obs, u, log_prob, value, excitation in [0,1])."""
+        """Sample for raw ``obs`` (N, D) -> (norm_obs, u, log_prob, value, action in the env's
+        bounds)."""
         obs_n = self.normalize(state, obs)
-        mean, log_std, value = self.network.apply(state.params, obs_n)
-        u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
-        log_prob = networks.gaussian_log_prob(u, mean, log_std)
-        return obs_n, u, log_prob, value, networks.squash(u, self.cfg["network"]["squash"])
+        dist, value = self.network.apply(state.params, obs_n)
+        u = dist.sample(key)
+        action = networks.squash(u, self.cfg["network"]["squash"], self.bounds)
+        return obs_n, u, dist.log_prob(u), value, action
 
     def value(self, state: TrainState, obs: jax.Array) -> jax.Array:
         """V(obs) for raw observations (N, D) -> (N,)."""
-        return self.network.apply(state.params, self.normalize(state, obs))[2]
+        return self.network.apply(state.params, self.normalize(state, obs))[1]
 
     def learn(self, state: TrainState, traj: Transition, raw_obs: jax.Array):
         """PPO epochs over one (T, N) rollout, then fold the rollout's raw observations
         ``raw_obs`` (T, N, D) into the running statistics. Returns (state, metrics dict)."""
         ppo = self.cfg["ppo"]
-        traj = traj._replace(reward=traj.reward * ppo["reward_scale"])
+        ret_stats, disc = state.return_stats, state.discounted_return
+        if ppo["normalize_rewards"]:
+            ret_stats, disc, reward_std = scale_rewards(ret_stats, disc, traj, ppo["gamma"])
+        else:
+            reward_std = jnp.ones((), jnp.float32)
+        traj = traj._replace(reward=traj.reward * ppo["reward_scale"] / reward_std)
         adv, target = gae(traj, ppo["gamma"], ppo["gae_lambda"])
         flat = Batch(
             obs=traj.obs,
@@ -236,12 +305,15 @@ class Learner:
         grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
 
         def minibatch_step(carry, mb: Batch):
-            params, opt_state = carry
+            params, opt_state, lr = carry
             mb = shard_envs(mb, self.mesh)
             (_, aux), grads = grad_fn(params, self.network.apply, mb, ppo)
-            aux["loss/grad_norm"] = optax.global_norm(grads)
+            grads, aux["loss/grad_norm_actor"], aux["loss/grad_norm_critic"] = clip_actor_critic(
+                grads, ppo["max_grad_norm"], ppo["max_grad_norm_critic"]
+            )
             updates, opt_state = self.tx.update(grads, opt_state, params)
-            return (optax.apply_updates(params, updates), opt_state), aux
+            params = optax.apply_updates(params, jax.tree_util.tree_map(lambda u: lr * u, updates))
+            return (params, opt_state, adapt_learning_rate(lr, aux["loss/approx_kl"], ppo)), aux
 
         def epoch(carry, key):
             perm = jax.random.permutation(key, flat.obs.shape[0])
@@ -250,30 +322,50 @@ class Learner:
 
         rng, key = jax.random.split(state.rng)
         keys = jax.random.split(key, ppo["update_epochs"])
-        (params, opt_state), aux = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
+        steps_before = state.update * ppo["update_epochs"] * n_mb
+        lr0 = (
+            state.learning_rate
+            if ppo["target_kl"] > 0
+            else jnp.asarray(self.schedule(steps_before), jnp.float32)
+        )
+        (params, opt_state, lr), aux = jax.lax.scan(epoch, (state.params, state.opt_state, lr0), keys)
         metrics = jax.tree_util.tree_map(jnp.mean, aux)
-        steps_done = (state.update + 1) * ppo["update_epochs"] * n_mb
-        metrics["optim/learning_rate"] = jnp.asarray(self.schedule(steps_done), jnp.float32)
+        metrics["optim/learning_rate"] = lr0
         metrics["value/explained_variance"] = 1.0 - jnp.var(target - traj.value) / (jnp.var(target) + 1e-8)
+        metrics["value/reward_std"] = reward_std
         stats = norm.update(state.obs_stats, raw_obs) if ppo["normalize_obs"] else state.obs_stats
         new = TrainState(
-            params=params, opt_state=opt_state, obs_stats=stats, rng=rng, update=state.update + 1
+            params=params,
+            opt_state=opt_state,
+            obs_stats=stats,
+            rng=rng,
+            update=state.update + 1,
+            learning_rate=lr,
+            return_stats=ret_stats,
+            discounted_return=disc,
         )
         return new, metrics
 
 
 def make_learner(
-    cfg: dict[str, Any], obs_size: int, action_size: int, total_updates: int, mesh: Mesh | None = None
+    cfg: dict[str, Any],
+    obs_size: int,
+    bounds: networks.ActionBounds,
+    total_updates: int,
+    mesh: Mesh | None = None,
 ) -> Learner:
+    """The learner for observations of ``obs_size`` and actions within ``bounds`` (whose neutral
+    action the untrained policy's mean starts at)."""
     ppo = cfg["ppo"]
     tx, schedule = make_optimizer(cfg, total_updates * ppo["update_epochs"] * ppo["num_minibatches"])
     return Learner(
         cfg=cfg,
-        network=networks.make_network(cfg["network"], action_size),
+        network=networks.make_network(cfg["network"], bounds),
         tx=tx,
         schedule=schedule,
         obs_size=obs_size,
         mesh=mesh,
+        bounds=bounds,
     )
 
 
@@ -344,7 +436,7 @@ def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None =
     ``train(rng) -> (carry, metrics stacked over updates)`` runs ``total_updates`` updates as one
     ``lax.scan`` — the PureJaxRL form, used by tests and by the runner in chunks.
     """
-    learner = make_learner(cfg, env.observation_size, env.action_size, total_updates, mesh)
+    learner = make_learner(cfg, env.observation_size, networks.ActionBounds.of(env), total_updates, mesh)
     ppo = cfg["ppo"]
 
     def init(rng: jax.Array) -> Carry:
@@ -356,8 +448,8 @@ def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None =
         train, env_state, episodes = carry
         rng, key = jax.random.split(train.rng)
         train = train.replace(rng=rng)
-        obs_n, u, log_prob, value, excitation = learner.act(train, env_state.obs, key)
-        nxt = shard_envs(env.step(env_state, excitation), mesh)
+        obs_n, u, log_prob, value, action = learner.act(train, env_state.obs, key)
+        nxt = shard_envs(env.step(env_state, action), mesh)
         next_value = learner.value(train, nxt.info["terminal_obs"])
         tr = Transition(
             obs=obs_n,

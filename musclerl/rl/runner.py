@@ -259,7 +259,7 @@ def train(
             cfg,
             carry.train,
             env.observation_size,
-            env.action_size,
+            learner.bounds,
             extra={
                 "model": cfg["model"],
                 "motion": cfg["motion"],

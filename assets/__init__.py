@@ -1,0 +1,1 @@
+"""Bundled data (models, motions, policies), shipped in the wheel as ``musclerl.assets``."""

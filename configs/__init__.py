@@ -1,0 +1,1 @@
+"""Bundled training configs, shipped in the wheel as ``musclerl.configs``."""

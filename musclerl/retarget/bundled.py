@@ -1,0 +1,116 @@
+"""The bundled motions: a real motion-capture walk retargeted by our own pipeline, per model.
+
+``assets/motions/walk_<model>.npz`` is the DeepMimic walk cycle (xbpeng/DeepMimic,
+``data/motions/humanoid3d_walk.txt``, MIT licence; 39 frames at 30 Hz, one looping gait cycle of
+1.27 s) retargeted with ``retarget smpl`` (keypoint IK, scaled model, contacts and recovered
+ground). When the recovered ground is flat (its heights span less than ``FLAT_SPAN_M``), the clip
+is lowered onto the model's own floor (z = 0) and stored without a heightfield: a looping clip
+walks on, beyond any heightfield recovered from one cycle. A looping clip is then low-passed
+(:func:`smooth_loop`). Regenerate with::
+
+    python -m musclerl.retarget.bundled --model myolegs \\
+        --source ../shared/data/deepmimic/humanoid3d_walk.txt --out assets/motions/walk_myolegs.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from musclerl.motion.trajectory import Trajectory
+
+FLAT_SPAN_M = 0.02  # recovered ground heights within 2 cm: a level floor (retargeting noise)
+SMOOTH_CUTOFF_HZ = 6.0  # the usual low-pass of gait kinematics (Winter 2009): keeps the gait's harmonics
+
+
+def smooth_loop(traj: Trajectory, model, cutoff_hz: float = SMOOTH_CUTOFF_HZ) -> Trajectory:
+    """A looping one-clip ``traj`` low-passed at ``cutoff_hz`` (zero-lag Butterworth over three
+    periods, the middle one kept) with velocities recomputed by wrapped central differences.
+
+    The DeepMimic walk joins two half cycles with a jump at each seam (its root moves 0.7 cm
+    down and 0.4 cm sideways in one frame), which retargeting turns into 30 m/s^2 root
+    accelerations; a body can follow the smoothed clip (``musclerl info`` checks it).
+    """
+    from musclerl.evaluate.inverse_dynamics import lowpass
+
+    n = traj.num_frames
+    shift = traj.qpos[-1, :2] - traj.qpos[0, :2] + traj.qvel[-1, :2] / traj.rate_hz
+    tiled = np.concatenate([traj.qpos, traj.qpos, traj.qpos])
+    for k in range(3):
+        tiled[k * n : (k + 1) * n, :2] += (k - 1) * shift
+    smooth = lowpass(tiled, traj.rate_hz, cutoff_hz)[n : 2 * n]
+    smooth[:, 3:7] /= np.linalg.norm(smooth[:, 3:7], axis=1, keepdims=True)
+    ahead = np.vstack([smooth[1:], smooth[:1] + np.r_[shift, np.zeros(model.nq - 2)]])
+    behind = np.vstack([smooth[-1:] - np.r_[shift, np.zeros(model.nq - 2)], smooth[:-1]])
+    qvel = np.zeros((n, model.nv))
+    for t in range(n):
+        mujoco.mj_differentiatePos(model, qvel[t], 2.0 / traj.rate_hz, behind[t], ahead[t])
+    return dataclasses.replace(traj, qpos=smooth, qvel=qvel, site_pos_m=None, site_names=())
+
+
+def on_flat_floor(traj: Trajectory) -> Trajectory:
+    """``traj`` lowered by its terrain's mean height onto z = 0, without the heightfield, when the
+    terrain is flat within ``FLAT_SPAN_M``; unchanged otherwise."""
+    if traj.terrain is None or np.ptp(traj.terrain.height_m) > FLAT_SPAN_M:
+        return traj
+    shift = float(np.mean(traj.terrain.height_m))
+    qpos = traj.qpos.copy()
+    qpos[:, 2] -= shift
+    sites = None if traj.site_pos_m is None else traj.site_pos_m - np.array([0.0, 0.0, shift])
+    return dataclasses.replace(traj, qpos=qpos, site_pos_m=sites, terrain=None)
+
+
+def onto_floor(traj: Trajectory, model) -> Trajectory:
+    """``traj`` (no terrain) moved vertically so that its lowest foot point over the clip is on
+    the floor (z = 0): no frame penetrates, and the stance feet, the lowest, rest on it."""
+    from musclerl.retarget.ground import foot_geoms, geom_lowest_z
+
+    feet = foot_geoms(model)
+    data = mujoco.MjData(model)
+    lowest = np.inf
+    for q in traj.qpos:
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        lowest = min(lowest, float(geom_lowest_z(model, data, feet).min()))
+    qpos = traj.qpos.copy()
+    qpos[:, 2] -= lowest
+    return dataclasses.replace(traj, qpos=qpos, site_pos_m=None, site_names=(), terrain=None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from musclerl.retarget.command_smpl import SmplOptions, retarget_file
+
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", default="myolegs")
+    parser.add_argument("--source", required=True, help="DeepMimic .txt or AMASS .npz")
+    parser.add_argument("--out", required=True)
+    parser.add_argument(
+        "--keypoints-only", action="store_true", help="keypoint IK only, then onto the floor (no ground pass)"
+    )
+    args = parser.parse_args(argv)
+    # the environment simulates the registry model itself, so the clip must not be for a rescaled
+    # one; keypoint IK without the ground pass, whose stance pinning jerks the pelvis sideways at
+    # each heel strike of this clip (31 % of frames with the centre of pressure off the feet)
+    options = SmplOptions(model=args.model, scale=False, ground=not args.keypoints_only)
+    result, report, _ = retarget_file(Path(args.source), options)
+    traj = on_flat_floor(result.trajectory)
+    model = result.prepared.model
+    if traj.num_clips == 1 and bool(traj.clip_loop[0]):
+        traj = smooth_loop(traj, model)
+    if traj.terrain is None:
+        traj = onto_floor(traj, model)
+    traj.save(args.out)
+    print(
+        f"{args.out}: {traj.num_frames} frames at {traj.rate_hz:.2f} Hz, terrain {traj.terrain is not None}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
