@@ -165,8 +165,7 @@ def lookup(ref: dict[str, Any], clip: Any, time_s: Any, xp: Any) -> dict[str, An
 
     Returns qpos (N, nq), qvel (N, nv), site_pos_m (N, S, 3), site_xmat (N, S, 3, 3),
     site_vel_mps (N, S, 3), muscle_length_m and muscle_velocity_mps (N, nu), muscle_jacobian
-    (N, nu, K); positions of looping
-    clips shifted by their completed periods.
+    (N, nu, K), activation (N, na); positions of looping clips shifted by their completed periods.
     """
     frame, cycles = frame_index(ref, clip, time_s, xp)
     shift = ref["cycle_shift_m"][clip] * cycles[:, None]  # (N, 3)

@@ -24,6 +24,7 @@ State continues the live simulations, it does not rewind them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -86,10 +87,9 @@ class TrackingEnv:
             str(model), self.config.sites, self.config.foot_bodies, dataset.terrain, self.config.integrator
         )
         self.model: mujoco.MjModel = self.world.model
-        if self.config.control_hz > 0:
-            self.config.substeps = max(
-                1, int(round(1.0 / (self.config.control_hz * self.model.opt.timestep)))
-            )
+        if self.config.control_hz > 0:  # a copy: the caller's config is not changed
+            substeps = max(1, int(round(1.0 / (self.config.control_hz * self.model.opt.timestep))))
+            self.config = dataclasses.replace(self.config, substeps=substeps)
         self.control_dt_s = float(self.config.substeps * self.model.opt.timestep)
         self.reference: Reference = build_reference(
             self.world, dataset, 1.0 / self.control_dt_s, self.config.initial_activation == "static"

@@ -19,6 +19,7 @@ first frame (t = 0, no reference-state initialisation) on the MuJoCo C backend, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -40,19 +41,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
 
 
+def evaluation_env(policy, motion, seconds: float):
+    """The cpu environment ``policy``'s training config describes, on ``motion`` (Trajectory or
+    path), with its horizon lifted to the test's ``seconds``; returns (env, test length in steps)."""
+    from musclerl.envs import EnvConfig, TrackingEnv
+
+    train_cfg = policy.config["train_config"]
+    env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
+    env = TrackingEnv(train_cfg["model"], motion, env_cfg, backend="cpu", num_envs=1)
+    steps = int(round(seconds / env.control_dt_s))
+    env.config = dataclasses.replace(env.config, horizon=steps + 1)  # the test decides its length
+    return env, steps
+
+
 def tracking_test(policy, motion, seconds: float = 10.0, clip: int = 0) -> dict[str, Any]:
     """Deterministic rollout of ``policy`` (a loaded export) from t = 0 of ``clip`` of ``motion``
     (Trajectory or path), in the environment its training config describes."""
-    from musclerl.envs import EnvConfig, TrackingEnv
     from musclerl.evaluate.rollout import rollout
-    from musclerl.motion.trajectory import Trajectory
 
-    train_cfg = policy.config["train_config"]
-    traj = motion if isinstance(motion, Trajectory) else Trajectory.load(motion)
-    env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
-    env = TrackingEnv(train_cfg["model"], traj, env_cfg, backend="cpu", num_envs=1)
-    steps = int(round(seconds / env.control_dt_s))
-    env.config.horizon = steps + 1  # the test, not the training horizon, decides its length
+    env, steps = evaluation_env(policy, motion, seconds)
     rec = rollout(env, lambda obs: policy.act(obs, deterministic=True), clip=clip, max_steps=steps)
     tracked = rec.time_s[1:]  # frame 0 is the reset state
     local = rec.mpjpe_local_m[1:]
@@ -69,14 +76,9 @@ def tracking_test(policy, motion, seconds: float = 10.0, clip: int = 0) -> dict[
 def record_test(policy, motion, seconds: float, video: Path) -> dict[str, Any]:
     """The same deterministic test as :func:`tracking_test`, rendered with the reference as a
     ghost: ``video`` (MP4) and ``<video>.png`` (a strip of six frames)."""
-    from musclerl.envs import EnvConfig, TrackingEnv
     from musclerl.envs.video import record_rollout
 
-    train_cfg = policy.config["train_config"]
-    env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
-    env = TrackingEnv(train_cfg["model"], motion, env_cfg, backend="cpu", num_envs=1)
-    steps = int(round(seconds / env.control_dt_s))
-    env.config.horizon = steps + 1
+    env, steps = evaluation_env(policy, motion, seconds)
     strip = video.with_suffix(".png")
     record_rollout(
         env, lambda obs: policy.act(obs, deterministic=True), video, num_steps=steps, clip=0, strip_path=strip
