@@ -11,7 +11,9 @@ to stderr and returns 2, with no traceback and no partial output.
 from __future__ import annotations
 
 import argparse
+import ctypes.util
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -80,10 +82,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: MUJOCO_GL values and the shared library ``import mujoco`` then loads (it fails without it).
+GL_LIBRARIES = {"osmesa": ("OSMesa", "apt-get install libosmesa6"), "egl": ("EGL", "apt-get install libegl1")}
+
+
+def check_gl_backend() -> None:
+    """Refuse, in one line, a ``MUJOCO_GL`` whose library is missing: ``import mujoco`` would
+    otherwise fail deep inside PyOpenGL with an unrelated-looking AttributeError."""
+    backend = os.environ.get("MUJOCO_GL", "").lower()
+    if backend in GL_LIBRARIES:
+        library, install = GL_LIBRARIES[backend]
+        if ctypes.util.find_library(library) is None:
+            raise InputError(
+                "MUJOCO_GL", f"'{backend}' needs lib{library}, which is not installed ({install}), or unset it"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_gl_backend()
         return int(args._run(args) or 0)
     except InputError as err:
         print(f"musclerl: error: {err}", file=sys.stderr)

@@ -3,6 +3,7 @@ with MUJOCO_GL=osmesa since the GL backend is fixed when mujoco is first importe
 
 from __future__ import annotations
 
+import ctypes.util
 import json
 import os
 import subprocess
@@ -85,6 +86,8 @@ print(json.dumps({"shape": list(frame.shape), "std": float(frame.std()), **stats
 
 def test_render_and_mp4_headless(tmp_path):
     pytest.importorskip("imageio_ffmpeg")
+    if ctypes.util.find_library("OSMesa") is None:
+        pytest.skip("no OSMesa on this machine (apt-get install libosmesa6)")
     out = tmp_path / "rollout.mp4"
     env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
     proc = subprocess.run(
@@ -97,3 +100,13 @@ def test_render_and_mp4_headless(tmp_path):
     assert result["shape"] == [120, 160, 3] and result["std"] > 1.0  # not a blank image
     assert result["steps"] >= 1
     assert out.stat().st_size > 1000 and out.read_bytes()[4:8] == b"ftyp"  # an MP4 container
+
+
+def test_cli_refuses_a_gl_backend_whose_library_is_missing(monkeypatch, capsys):
+    from musclerl import cli
+
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    monkeypatch.setattr(cli.ctypes.util, "find_library", lambda name: None)
+    assert cli.main(["info", "tiny"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MUJOCO_GL" in err[0] and "libosmesa6" in err[0]

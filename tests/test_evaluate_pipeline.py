@@ -250,3 +250,23 @@ def test_sign_presets():
     assert signs["knee_angle_r_moment"] == -1.0 and signs["ankle_angle_r_moment"] == -1.0
     with pytest.raises(InputError):
         _signs(["knee=2"])
+
+
+def test_rollout_progress_total_is_the_steps_to_truncation():
+    """The progress bar's total is the episode's real length: the horizon, or the end of a clip that
+    does not loop; a rollout that nothing terminates runs exactly that many control steps."""
+    from musclerl.envs.motions import sine_gait
+    from musclerl.envs.tracking import TrackingEnv
+    from musclerl.evaluate.rollout import episode_steps
+
+    never_fail = {"root_height_min_m": -10.0, "max_tilt_deg": 180.0, "nonfoot_contact_m": -1.0}
+    never_fail |= {"site_deviation_m": 0.0, "root_deviation_m": 0.0}
+    clip = sine_gait("tiny", duration_s=0.5)
+    for horizon, start_s in ((1000, 0.0), (1000, 0.21), (10, 0.0)):
+        env = TrackingEnv("tiny", clip, {"horizon": horizon, "termination": never_fail}, num_envs=1)
+        duration_s = float(env.reference.clip_duration_s[0])
+        expected = min(horizon, int(np.floor((duration_s - start_s + 1e-6) / env.control_dt_s)))
+        assert episode_steps(env, 0, start_s) == expected
+        rec = rollout(env, lambda obs: np.full((1, 6), 0.2), start_time_s=start_s)
+        assert not rec.early_termination
+        assert len(rec.time_s) - 1 == expected - 1  # the last step ends the episode and is not recorded

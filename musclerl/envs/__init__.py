@@ -54,5 +54,9 @@ if GYM_ID not in gymnasium.registry:
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        try:
+            module = importlib.import_module(_LAZY[name])
+        except AttributeError as err:  # raised from here it would read as "no such name"
+            raise ImportError(f"importing {_LAZY[name]} failed: {err!r}") from err
+        return getattr(module, name)
     raise AttributeError(f"module 'musclerl.envs' has no attribute '{name}'")

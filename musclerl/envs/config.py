@@ -172,6 +172,7 @@ class EnvConfig:
     # leaves out the muscle force-velocity derivative that MuJoCo C's includes, so on models with
     # muscles the two backends only step identically with "euler" (myolegs uses Euler already).
     integrator: str = "model"
+    timestep_s: float = 0.0  # > 0: physics timestep replacing the model's (control_hz then sets substeps)
     sites: list[str] = dataclasses.field(default_factory=list)  # tracked sites; [] = one per jointed body
     foot_bodies: list[str] = dataclasses.field(
         default_factory=list
@@ -247,6 +248,7 @@ class EnvConfig:
             self.integrator in ("model", "euler", "implicitfast"),
             f"integrator must be 'model', 'euler' or 'implicitfast', got '{self.integrator}'",
         )
+        need(self.timestep_s >= 0, f"timestep_s must be >= 0, got {self.timestep_s}")
         need(self.mjx.impl in ("jax", "warp"), f"mjx.impl must be 'jax' or 'warp', got '{self.mjx.impl}'")
 
     def weight(self, term: str) -> float:

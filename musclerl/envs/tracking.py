@@ -84,7 +84,9 @@ class TrackingEnv:
         self.backend = backend
         self.num_envs = int(num_envs)
         self.world: World = build_world(
-            str(model), self.config.sites, self.config.foot_bodies, dataset.terrain, self.config.integrator
+            str(model), self.config.sites, self.config.foot_bodies, dataset.terrain,
+            self.config.integrator,
+            self.config.timestep_s,
         )
         self.model: mujoco.MjModel = self.world.model
         if self.config.control_hz > 0:  # a copy: the caller's config is not changed

@@ -51,12 +51,14 @@ def build_world(
     foot_bodies: list[str],
     terrain: Terrain | None,
     integrator: str = "model",
+    timestep_s: float = 0.0,
 ) -> World:
     """Compile ``model_name`` for tracking: tracked sites, foot bodies, optional terrain heightfield.
 
     ``sites`` empty: one site ``track_<body>`` is added at the origin of every body with a joint.
     ``foot_bodies`` empty: the colliding bodies lowest in the default pose. ``integrator``:
-    ``"model"`` keeps the model's own, else ``"euler"`` or ``"implicitfast"``. A model without a
+    ``"model"`` keeps the model's own, else ``"euler"`` or ``"implicitfast"``; ``timestep_s`` > 0
+    replaces the model's physics timestep. A model without a
     free root joint, with ball joints or without actuators raises :class:`InputError`.
     """
     spec = load_spec(model_name)
@@ -82,6 +84,8 @@ def build_world(
             "euler": mujoco.mjtIntegrator.mjINT_EULER,
             "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
         }[integrator]
+    if timestep_s > 0:
+        spec.option.timestep = timestep_s
     model = compile_spec(spec, model_name)
 
     site_ids = []

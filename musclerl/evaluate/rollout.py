@@ -112,6 +112,16 @@ def foot_forces(model: mujoco.MjModel, data: mujoco.MjData, owner: np.ndarray, n
     return out
 
 
+def episode_steps(env, clip: int, start_time_s: float) -> int:
+    """Control steps until the episode started at ``start_time_s`` of ``clip`` is truncated: the
+    env's horizon, or the end of a clip that does not loop, whichever comes first."""
+    steps = int(env.config.horizon)
+    if not bool(env.reference.clip_loop[clip]):  # truncated once a step would pass the last frame
+        remaining_s = float(env.reference.clip_duration_s[clip]) - start_time_s + 1e-6
+        steps = min(steps, max(1, int(np.floor(remaining_s / env.control_dt_s))))
+    return steps
+
+
 def rollout(
     env,
     act: Callable[[np.ndarray], np.ndarray],
@@ -163,13 +173,15 @@ def rollout(
 
     state = env.reset(seed, clip=np.array([clip]), time_s=np.array([start_time_s]))
     record(env.physics_data(0), float(start_time_s))
-    limit = max_steps if max_steps is not None else 10**9
+    limit = episode_steps(env, clip, start_time_s)
+    if max_steps is not None:
+        limit = min(limit, max_steps)
     early = False
     steps = range(limit)
     if progress:
         from tqdm import tqdm
 
-        steps = tqdm(steps, desc="rollout", unit="step", total=max_steps)
+        steps = tqdm(steps, desc="rollout", unit="step", total=limit)
     time_s = float(start_time_s)
     for _ in steps:
         action = np.asarray(act(np.asarray(state.obs)), dtype=float).reshape(1, -1)
