@@ -54,7 +54,31 @@ LANDMARK_NAMES: dict[str, tuple[str, ...]] = {
     "psis": ("{s}psis", "{s}psi", "psis{s}", "psi{s}"),
     "knee_lat": ("{s}kneelat", "{s}kneelateral", "{s}latknee", "{s}kne", "{s}lfe", "{s}lfc", "kneelat{s}"),
     "knee_med": ("{s}kneemed", "{s}kneemedial", "{s}medknee", "{s}knm", "{s}mfe", "{s}mfc", "kneemed{s}"),
+    "ankle_lat": (
+        "{s}anklelat",
+        "{s}anklelateral",
+        "{s}latankle",
+        "{s}ank",
+        "{s}lmal",
+        "{s}lm",
+        "anklelat{s}",
+    ),
+    "ankle_med": (
+        "{s}anklemed",
+        "{s}anklemedial",
+        "{s}medankle",
+        "{s}anm",
+        "{s}mmal",
+        "{s}mm",
+        "anklemed{s}",
+    ),
 }
+#: Segments scaled from joint-centre distances: (proximal centre, distal centre, body of the
+#: proximal joint, body of the distal joint, bodies scaled), "{s}" the side letter.
+CENTRE_SEGMENTS = (
+    ("hip", "knee", "femur_{s}", "tibia_{s}", ("femur_{s}", "patella_{s}")),
+    ("knee", "ankle", "tibia_{s}", "talus_{s}", ("tibia_{s}", "talus_{s}")),
+)
 SACRUM_NAMES = ("vsacral", "sacral", "sacr", "sacrum", "sacrm")
 
 
@@ -109,6 +133,61 @@ def harrington_hip_centres_m(
     return out
 
 
+def landmark_centres_m(
+    measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+) -> dict[str, dict[str, np.ndarray]]:
+    """Joint centres from the landmarks: {'hip' | 'knee' | 'ankle': {'r' | 'l': (3,)}} (metres,
+    the markers' frame); a centre whose landmarks are missing is left out. Knee and ankle are the
+    midpoints of the epicondyle and malleolus markers; the hips are Harrington's."""
+    out: dict[str, dict[str, np.ndarray]] = {"hip": {}, "knee": {}, "ankle": {}}
+    asis = [find_landmark(measured_m, "asis", s) for s in "rl"]
+    sacrum = _sacrum(measured_m)
+    if asis[0] is not None and asis[1] is not None and sacrum is not None:
+        out["hip"] = harrington_hip_centres_m(asis[0], asis[1], sacrum, np.asarray(up, dtype=float))
+    for joint in ("knee", "ankle"):
+        for side in "rl":
+            lateral = find_landmark(measured_m, f"{joint}_lat", side)
+            medial = find_landmark(measured_m, f"{joint}_med", side)
+            if lateral is not None and medial is not None:
+                out[joint][side] = 0.5 * (lateral + medial)
+    return out
+
+
+def centre_scale_factors(
+    model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+) -> dict[str, np.ndarray]:
+    """Thigh and shank factors body -> (3,) from joint-centre distances (:data:`CENTRE_SEGMENTS`).
+
+    The ratio is the static trial's centre-to-centre distance (:func:`landmark_centres_m`) over the
+    distance between the two joints' bodies in ``model`` (generic, unscaled) at ``qpos0``, averaged
+    over the sides that have both centres (one factor for both legs, as the Scale tool averages its
+    marker pairs). Why: a marker-pair measurement compares the trial with *generic* marker
+    positions written for another model, so it measures that model's segment, not this one's; the
+    joint centres are where the bones are. A thigh scaled too short cannot reach the knee centres
+    with the knee at its extension limit, and the placement then hides the shortfall in the shank
+    and foot markers, which puts the feet centimetres above the floor and tilts one ankle.
+    Segments without both centres on any side, or without the bodies, are left out.
+    """
+    centres = landmark_centres_m(measured_m, up)
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    out: dict[str, np.ndarray] = {}
+    for proximal, distal, joint_a, joint_b, bodies in CENTRE_SEGMENTS:
+        for side in "rl":
+            a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, joint_a.format(s=side))
+            b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, joint_b.format(s=side))
+            if a < 0 or b < 0 or side not in centres[proximal] or side not in centres[distal]:
+                continue
+            model_m = float(np.linalg.norm(data.xpos[a] - data.xpos[b]))
+            if model_m < 1e-6:
+                continue
+            ratio = float(np.linalg.norm(centres[proximal][side] - centres[distal][side])) / model_m
+            for name in bodies:
+                if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name.format(s=side)) >= 0:
+                    out[name.format(s=side)] = np.full(3, ratio)
+    return out
+
+
 def joint_centre_markers(
     model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
 ) -> tuple[tuple[Marker, ...], dict[str, np.ndarray]]:
@@ -125,26 +204,27 @@ def joint_centre_markers(
     def body(name: str) -> int:
         return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
 
-    asis = [find_landmark(measured_m, "asis", s) for s in "rl"]
-    sacrum = _sacrum(measured_m)
-    if asis[0] is not None and asis[1] is not None and sacrum is not None:
-        hips = harrington_hip_centres_m(asis[0], asis[1], sacrum, np.asarray(up, dtype=float))
-        for side in "rl":
-            thigh = body(f"femur_{side}")
-            if thigh < 0 or int(model.body_parentid[thigh]) <= 0:
-                continue
-            name = f"{JOINT_CENTRE_PREFIX}hip_{side}"
-            pelvis = model.body(int(model.body_parentid[thigh])).name
-            markers.append(Marker(name, pelvis, np.array(model.body_pos[thigh]), fixed=True))
-            targets[name] = hips[side]
-    for side in "rl":
-        lateral = find_landmark(measured_m, "knee_lat", side)
-        medial = find_landmark(measured_m, "knee_med", side)
-        if lateral is None or medial is None or body(f"tibia_{side}") < 0:
+    centres = landmark_centres_m(measured_m, up)
+    for side, hip in centres["hip"].items():
+        thigh = body(f"femur_{side}")
+        if thigh < 0 or int(model.body_parentid[thigh]) <= 0:
+            continue
+        name = f"{JOINT_CENTRE_PREFIX}hip_{side}"
+        pelvis = model.body(int(model.body_parentid[thigh])).name
+        markers.append(Marker(name, pelvis, np.array(model.body_pos[thigh]), fixed=True))
+        targets[name] = hip
+    for side, knee in centres["knee"].items():
+        if body(f"tibia_{side}") < 0:
             continue
         name = f"{JOINT_CENTRE_PREFIX}knee_{side}"
         markers.append(Marker(name, f"tibia_{side}", np.zeros(3), fixed=True))
-        targets[name] = 0.5 * (lateral + medial)
+        targets[name] = knee
+    for side, ankle in centres["ankle"].items():
+        if body(f"talus_{side}") < 0 or len(markers) < 4:
+            continue
+        name = f"{JOINT_CENTRE_PREFIX}ankle_{side}"
+        markers.append(Marker(name, f"talus_{side}", np.zeros(3), fixed=True))
+        targets[name] = ankle
     if len(markers) < 4:  # all four or none: a hip seated without its knee tilts the leg's static pose
         return (), {}
     return tuple(markers), targets
