@@ -13,7 +13,9 @@ joint angles, and so the marker fit, are unchanged):
    heel and toe points over the frames they are low (within ``height_on_m`` of their own support
    level, :func:`musclerl.retarget.contact.height_above_local_level_m`), refined once as the median
    over the stance frames found relative to it. A trial is a treadmill trial when that speed is
-   at least :data:`TREADMILL_MIN_SPEED_MPS` (or when forced, optionally with the belt speed).
+   at least :data:`TREADMILL_MIN_SPEED_MPS`, runs backwards (against the feet's heel-to-toe
+   direction) and the root stays behind it (net root speed under half the belt's: the subject
+   walks in place) — or when forced, optionally with the belt speed.
    The belt's displacement ``-v (t - t0)`` is then added to the root, so the Trajectory walks
    overground with still stance feet.
 3. **Stance** flags from :func:`musclerl.retarget.contact.detect_contacts` on the corrected soles.
@@ -127,6 +129,19 @@ def belt_velocity_mps(sole_m: np.ndarray, rate_hz: float, params: ContactParams 
     return np.median(vel[flags], axis=0) if flags.any() else belt
 
 
+def looks_like_treadmill(belt_mps: np.ndarray, root_mps: np.ndarray, forward: np.ndarray) -> bool:
+    """Whether stance feet moving at ``belt_mps`` (2,) make a treadmill trial: at least
+    :data:`TREADMILL_MIN_SPEED_MPS`, backwards against the feet's unit heel-to-toe direction
+    ``forward`` (2,), with the root's net horizontal velocity ``root_mps`` (2,) under half the
+    belt's speed (the subject walks in place; feet sliding under a travelling body are not a belt)."""
+    speed = float(np.linalg.norm(belt_mps))
+    return bool(
+        speed >= TREADMILL_MIN_SPEED_MPS
+        and float(belt_mps @ forward) < -0.5 * speed
+        and float(np.linalg.norm(root_mps)) < 0.5 * speed
+    )
+
+
 def floor_plane(
     sole_m: np.ndarray, flags: np.ndarray, foot: np.ndarray, rate_hz: float, params: TerrainParams
 ) -> SupportPatch | None:
@@ -162,7 +177,11 @@ def ground_clip(
     belt = belt_velocity_mps(sole[:, along_axis], rate_hz, options.contact) if len(q) >= 3 else np.zeros(2)
     estimated = belt.copy()
     speed = float(np.linalg.norm(belt))
-    treadmill = speed >= TREADMILL_MIN_SPEED_MPS if options.treadmill is None else bool(options.treadmill)
+    if options.treadmill is None:
+        root_mps = (q[-1, root : root + 2] - q[0, root : root + 2]) / max(t_s[-1], 1e-9)
+        treadmill = looks_like_treadmill(belt, root_mps, _walking_direction(sole, foot))
+    else:
+        treadmill = bool(options.treadmill)
     if treadmill and options.belt_speed_mps is not None:
         direction = belt / speed if speed > 1e-6 else -_walking_direction(sole, foot)
         belt = direction * float(options.belt_speed_mps)
