@@ -265,13 +265,11 @@ def test_gait2354_walk_against_opensim(gait2354, tmp_path, model, all_max_m, low
     assert report["frames"] == 73 and report["failed_frames"] == 0
     assert report["joint_limit_violation_frac"] == 0.0 and report["equality_residual_max"] < 1e-6
     assert report["marker_rms_m"]["mean"] < all_max_m
-    traj = Trajectory.load(tmp_path / "walk.npz")
-    trial = read_trc(d / "subject01_walk1.trc")
-    keep = (trial.time_s > 0.4 - 1e-6) & (trial.time_s < 1.6 + 1e-6)
-    lower = [i for i, n in enumerate(traj.site_names) if n not in TRUNK and n not in traj.contact_names]
-    measured = trial.positions_m[keep][:, [trial.names.index(traj.site_names[i]) for i in lower]]
-    errors = np.linalg.norm(traj.site_pos_m[:, lower] - measured, axis=-1)
-    assert np.mean(np.sqrt(np.nanmean(errors**2, axis=1))) < lower_max_m
+    # The Trajectory walks overground (belt undone, floor at z = 0), so its sites are not the lab's
+    # markers: the fit is the report's, per marker over the trial, pooled over the lower body (the
+    # pooled RMS is at least the mean per-frame RMS).
+    lower = [rms for name, rms in report["marker_rms_by_name_m"].items() if name not in TRUNK]
+    assert np.sqrt(np.mean(np.square(lower))) < lower_max_m
     ours, ref = read_storage(tmp_path / "walk.mot"), read_storage(d / "subject01_walk1_ik.mot")
     # OpenSim's gait2354 knee is negative in flexion, the MyoSuite models' positive. Issue 11's aims:
     # hip within 5 deg RMS, knee and ankle within 4 deg, on both sides.
