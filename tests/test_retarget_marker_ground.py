@@ -77,7 +77,7 @@ def myolegs() -> mujoco.MjModel:
 
 def _standing_clip(model: mujoco.MjModel, frames: int = 120) -> np.ndarray:
     """Overground truth (T, nq): myolegs standing in its rest pose, both feet flat and still, the
-    toes swinging (joints the conversion must not touch); the lab floor at z = 0.3 m."""
+    toes lifting and lowering (joints the conversion must not touch); the lab floor at z = 0.3 m."""
     t = np.arange(frames) / RATE_HZ
     qpos = np.tile(model.qpos0, (frames, 1))
     data = mujoco.MjData(model)
@@ -85,7 +85,7 @@ def _standing_clip(model: mujoco.MjModel, frames: int = 120) -> np.ndarray:
     low = GeomSurface.of(model, collision_geoms(model)).world_points(data)[:, 2].min()
     qpos[:, 2] += 0.3 - low  # feet resting on z = 0.3
     for name in ("mtp_angle_r", "mtp_angle_l"):
-        qpos[:, model.jnt_qposadr[model.joint(name).id]] = 0.2 * np.sin(2 * np.pi * t)
+        qpos[:, model.jnt_qposadr[model.joint(name).id]] = -0.2 * np.abs(np.sin(2 * np.pi * t))
     return qpos
 
 
@@ -100,9 +100,9 @@ def test_treadmill_clip_walks_overground_on_a_floor_at_zero(myolegs):
     np.testing.assert_allclose(out.belt_velocity_mps, BELT_MPS, atol=0.01)
     # The overground root comes back (up to the constant vertical placement), joints untouched.
     np.testing.assert_allclose(out.qpos[:, :2], truth[:, :2], atol=0.005)
-    # Vertically: one shift onto the floor, plus the per-frame lift of toes bent into it.
-    np.testing.assert_allclose(out.qpos[:, 2] - out.lift_m, truth[:, 2] + out.floor_shift_m, atol=1e-9)
-    assert 0.0 < out.lift_m.max() < 0.01 and np.all(out.lift_m[:3] == 0)
+    # Vertically: one shift onto the floor; nothing reaches below it, so no frame is lifted.
+    np.testing.assert_allclose(out.qpos[:, 2], truth[:, 2] + out.floor_shift_m, atol=1e-9)
+    assert not out.lift_m.any()
     np.testing.assert_array_equal(out.qpos[:, 3:], treadmill[:, 3:])
     # Floor at z = 0: nothing below it, the stance soles on it, and stance everywhere.
     depth = penetration_m(myolegs, out.qpos, out.terrain, GeomSurface.of(myolegs, collision_geoms(myolegs)))
@@ -110,12 +110,26 @@ def test_treadmill_clip_walks_overground_on_a_floor_at_zero(myolegs):
     # The swinging toes tilt the fitted plane a little; under LEVEL_SLOPE_DEG the floor is level.
     assert np.abs(out.terrain.height_m).max() < 1e-9 and out.floor_slope_deg < LEVEL_SLOPE_DEG
     assert abs(out.floor_shift_m + 0.3) < 0.005
-    heels = out.sole_m[:, [0, 4], 2] - out.lift_m[:, None]  # the toes swing; the heels stand still
+    heels = out.sole_m[:, [0, 4], 2]  # the toes move; the heels stand still
     assert out.flags.mean() > 0.95 and np.abs(heels).max() < 0.005
     assert out.stance_speed_mps < 0.05  # the issue's aim; the toe tips move with the toes
     report = out.report()
     assert report["treadmill"]["belt_speed_mps"] == pytest.approx(np.linalg.norm(BELT_MPS), abs=0.01)
     assert report["floor"]["stance_frac"] > 0.95
+
+
+def test_frames_with_a_geom_below_the_floor_are_lifted_by_its_depth(myolegs):
+    qpos = _standing_clip(myolegs)
+    bent = slice(40, 50)  # toes bent down into the floor: what a rigid toe does rolling off
+    qpos[bent, myolegs.jnt_qposadr[myolegs.joint("mtp_angle_r").id]] = 0.4
+    out = ground_clip(myolegs, "myolegs", qpos, RATE_HZ, GroundOptions(treadmill=False))
+    lifted = np.flatnonzero(out.lift_m)
+    assert lifted.min() >= 40 and lifted.max() < 50 and out.lift_m.max() > 0.005
+    surface = GeomSurface.of(myolegs, collision_geoms(myolegs))
+    assert penetration_m(myolegs, out.qpos, out.terrain, surface).max() < 1e-3
+    report = out.report()["floor"]
+    assert report["lift_max_m"] == pytest.approx(out.lift_m.max())
+    assert report["lift_frac"] == pytest.approx(len(lifted) / 120)
 
 
 def test_forced_belt_speed_and_forced_overground(myolegs):

@@ -22,9 +22,10 @@ joint angles, and so the marker fit, are unchanged):
 4. **Floor.** One plane through the settled stance samples of all support patches
    (:func:`musclerl.retarget.terrain.support_patches`, so heel strikes and heel rises do not
    count): a lab floor or treadmill is a plane. A slope under :data:`LEVEL_SLOPE_DEG` is taken as
-   level. The clip is shifted vertically so the plane passes through z = 0 at the stance samples'
-   centre, then lifted frame by frame by whatever collision geom still reaches below it (the root
-   only; stance feet resting on the plane are not lifted).
+   level. The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE`
+   of the samples, is z = 0 at the samples' centre, then lifted frame by frame by whatever
+   collision geom still reaches below it (the root only; a rigid toe rolling through the floor
+   at toe-off, for instance).
 
 World frame: metres, Z up, as the IK's.
 """
@@ -51,6 +52,10 @@ from musclerl.retarget.terrain import SupportPatch, TerrainParams, fit_patch, re
 #: Below this belt speed (m/s) an automatically examined trial is overground: stance feet of an
 #: overground walk are still to a few cm/s, a treadmill belt runs at walking speed.
 TREADMILL_MIN_SPEED_MPS = 0.2
+#: The floor passes this percentile of the settled stance samples' heights above the fitted plane:
+#: low enough that a stance foot a little below the others (noise, the other side's foot placed a
+#: few mm lower) does not sink into it and lift the whole body, high enough to ignore outliers.
+FLOOR_PERCENTILE = 5.0
 #: A recovered floor tilted less than this is taken as level (marker noise tilts a fitted plane).
 LEVEL_SLOPE_DEG = 2.0
 
@@ -201,7 +206,8 @@ def ground_clip(
     lift = np.zeros(len(q))
     if plane is not None:
         slope_deg = float(np.degrees(np.arctan(np.linalg.norm(plane.slope))))
-        shift_z = -plane.height_m
+        residual_m = plane.samples_m[:, 2] - plane.predict_m(plane.samples_m[:, :2], np.inf)
+        shift_z = -(plane.height_m + float(np.percentile(residual_m, FLOOR_PERCENTILE)))
         q[:, root + 2] += shift_z
         sole[..., 2] += shift_z
         floor = dataclasses.replace(
