@@ -158,3 +158,17 @@ def test_sole_points_follow_their_bodies(myolegs):
     np.testing.assert_allclose(
         sole[1, 5], data.xpos[body] + data.xmat[body].reshape(3, 3) @ local, atol=1e-12
     )
+
+
+def test_negative_belt_speed_exits_2_before_any_output(tmp_path, capsys):
+    from markers_fixtures import write_case
+
+    from musclerl.cli import main
+
+    case = write_case(tmp_path / "case", frames=10)
+    out = tmp_path / "x.npz"
+    args = ["retarget", "markers", str(case["walk"]), "--model", "tiny", "--markers", str(case["markers"])]
+    assert main([*args, "--out", str(out), "--treadmill", "-1.2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["musclerl: error: --treadmill: belt speed -1.2 m/s is not in [0, 10) m/s"]
+    assert not out.exists()

@@ -12,24 +12,24 @@ and so does :func:`joint_centre_markers`:
   markers, in a pelvis frame at the mid-ASIS point (x anterior, y superior, z to the right, mm):
   ``x = -0.24 PD - 9.9``, ``y = -0.30 PW - 10.9``, ``z = +-(0.33 PW + 7.3)`` with ``PW`` the
   inter-ASIS and ``PD`` the mid-ASIS to mid-PSIS (or sacral marker) distance;
-* knee (per side): the midpoint of the lateral and medial femoral epicondyle markers.
+* knee (per side): the midpoint of the lateral and medial femoral epicondyle markers;
+* ankle (per side): the midpoint of the lateral and medial malleolus markers.
 
-Each centre becomes a *fixed* virtual marker on the model (the hip at the thigh body's position in
-the pelvis, the knee at the shank body's origin) with the landmark estimate as its static target,
-weighing :data:`JOINT_CENTRE_WEIGHT_RATIO` times the heaviest real marker. In the static fit
+The thigh and shank are scaled from these centres (:func:`centre_scale_factors`, per side:
+hip-knee and knee-ankle distances over the model's joint-to-joint distances), replacing the
+Scale setup's marker-pair factors for them: those compare the trial with generic markers written
+for another model. Each centre then becomes a *fixed* virtual marker on the model (the hip at the
+thigh body's position in the pelvis, the knee at the shank body's origin, the ankle at the talus
+origin) with the landmark estimate as its static target, weighing
+:data:`JOINT_CENTRE_WEIGHT_RATIO` times the heaviest real marker. In the static fit
 (:func:`musclerl.retarget.markers_pipeline.fit_static_pose`) the pelvis markers orient the pelvis,
-the hip centres then only *translate* it (turning it onto them tilted the pelvis ~5 deg and moved
-hip flexion 4-6 deg away from OpenSim's IK), and the knee centres join the limb fit; only the real
-markers are then placed. Measured on the gait2354 walk (lower-body marker RMS, OpenSim 12.0 mm):
-myolegs 15.0 -> 12.5 mm, myofullbody 14.5 -> 12.3 mm, hip/knee/ankle flexion within 1.5-3.5 deg
-RMS of OpenSim's IK. The centres are used all four or not at
-all: when a landmark (e.g. a medial knee marker gapped in the static trial) or a body is missing,
-the static fit is OpenSim's, from the markers alone. (Seating the hips without the knees moved the
-right ankle angle 4 deg further from OpenSim's IK on gait2354 with R.Knee.Med removed.)
-
-The ankle (malleoli midpoint at the talus origin) is not used: on the gait2354 walk it rotated the
-static shank so that ankle angles moved to 5.2-5.9 deg RMS from OpenSim's IK (past the issue's
-5 deg) and the lower-body marker RMS got worse (myolegs 13.1 mm vs 12.5 mm with hip and knee only).
+the hip centres then only *translate* it (turning it onto them tilts the pelvis), and the knee
+and ankle centres join the limb fit; only the real markers are then placed. Hips and knees are
+used all four or not at all (a hip seated without its knee tilts the leg's static pose); the
+ankles only with them. When a landmark or a body is missing, the static fit is OpenSim's, from
+the markers alone. Segments scaled too short cannot reach the centres (the knee stops at its
+extension limit) and marker placement then hides the shortfall in the distal markers: the feet
+end up above the floor, each by its own amount.
 
 Landmark names are matched case- and punctuation-insensitively (``R.ASIS``, ``RASI``, ``r_asis``,
 ``ASIS_R`` ...); see :data:`LANDMARK_NAMES`.
@@ -158,15 +158,13 @@ def centre_scale_factors(
 ) -> dict[str, np.ndarray]:
     """Thigh and shank factors body -> (3,) from joint-centre distances (:data:`CENTRE_SEGMENTS`).
 
-    The ratio is the static trial's centre-to-centre distance (:func:`landmark_centres_m`) over the
-    distance between the two joints' bodies in ``model`` (generic, unscaled) at ``qpos0``, averaged
-    over the sides that have both centres (one factor for both legs, as the Scale tool averages its
-    marker pairs). Why: a marker-pair measurement compares the trial with *generic* marker
-    positions written for another model, so it measures that model's segment, not this one's; the
-    joint centres are where the bones are. A thigh scaled too short cannot reach the knee centres
-    with the knee at its extension limit, and the placement then hides the shortfall in the shank
-    and foot markers, which puts the feet centimetres above the floor and tilts one ankle.
-    Segments without both centres on any side, or without the bodies, are left out.
+    Per side, the ratio of the static trial's centre-to-centre distance (:func:`landmark_centres_m`)
+    to the distance between the two joints' bodies in ``model`` (generic, unscaled) at ``qpos0``.
+    Why: a marker-pair measurement compares the trial with *generic* marker positions written for
+    another model, so it measures that model's segment, not this one's; the joint centres are
+    where the bones are. Per side, because the static trial stands both feet on one floor: legs
+    scaled to their mean put one foot above it and the other below. Segments of a side without
+    both centres, or without the bodies, are left out.
     """
     centres = landmark_centres_m(measured_m, up)
     data = mujoco.MjData(model)
