@@ -368,10 +368,6 @@ def place_from_trial(
     )
 
 
-def _first_full_frame(targets: np.ndarray) -> int:
-    return int(np.argmax(np.sum(~np.isnan(targets[..., 0]), axis=1)))
-
-
 class ClipIK:
     """The batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`) of one marker set on one
     model: marker and coordinate tasks; joint limits, joint equalities, smoothness and tendon
@@ -408,7 +404,7 @@ class ClipIK:
 
         column = np.broadcast_to(weights[None, :, None], (*targets.shape[:2], 1))
         weighted = np.concatenate([targets, column], axis=-1)  # (T, M, 4): position, weight
-        first = _first_full_frame(targets)
+        first = int(np.argmax(np.sum(~np.isnan(targets[..., 0]), axis=1)))  # the fullest frame
         q0 = align_root(self.model, self.model.qpos0, self.names, targets[first])
         return solve_clip(self.problem, {"markers": weighted}, q0)
 
