@@ -71,7 +71,7 @@ from musclerl.retarget.ground import (
 )
 from musclerl.retarget.ground_constraint import ground_planes
 from musclerl.retarget.marker_fit import align_root, equality_residual, joint_couplings
-from musclerl.retarget.soles import SOLE_POINTS, rest_points, sole_points
+from musclerl.retarget.soles import SOLE_POINTS, rest_points, sole_points, sole_site_name
 from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 
 #: Weight of the pull of every coordinate towards the model's rest pose (per rad^2 or m^2; a
@@ -206,7 +206,7 @@ def prepare_model(
     for lm, (body, local) in sites.items():
         spec.body(scaled.body(body).name).add_site(name=_site_name(lm), pos=local, size=[0.01, 0, 0], group=5)
     model = compile_spec(spec, model_name)
-    sole_names = tuple(_site_name(f"{p}_{s}") for s in corr.SIDES for p in SOLE_POINTS)
+    sole_names = tuple(sole_site_name(p, s) for s in corr.SIDES for p in SOLE_POINTS)
     foot_ids = [
         mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b)
         for bodies in corr.FOOT_BODIES[key].values()
