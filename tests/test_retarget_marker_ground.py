@@ -144,6 +144,7 @@ def test_forced_belt_speed_and_forced_overground(myolegs):
     np.testing.assert_array_equal(overground.qpos[:, :2], treadmill[:, :2])
     # Still ground under a belt-carried body: no stance is found, so no floor either.
     assert not overground.flags.any() and overground.terrain is None
+    assert overground.report()["floor"]["source"].startswith("none")
 
 
 def test_sole_points_follow_their_bodies(myolegs):

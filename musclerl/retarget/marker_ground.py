@@ -103,7 +103,7 @@ class GroundedClip:
                 "estimated_velocity_mps": [float(v) for v in self.estimated_belt_mps],
             },
             "floor": {
-                "source": "stance",
+                "source": "stance" if self.terrain is not None else "none: no stance found",
                 "shift_m": float(self.floor_shift_m),
                 "slope_deg": float(self.floor_slope_deg),
                 "lift_max_m": float(self.lift_m.max(initial=0.0)),
