@@ -236,3 +236,31 @@ def test_gait2354_rigid_trunk_placed_from_the_walk(gait2354, tmp_path):
     assert report["marker_rms_m"]["mean"] < 0.0263  # the aim, OpenSim's 21.9 mm + 20 %
     torso = {n for n, m in report["calibration"]["markers"].items() if m["body"] == "torso"}
     assert torso == {"Sternum", "R.Acromium", "L.Acromium", "Top.Head"}
+
+
+def test_thigh_and_shank_scaled_per_side_from_joint_centres(myolegs):
+    from musclerl.retarget.joint_centres import centre_scale_factors, harrington_hip_centres_m
+
+    data = mujoco.MjData(myolegs)
+    mujoco.mj_kinematics(myolegs, data)
+    pelvis = {"R.ASIS": np.array([0.1, -0.12, 1.0]), "L.ASIS": np.array([0.1, 0.12, 1.0])}
+    pelvis["V.Sacral"] = np.array([-0.08, 0.0, 1.02])
+    up = np.array([0.0, 0.0, 1.0])
+    hips = harrington_hip_centres_m(pelvis["R.ASIS"], pelvis["L.ASIS"], pelvis["V.Sacral"], up)
+    measured = dict(pelvis)
+    truth = {"r": (1.10, 0.95), "l": (1.05, 1.02)}  # thigh, shank
+    for side, (thigh, shank) in truth.items():
+        xpos = {b: data.xpos[myolegs.body(f"{b}_{side}").id] for b in ("femur", "tibia", "talus")}
+        knee = hips[side] + thigh * (xpos["tibia"] - xpos["femur"])
+        ankle = knee + shank * (xpos["talus"] - xpos["tibia"])
+        across = np.array([0.0, 0.05, 0.0])  # lateral and medial markers either side of the centre
+        s = side.upper()
+        measured |= {f"{s}.Knee.Lat": knee + across, f"{s}.Knee.Med": knee - across}
+        measured |= {f"{s}.Ankle.Lat": ankle - across, f"{s}.Ankle.Med": ankle + across}
+    factors = centre_scale_factors(myolegs, measured)
+    for side, (thigh, shank) in truth.items():
+        for body, ratio in ((f"femur_{side}", thigh), (f"patella_{side}", thigh), (f"tibia_{side}", shank)):
+            np.testing.assert_allclose(factors[body], ratio, rtol=1e-9)
+        np.testing.assert_allclose(factors[f"talus_{side}"], shank, rtol=1e-9)
+    del measured["L.Ankle.Med"]  # a side without its ankle centre keeps the setup's shank factor
+    assert "tibia_l" not in centre_scale_factors(myolegs, measured)

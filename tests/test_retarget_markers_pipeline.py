@@ -7,6 +7,7 @@ compilation cache (``MUSCLERL_CACHE``) by the other runs and by the ``--jobs`` w
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import mujoco
@@ -18,8 +19,9 @@ from musclerl.cli import main
 from musclerl.models.registry import compile_spec
 from musclerl.motion.storage import read_storage
 from musclerl.motion.trajectory import Trajectory
-from musclerl.motion.trc import read_trc
+from musclerl.motion.trc import read_trc, write_trc
 from musclerl.retarget.markers_pipeline import subject_spec
+from musclerl.retarget.soles import model_soles, point_positions_m
 
 REPORT_FIELDS = (
     "frames",
@@ -85,7 +87,9 @@ def test_cli_tiny_generated_case(walk):
     assert report["marker_rms_m"]["mean"] < 0.012
     assert report["static_rms_m"] < 1e-6  # after placement the static trial is matched exactly
     traj = Trajectory.load(out)
-    assert traj.qpos.shape == (60, 13) and traj.site_pos_m.shape == (60, 21, 3)
+    # 21 markers, then the 8 sole points (heel, toe tip, lateral, medial per foot) with their flags.
+    assert traj.qpos.shape == (60, 13) and traj.site_pos_m.shape == (60, 29, 3)
+    assert traj.site_names[21:] == traj.contact_names and traj.contact.shape == (60, 8)
     table = read_storage(tmp_path / "walk.mot")
     assert table.in_degrees and "knee_angle_l" in table.columns
     model = subject_model()
@@ -100,7 +104,10 @@ def test_cli_tiny_generated_case(walk):
     data = mujoco.MjData(model)
     data.qpos[:] = traj.qpos[10]
     mujoco.mj_kinematics(model, data)
-    np.testing.assert_allclose([data.site(n).xpos for n in traj.site_names], traj.site_pos_m[10], atol=1e-9)
+    markers = [n for n in traj.site_names if n not in traj.contact_names]
+    np.testing.assert_allclose([data.site(n).xpos for n in markers], traj.site_pos_m[10, :21], atol=1e-9)
+    _, _, soles = model_soles(model, "tiny")
+    np.testing.assert_allclose(point_positions_m(model, traj.qpos[10:11], soles)[0], traj.site_pos_m[10, 21:])
 
 
 def test_cli_bad_marker_set_exits_2_without_output(case, tmp_path, capsys):
@@ -140,7 +147,7 @@ def test_against_per_frame_reference(case, walk):
     report = json.loads((walk / "walk.json").read_text())
     traj = Trajectory.load(walk / "walk.npz")
     model = compile_spec(subject_spec(report["calibration"]))
-    names = list(traj.site_names)
+    names = [n for n in traj.site_names if n not in traj.contact_names]
     weights = np.array([report["marker_weights"][n] for n in names])
     trial = read_trc(case["walk"])
     targets = trial.positions_m[:, [trial.names.index(n) for n in names]]
@@ -258,19 +265,54 @@ def test_gait2354_walk_against_opensim(gait2354, tmp_path, model, all_max_m, low
     assert report["frames"] == 73 and report["failed_frames"] == 0
     assert report["joint_limit_violation_frac"] == 0.0 and report["equality_residual_max"] < 1e-6
     assert report["marker_rms_m"]["mean"] < all_max_m
-    traj = Trajectory.load(tmp_path / "walk.npz")
-    trial = read_trc(d / "subject01_walk1.trc")
-    keep = (trial.time_s > 0.4 - 1e-6) & (trial.time_s < 1.6 + 1e-6)
-    lower = [i for i, n in enumerate(traj.site_names) if n not in TRUNK]
-    measured = trial.positions_m[keep][:, [trial.names.index(traj.site_names[i]) for i in lower]]
-    errors = np.linalg.norm(traj.site_pos_m[:, lower] - measured, axis=-1)
-    assert np.mean(np.sqrt(np.nanmean(errors**2, axis=1))) < lower_max_m
+    # The Trajectory walks overground (belt undone, floor at z = 0), so its sites are not the lab's
+    # markers: the fit is the report's, per marker over the trial, pooled over the lower body (the
+    # pooled RMS is at least the mean per-frame RMS).
+    lower = [rms for name, rms in report["marker_rms_by_name_m"].items() if name not in TRUNK]
+    assert np.sqrt(np.mean(np.square(lower))) < lower_max_m
     ours, ref = read_storage(tmp_path / "walk.mot"), read_storage(d / "subject01_walk1_ik.mot")
-    # OpenSim's gait2354 knee is negative in flexion, the MyoSuite models' positive. The issue's aims:
-    # knee and ankle within 5 deg RMS, hip within 8 deg (measured r/l on myolegs: hip 1.8/2.5, knee
-    # 2.8/3.2, ankle 2.7/3.5; on myofullbody: hip 2.3/1.5, knee 2.5/2.9, ankle 2.6/3.4).
-    for name, sign, limit in (("hip_flexion", 1, 8.0), ("knee_angle", -1, 5.0), ("ankle_angle", 1, 5.0)):
+    # OpenSim's gait2354 knee is negative in flexion, the MyoSuite models' positive. Issue 11's aims:
+    # hip within 5 deg RMS, knee and ankle within 4 deg, on both sides.
+    for name, sign, limit in (("hip_flexion", 1, 5.0), ("knee_angle", -1, 4.0), ("ankle_angle", 1, 4.0)):
         for side in "rl":
             col = f"{name}_{side}"
             rms = np.sqrt(np.mean((ours.column(col) - sign * ref.column(col)) ** 2))
             assert rms < limit, (col, rms)
+
+
+@pytest.mark.slow
+def test_gait2354_treadmill_and_overground_on_the_floor(gait2354, tmp_path):
+    """The shared walk is on a treadmill; the same markers carried forward at the belt's speed and
+    raised 25 cm are an overground walk in another lab. Both must come out walking overground on a
+    floor at z = 0 (issue 11's aims: penetration <= 5 mm, stance feet <= 5 cm/s), with the same joints."""
+    d = gait2354
+    trial = read_trc(d / "subject01_walk1.trc")
+    moved = trial.positions_m.copy()
+    moved[..., 0] += 1.13 * np.arange(trial.num_frames)[:, None] / trial.rate_hz
+    moved[..., 2] += 0.25
+    write_trc(tmp_path / "overground.trc", dataclasses.replace(trial, positions_m=moved))
+    runs = {}
+    for name, path in (("treadmill", d / "subject01_walk1.trc"), ("overground", tmp_path / "overground.trc")):
+        code = main(
+            ["retarget", "markers", str(path), "--model", "myolegs",
+             "--markers", str(d / "gait2354_Scale_MarkerSet.xml"),
+             "--static", str(d / "subject01_static.trc"), "--setup", str(d / "subject01_Setup_IK.xml"),
+             "--scale-setup", str(d / "subject01_Setup_Scale.xml"),
+             "--out", str(tmp_path / f"{name}.npz"), "--report", str(tmp_path / f"{name}.json")]
+        )  # fmt: skip
+        assert code == 0
+        report = json.loads((tmp_path / f"{name}.json").read_text())
+        assert report["penetration_max_m"] <= 0.005
+        assert report["floor"]["stance_speed_mps"] <= 0.05 and report["skating_mps"] <= 0.05
+        assert 0.3 < report["floor"]["stance_frac"] < 0.7
+        runs[name] = (report, Trajectory.load(tmp_path / f"{name}.npz"))
+    treadmill, overground = runs["treadmill"], runs["overground"]
+    assert treadmill[0]["treadmill"]["detected"] and not overground[0]["treadmill"]["detected"]
+    assert treadmill[0]["treadmill"]["belt_speed_mps"] == pytest.approx(1.13, abs=0.05)
+    shift_m = treadmill[0]["floor"]["shift_m"] - 0.25  # the overground lab's floor is 25 cm higher
+    assert overground[0]["floor"]["shift_m"] == pytest.approx(shift_m, abs=0.005)
+    joints = np.rad2deg(np.abs(treadmill[1].qpos[:, 7:] - overground[1].qpos[:, 7:]).max())
+    assert joints < 0.5
+    travel = treadmill[1].qpos[:, 0] - overground[1].qpos[:, 0]
+    assert np.ptp(travel) < 0.01  # the treadmill's root walks as the overground one, up to a constant
+    assert treadmill[1].contact.shape == (73, 8) and treadmill[1].terrain is not None

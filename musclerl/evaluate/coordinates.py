@@ -47,6 +47,8 @@ import mujoco
 import numpy as np
 
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP
+from musclerl.retarget.ground import foot_geoms
+from musclerl.retarget.marker_ground import belt_velocity_mps as ground_velocity
 
 OPENSIM_TO_MUJOCO = Y_UP_TO_Z_UP
 PELVIS_ROTATIONS = ("pelvis_tilt", "pelvis_list", "pelvis_rotation")
@@ -329,32 +331,23 @@ def place_on_ground(model: mujoco.MjModel, qpos: np.ndarray, percentile: float =
     return q
 
 
-def belt_velocity_mps(
-    model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray, contact_m: float = 0.015
-) -> np.ndarray:
-    """Treadmill belt velocity (2,) world x, y: median velocity of the lowest geom while in contact.
-
-    On a treadmill the stance foot moves with the belt; overground it rests. Zero when no frame
-    has a geom within ``contact_m`` of the ground.
-    """
-    colliding = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
-    ground = [g for g in colliding if model.geom_bodyid[g] == 0]
-    moving = [g for g in colliding if model.geom_bodyid[g] != 0]
+def belt_velocity_mps(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray) -> np.ndarray:
+    """Treadmill belt velocity (2,) world x, y: the ground velocity under the stance feet, from the
+    foot geoms' centres (:func:`musclerl.retarget.ground.foot_geoms`) by the marker pipeline's
+    estimator (:func:`musclerl.retarget.marker_ground.belt_velocity_mps`: the median velocity of
+    the feet while low and steady). On a treadmill the stance foot moves with the belt;
+    overground it rests."""
+    feet = foot_geoms(model)
     d = mujoco.MjData(model)
-    T = len(qpos)
-    pos = np.zeros((T, len(moving), 2))
-    gap = np.zeros((T, len(moving)))
-    for t in range(T):
-        d.qpos[:] = qpos[t]
+    pos = np.zeros((len(qpos), len(feet), 3))
+    for t, q in enumerate(qpos):
+        d.qpos[:] = q
         mujoco.mj_kinematics(model, d)
-        pos[t] = d.geom_xpos[moving, :2]
-        gap[t] = [min(mujoco.mj_geomDistance(model, d, a, b, 10.0, None) for a in ground) for b in moving]
-    vel = np.gradient(pos, np.asarray(time_s, float), axis=0)
-    lowest = np.argmin(gap, axis=1)
-    touching = gap[np.arange(T), lowest] - gap.min() < contact_m
-    if not touching.any():
+        pos[t] = d.geom_xpos[feet]
+    time_s = np.asarray(time_s, dtype=float)
+    if len(time_s) < 3:
         return np.zeros(2)
-    return np.median(vel[np.arange(T), lowest][touching], axis=0)
+    return ground_velocity(pos, float((len(time_s) - 1) / (time_s[-1] - time_s[0])))
 
 
 def treadmill_to_overground(

@@ -11,6 +11,7 @@ default ``~/.cache/musclerl/jax``) is turned on first, so later runs load it ins
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -42,6 +43,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "trial measured. For a segment the model cannot bend whose posture differs from the static "
         "trial's (myolegs' rigid trunk on gait2354's walk: 'torso' takes all-marker RMS 44.0 -> 13.8 mm)",
     )
+    belt = parser.add_mutually_exclusive_group()
+    belt.add_argument(
+        "--treadmill",
+        nargs="?",
+        type=float,
+        const=float("nan"),
+        metavar="SPEED_M_S",
+        help="the trial is on a treadmill (default: detected from the stance feet); with SPEED_M_S, "
+        "the belt speed (else estimated). The belt's travel is added to the root so the Trajectory "
+        "walks overground",
+    )
+    belt.add_argument("--overground", action="store_true", help="never treat the trial as a treadmill trial")
     parser.add_argument("--out", required=True, help="output Trajectory .npz (a folder for many trials)")
     parser.add_argument(
         "--mot",
@@ -92,8 +105,11 @@ def write_outputs(result, out: Path, report: Path | None, mot: Path | None, plot
 
 
 def _options(args: argparse.Namespace):
+    from musclerl.errors import InputError
     from musclerl.retarget.markers_pipeline import MarkerOptions
 
+    if args.treadmill is not None and not math.isnan(args.treadmill) and not 0.0 <= args.treadmill < 10.0:
+        raise InputError("--treadmill", f"belt speed {args.treadmill} m/s is not in [0, 10) m/s")
     return MarkerOptions(
         model=args.model,
         markers=args.markers,
@@ -104,6 +120,8 @@ def _options(args: argparse.Namespace):
         end_s=args.end,
         robust=not args.no_robust,
         place_from_trial=tuple(b.strip() for b in args.place_from_trial.split(",") if b.strip()),
+        treadmill=False if args.overground else (None if args.treadmill is None else True),
+        belt_speed_mps=None if args.treadmill is None or math.isnan(args.treadmill) else args.treadmill,
     )
 
 

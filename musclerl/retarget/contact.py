@@ -1,11 +1,14 @@
 """Foot contact from the motion alone: speed and height of foot points, with hysteresis.
 
 A foot point (a heel or toe site of the model, an ankle or toe keypoint of a skeleton) is in
-stance when it is slow and low. "Low" cannot mean "near z = 0": on stairs a planted foot stands
-a step above the other one. So height is measured against the point's own support level nearby
-in time: the lowest height it reaches in the next or the previous ``level_window_s`` seconds
-(whichever is closer to its current height). A foot landing on a higher step is level with its
-own coming stance; a foot in mid swing is above both its past and its coming stance.
+stance when it is slow and low. "Slow" is relative to the ground under it: on a treadmill the
+stance foot moves with the belt, so a ground velocity can be given (see
+:mod:`musclerl.retarget.marker_ground`, which estimates it). "Low" cannot mean "near z = 0":
+on stairs a planted foot stands a step above the other one. So height is measured against the
+point's own support level nearby in time: the lowest height it reaches in the next or the
+previous ``level_window_s`` seconds (whichever is closer to its current height). A foot landing
+on a higher step is level with its own coming stance; a foot in mid swing is above both its past
+and its coming stance.
 
 Hysteresis keeps the flags from chattering: a point enters stance when both speed and height are
 under the ``*_on`` thresholds and leaves it when either exceeds the ``*_off`` thresholds. Stance
@@ -37,17 +40,17 @@ class ContactParams:
     min_phase_s: float = 0.06
 
 
-def point_speed_mps(
+def point_velocity_mps(
     points_m: np.ndarray, rate_hz: float, loop: bool = False, smooth_s: float = 0.0
 ) -> np.ndarray:
-    """Speed of each point, (T, P) in m/s, by central differences (wrapping when ``loop``).
+    """Velocity of each point, (T, P, 3) in m/s, by central differences (wrapping when ``loop``).
 
     ``points_m`` is (T, P, 3). ``smooth_s`` > 0 averages positions over that many seconds first.
     """
     pts = np.asarray(points_m, dtype=float)
     n = pts.shape[0]
     if n < 2:
-        return np.zeros(pts.shape[:2])
+        return np.zeros(pts.shape)
     mode = "wrap" if loop else "nearest"
     width = int(round(smooth_s * rate_hz))
     if width > 1:
@@ -56,6 +59,21 @@ def point_speed_mps(
         vel = (np.roll(pts, -1, axis=0) - np.roll(pts, 1, axis=0)) * (rate_hz / 2.0)
     else:
         vel = np.gradient(pts, 1.0 / rate_hz, axis=0)
+    return vel
+
+
+def point_speed_mps(
+    points_m: np.ndarray,
+    rate_hz: float,
+    loop: bool = False,
+    smooth_s: float = 0.0,
+    ground_velocity_mps: np.ndarray | None = None,
+) -> np.ndarray:
+    """Speed (T, P) in m/s of points ``points_m`` (T, P, 3) relative to the ground under them,
+    which moves at ``ground_velocity_mps`` (3,) (a treadmill belt; None: still ground)."""
+    vel = point_velocity_mps(points_m, rate_hz, loop=loop, smooth_s=smooth_s)
+    if ground_velocity_mps is not None:
+        vel = vel - np.asarray(ground_velocity_mps, dtype=float)
     return np.linalg.norm(vel, axis=-1)
 
 
@@ -130,14 +148,23 @@ def remove_short_phases(flags: np.ndarray, min_frames: int) -> np.ndarray:
 
 
 def detect_contacts(
-    points_m: np.ndarray, rate_hz: float, loop: bool = False, params: ContactParams | None = None
+    points_m: np.ndarray,
+    rate_hz: float,
+    loop: bool = False,
+    params: ContactParams | None = None,
+    ground_velocity_mps: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Stance flags (T, P) bool for foot points ``points_m`` (T, P, 3), world metres, Z up."""
+    """Stance flags (T, P) bool for foot points ``points_m`` (T, P, 3), world metres, Z up.
+
+    ``ground_velocity_mps`` (3,): the ground's own velocity (a treadmill belt), against which
+    "slow" is measured; None for still ground."""
     params = params or ContactParams()
     pts = np.asarray(points_m, dtype=float)
     if pts.ndim != 3 or pts.shape[-1] != 3:
         raise ValueError(f"points_m must be (T, P, 3), got {pts.shape}")
-    speed = point_speed_mps(pts, rate_hz, loop=loop, smooth_s=params.smooth_s)
+    speed = point_speed_mps(
+        pts, rate_hz, loop=loop, smooth_s=params.smooth_s, ground_velocity_mps=ground_velocity_mps
+    )
     height = height_above_local_level_m(pts[..., 2], rate_hz, params.level_window_s, loop=loop)
     enter = (speed < params.speed_on_mps) & (height < params.height_on_m)
     stay = (speed < params.speed_off_mps) & (height < params.height_off_m)

@@ -12,24 +12,24 @@ and so does :func:`joint_centre_markers`:
   markers, in a pelvis frame at the mid-ASIS point (x anterior, y superior, z to the right, mm):
   ``x = -0.24 PD - 9.9``, ``y = -0.30 PW - 10.9``, ``z = +-(0.33 PW + 7.3)`` with ``PW`` the
   inter-ASIS and ``PD`` the mid-ASIS to mid-PSIS (or sacral marker) distance;
-* knee (per side): the midpoint of the lateral and medial femoral epicondyle markers.
+* knee (per side): the midpoint of the lateral and medial femoral epicondyle markers;
+* ankle (per side): the midpoint of the lateral and medial malleolus markers.
 
-Each centre becomes a *fixed* virtual marker on the model (the hip at the thigh body's position in
-the pelvis, the knee at the shank body's origin) with the landmark estimate as its static target,
-weighing :data:`JOINT_CENTRE_WEIGHT_RATIO` times the heaviest real marker. In the static fit
+The thigh and shank are scaled from these centres (:func:`centre_scale_factors`, per side:
+hip-knee and knee-ankle distances over the model's joint-to-joint distances), replacing the
+Scale setup's marker-pair factors for them: those compare the trial with generic markers written
+for another model. Each centre then becomes a *fixed* virtual marker on the model (the hip at the
+thigh body's position in the pelvis, the knee at the shank body's origin, the ankle at the talus
+origin) with the landmark estimate as its static target, weighing
+:data:`JOINT_CENTRE_WEIGHT_RATIO` times the heaviest real marker. In the static fit
 (:func:`musclerl.retarget.markers_pipeline.fit_static_pose`) the pelvis markers orient the pelvis,
-the hip centres then only *translate* it (turning it onto them tilted the pelvis ~5 deg and moved
-hip flexion 4-6 deg away from OpenSim's IK), and the knee centres join the limb fit; only the real
-markers are then placed. Measured on the gait2354 walk (lower-body marker RMS, OpenSim 12.0 mm):
-myolegs 15.0 -> 12.5 mm, myofullbody 14.5 -> 12.3 mm, hip/knee/ankle flexion within 1.5-3.5 deg
-RMS of OpenSim's IK. The centres are used all four or not at
-all: when a landmark (e.g. a medial knee marker gapped in the static trial) or a body is missing,
-the static fit is OpenSim's, from the markers alone. (Seating the hips without the knees moved the
-right ankle angle 4 deg further from OpenSim's IK on gait2354 with R.Knee.Med removed.)
-
-The ankle (malleoli midpoint at the talus origin) is not used: on the gait2354 walk it rotated the
-static shank so that ankle angles moved to 5.2-5.9 deg RMS from OpenSim's IK (past the issue's
-5 deg) and the lower-body marker RMS got worse (myolegs 13.1 mm vs 12.5 mm with hip and knee only).
+the hip centres then only *translate* it (turning it onto them tilts the pelvis), and the knee
+and ankle centres join the limb fit; only the real markers are then placed. Hips and knees are
+used all four or not at all (a hip seated without its knee tilts the leg's static pose); the
+ankles only with them. When a landmark or a body is missing, the static fit is OpenSim's, from
+the markers alone. Segments scaled too short cannot reach the centres (the knee stops at its
+extension limit) and marker placement then hides the shortfall in the distal markers: the feet
+end up above the floor, each by its own amount.
 
 Landmark names are matched case- and punctuation-insensitively (``R.ASIS``, ``RASI``, ``r_asis``,
 ``ASIS_R`` ...); see :data:`LANDMARK_NAMES`.
@@ -54,7 +54,31 @@ LANDMARK_NAMES: dict[str, tuple[str, ...]] = {
     "psis": ("{s}psis", "{s}psi", "psis{s}", "psi{s}"),
     "knee_lat": ("{s}kneelat", "{s}kneelateral", "{s}latknee", "{s}kne", "{s}lfe", "{s}lfc", "kneelat{s}"),
     "knee_med": ("{s}kneemed", "{s}kneemedial", "{s}medknee", "{s}knm", "{s}mfe", "{s}mfc", "kneemed{s}"),
+    "ankle_lat": (
+        "{s}anklelat",
+        "{s}anklelateral",
+        "{s}latankle",
+        "{s}ank",
+        "{s}lmal",
+        "{s}lm",
+        "anklelat{s}",
+    ),
+    "ankle_med": (
+        "{s}anklemed",
+        "{s}anklemedial",
+        "{s}medankle",
+        "{s}anm",
+        "{s}mmal",
+        "{s}mm",
+        "anklemed{s}",
+    ),
 }
+#: Segments scaled from joint-centre distances: (proximal centre, distal centre, body of the
+#: proximal joint, body of the distal joint, bodies scaled), "{s}" the side letter.
+CENTRE_SEGMENTS = (
+    ("hip", "knee", "femur_{s}", "tibia_{s}", ("femur_{s}", "patella_{s}")),
+    ("knee", "ankle", "tibia_{s}", "talus_{s}", ("tibia_{s}", "talus_{s}")),
+)
 SACRUM_NAMES = ("vsacral", "sacral", "sacr", "sacrum", "sacrm")
 
 
@@ -109,6 +133,59 @@ def harrington_hip_centres_m(
     return out
 
 
+def landmark_centres_m(
+    measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+) -> dict[str, dict[str, np.ndarray]]:
+    """Joint centres from the landmarks: {'hip' | 'knee' | 'ankle': {'r' | 'l': (3,)}} (metres,
+    the markers' frame); a centre whose landmarks are missing is left out. Knee and ankle are the
+    midpoints of the epicondyle and malleolus markers; the hips are Harrington's."""
+    out: dict[str, dict[str, np.ndarray]] = {"hip": {}, "knee": {}, "ankle": {}}
+    asis = [find_landmark(measured_m, "asis", s) for s in "rl"]
+    sacrum = _sacrum(measured_m)
+    if asis[0] is not None and asis[1] is not None and sacrum is not None:
+        out["hip"] = harrington_hip_centres_m(asis[0], asis[1], sacrum, np.asarray(up, dtype=float))
+    for joint in ("knee", "ankle"):
+        for side in "rl":
+            lateral = find_landmark(measured_m, f"{joint}_lat", side)
+            medial = find_landmark(measured_m, f"{joint}_med", side)
+            if lateral is not None and medial is not None:
+                out[joint][side] = 0.5 * (lateral + medial)
+    return out
+
+
+def centre_scale_factors(
+    model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+) -> dict[str, np.ndarray]:
+    """Thigh and shank factors body -> (3,) from joint-centre distances (:data:`CENTRE_SEGMENTS`).
+
+    Per side, the ratio of the static trial's centre-to-centre distance (:func:`landmark_centres_m`)
+    to the distance between the two joints' bodies in ``model`` (generic, unscaled) at ``qpos0``.
+    Why: a marker-pair measurement compares the trial with *generic* marker positions written for
+    another model, so it measures that model's segment, not this one's; the joint centres are
+    where the bones are. Per side, because the static trial stands both feet on one floor: legs
+    scaled to their mean put one foot above it and the other below. Segments of a side without
+    both centres, or without the bodies, are left out.
+    """
+    centres = landmark_centres_m(measured_m, up)
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    out: dict[str, np.ndarray] = {}
+    for proximal, distal, joint_a, joint_b, bodies in CENTRE_SEGMENTS:
+        for side in "rl":
+            a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, joint_a.format(s=side))
+            b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, joint_b.format(s=side))
+            if a < 0 or b < 0 or side not in centres[proximal] or side not in centres[distal]:
+                continue
+            model_m = float(np.linalg.norm(data.xpos[a] - data.xpos[b]))
+            if model_m < 1e-6:
+                continue
+            ratio = float(np.linalg.norm(centres[proximal][side] - centres[distal][side])) / model_m
+            for name in bodies:
+                if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name.format(s=side)) >= 0:
+                    out[name.format(s=side)] = np.full(3, ratio)
+    return out
+
+
 def joint_centre_markers(
     model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
 ) -> tuple[tuple[Marker, ...], dict[str, np.ndarray]]:
@@ -125,26 +202,27 @@ def joint_centre_markers(
     def body(name: str) -> int:
         return mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
 
-    asis = [find_landmark(measured_m, "asis", s) for s in "rl"]
-    sacrum = _sacrum(measured_m)
-    if asis[0] is not None and asis[1] is not None and sacrum is not None:
-        hips = harrington_hip_centres_m(asis[0], asis[1], sacrum, np.asarray(up, dtype=float))
-        for side in "rl":
-            thigh = body(f"femur_{side}")
-            if thigh < 0 or int(model.body_parentid[thigh]) <= 0:
-                continue
-            name = f"{JOINT_CENTRE_PREFIX}hip_{side}"
-            pelvis = model.body(int(model.body_parentid[thigh])).name
-            markers.append(Marker(name, pelvis, np.array(model.body_pos[thigh]), fixed=True))
-            targets[name] = hips[side]
-    for side in "rl":
-        lateral = find_landmark(measured_m, "knee_lat", side)
-        medial = find_landmark(measured_m, "knee_med", side)
-        if lateral is None or medial is None or body(f"tibia_{side}") < 0:
+    centres = landmark_centres_m(measured_m, up)
+    for side, hip in centres["hip"].items():
+        thigh = body(f"femur_{side}")
+        if thigh < 0 or int(model.body_parentid[thigh]) <= 0:
+            continue
+        name = f"{JOINT_CENTRE_PREFIX}hip_{side}"
+        pelvis = model.body(int(model.body_parentid[thigh])).name
+        markers.append(Marker(name, pelvis, np.array(model.body_pos[thigh]), fixed=True))
+        targets[name] = hip
+    for side, knee in centres["knee"].items():
+        if body(f"tibia_{side}") < 0:
             continue
         name = f"{JOINT_CENTRE_PREFIX}knee_{side}"
         markers.append(Marker(name, f"tibia_{side}", np.zeros(3), fixed=True))
-        targets[name] = 0.5 * (lateral + medial)
+        targets[name] = knee
+    for side, ankle in centres["ankle"].items():
+        if body(f"talus_{side}") < 0 or len(markers) < 4:
+            continue
+        name = f"{JOINT_CENTRE_PREFIX}ankle_{side}"
+        markers.append(Marker(name, f"talus_{side}", np.zeros(3), fixed=True))
+        targets[name] = ankle
     if len(markers) < 4:  # all four or none: a hip seated without its knee tilts the leg's static pose
         return (), {}
     return tuple(markers), targets

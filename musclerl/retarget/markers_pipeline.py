@@ -26,13 +26,11 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    already holds it. Only the static-trial placement (one averaged pose, fitted in two stages
    with the root or the limbs locked) runs on MuJoCo C (:class:`PoseFit`): a single pose costs
    milliseconds there, against seconds of compile for a JAX problem used once.
-   Measured on gait2354's walk onto myolegs (73 frames, 2 shared CPU cores, load 3-4): 3.0-3.5 s
-   for calibration and both passes with the compiled solver in the persistent cache (1.0-1.3 s
-   of tracing and loading it), 11 s with an empty cache (8.5 s compiling); the two passes solve
-   in ~1 s in a fresh process, 0.06 s for each further trial in the same process. Same poses
-   as the per-frame :class:`PoseFit` on the same subject (within 0.15 deg, same cost).
-3. :func:`retarget_markers` — the above for one ``.trc``, returning the Trajectory, the quality
-   report (:mod:`musclerl.retarget.report`) and an OpenSim-style coordinate table.
+3. :func:`retarget_markers` — the above for one ``.trc``, then the clip on its floor (treadmill
+   belt undone, stance detected, floor at z = 0; the root translation only:
+   :mod:`musclerl.retarget.marker_ground`), returning the Trajectory (with contact flags and
+   the floor as its terrain), the quality report (:mod:`musclerl.retarget.report`) and an
+   OpenSim-style coordinate table.
 """
 
 from __future__ import annotations
@@ -56,6 +54,7 @@ from musclerl.retarget.ground import site_positions_m
 from musclerl.retarget.joint_centres import (
     JOINT_CENTRE_PREFIX,
     JOINT_CENTRE_WEIGHT_RATIO,
+    centre_scale_factors,
     joint_centre_markers,
 )
 from musclerl.retarget.marker_fit import (
@@ -65,6 +64,7 @@ from musclerl.retarget.marker_fit import (
     root_rigid_sites,
     trial_marker_locations,
 )
+from musclerl.retarget.marker_ground import GroundOptions, ground_trial
 from musclerl.retarget.report import quality_report
 
 ROBUST_MEDIAN_FACTOR = 2.0
@@ -84,6 +84,9 @@ class MarkerOptions:
     robust: bool = True
     # Bodies whose markers are re-placed from the trial itself (off by default; see place_from_trial).
     place_from_trial: tuple[str, ...] = ()
+    # Treadmill: None detects it, True forces one (belt_speed_mps when known), False overground.
+    treadmill: bool | None = None
+    belt_speed_mps: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,6 +300,7 @@ def calibrate(
         factors = measure_scale_factors(generic, measured, scale_setup.measurements, static.source)
     else:
         factors = _uniform_factor(generic, measured, static.source or "static trial")
+    factors.update(centre_scale_factors(generic, measured))  # thigh and shank from joint centres
     mass = scale_setup.mass_kg if scale_setup is not None and scale_setup.preserve_mass_distribution else None
     centres, centre_targets = joint_centre_markers(generic, measured)  # seat the bones: hip and knee
     with_centres = MarkerSet(marker_set.markers + centres, marker_set.source)
@@ -364,10 +368,6 @@ def place_from_trial(
     )
 
 
-def _first_full_frame(targets: np.ndarray) -> int:
-    return int(np.argmax(np.sum(~np.isnan(targets[..., 0]), axis=1)))
-
-
 class ClipIK:
     """The batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`) of one marker set on one
     model: marker and coordinate tasks; joint limits, joint equalities, smoothness and tendon
@@ -404,7 +404,7 @@ class ClipIK:
 
         column = np.broadcast_to(weights[None, :, None], (*targets.shape[:2], 1))
         weighted = np.concatenate([targets, column], axis=-1)  # (T, M, 4): position, weight
-        first = _first_full_frame(targets)
+        first = int(np.argmax(np.sum(~np.isnan(targets[..., 0]), axis=1)))  # the fullest frame
         q0 = align_root(self.model, self.model.qpos0, self.names, targets[first])
         return solve_clip(self.problem, {"markers": weighted}, q0)
 
@@ -546,26 +546,36 @@ def retarget_markers(
         solution = solve_trial(calibrated, markers, ik_setup, robust=options.robust)
     model = calibrated.model
     rate = float(markers.rate_hz)
-    names = list(solution.names)
+    grounded = ground_trial(
+        model, options.model, solution.qpos, rate, GroundOptions(options.treadmill, options.belt_speed_mps)
+    )
+    on_floor = not isinstance(grounded, str)
+    qpos = grounded.qpos if on_floor else solution.qpos  # only the root translation differs
+    markers_m = site_positions_m(model, qpos, np.array([model.site(n).id for n in solution.names]))
     trajectory = Trajectory(
-        qpos=solution.qpos,
-        qvel=velocities(model, solution.qpos, rate),
+        qpos=qpos,
+        qvel=velocities(model, qpos, rate),
         rate_hz=rate,
         joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
         model_name=options.model,
-        site_names=solution.names,
-        site_pos_m=site_positions_m(model, solution.qpos, np.array([model.site(n).id for n in names])),
+        site_names=solution.names + (grounded.sole_names if on_floor else ()),
+        site_pos_m=np.concatenate([markers_m, grounded.sole_m], axis=1) if on_floor else markers_m,
+        contact_names=grounded.sole_names if on_floor else (),
+        contact=grounded.flags if on_floor else None,
+        terrain=grounded.terrain if on_floor else None,
         clip_names=(Path(trc).stem,),
     )
     report, series = quality_report(
         model,
-        solution.qpos,
+        qpos,
         rate,
         target_errors_m=solution.errors_m,
         target_names=solution.names,
         converged=solution.converged,
         solve_seconds=solution.seconds,
+        terrain=trajectory.terrain,
     )
+    report.update(grounded.report() if on_floor else {"floor": {"skipped": grounded}})
     report["trial"] = str(trc)
     report["model"] = options.model
     joints = {model.joint(j).name for j in range(model.njnt)}
@@ -582,6 +592,6 @@ def retarget_markers(
     report["markers_placed_from_trial_on"] = list(options.place_from_trial)
     report["marker_weights"] = {n: float(w) for n, w in zip(solution.names, solution.weights, strict=True)}
     report["time_range_s"] = [float(markers.time_s[0]), float(markers.time_s[-1])]
-    table = coordinate_table(model, solution.qpos, markers.time_s, Path(trc).stem)
+    table = coordinate_table(model, qpos, markers.time_s, Path(trc).stem)
     report["wall_s"] = time.perf_counter() - start_time  # calibration, IK passes, compile, measurement
     return MarkerRetarget(trajectory, report, series, table, calibrated, solution)

@@ -22,8 +22,9 @@ Fields (T frames, all lengths in metres, world frame Z up):
 ``skating_mps``
     mean horizontal speed of foot geoms over the frames they are in stance (stance from speed and
     height, :func:`musclerl.retarget.contact.detect_contacts`); ``null`` when no stance is found
-    (e.g. treadmill walking, where stance feet move with the belt); ``stance_frac`` says how much
-    stance there was.
+    (e.g. a treadmill clip measured before its belt is undone; marker trials are measured after,
+    see :mod:`musclerl.retarget.marker_ground` and its ``treadmill`` and ``floor`` keys);
+    ``stance_frac`` says how much stance there was.
 ``tendon_jump_frac``
     fraction of frames where some muscle path length changed by more than 5 % of its length since
     the previous frame, and by more than 1 % beyond what the path's moment arms predict for the

@@ -71,10 +71,9 @@ from musclerl.retarget.ground import (
 )
 from musclerl.retarget.ground_constraint import ground_planes
 from musclerl.retarget.marker_fit import align_root, equality_residual, joint_couplings
+from musclerl.retarget.soles import SOLE_POINTS, rest_points, sole_points, sole_site_name
 from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 
-#: Sole points per foot; the first takes the source's heel contact, the others its toe contact.
-SOLE_POINTS = ("heel", "toe_tip", "lateral", "medial")
 #: Weight of the pull of every coordinate towards the model's rest pose (per rad^2 or m^2; a
 #: keypoint's weight is 1 per m^2): it holds still the coordinates no keypoint sees (wrists,
 #: fingers, toes), which otherwise wander with the warm starts and make muscle paths jump.
@@ -119,61 +118,6 @@ class PreparedModel:
     collision: GeomSurface  # every collision geom of the body
 
 
-def _rest_points(model: mujoco.MjModel, key: str) -> dict[str, np.ndarray]:
-    """World positions (3,) at ``qpos0`` of the landmarks of table row ``key``."""
-    table = corr.MODEL_LANDMARKS[key]
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    out = {}
-    for lm, (body, local) in table.items():
-        b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
-        if b < 0:
-            raise InputError(key, f"model has no body '{body}' for landmark '{lm}'")
-        offset = np.zeros(3) if local is None else np.asarray(local, dtype=float)
-        out[lm] = data.xpos[b] + data.xmat[b].reshape(3, 3) @ offset
-    return out
-
-
-def _sole_points(
-    model: mujoco.MjModel, key: str, rest: dict[str, np.ndarray]
-) -> dict[str, tuple[int, np.ndarray]]:
-    """Back and front of each sole at ``qpos0``: landmark -> (body id, point in body frame).
-
-    The points are the rearmost, foremost, outermost and innermost of the geom surface samples
-    within 5 mm of the foot's lowest, dropped onto the lowest level (the model's rest pose stands
-    the foot flat). Four points on the ground hold the foot flat: no pitch, no roll.
-    """
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    out = {}
-    for side, bodies in corr.FOOT_BODIES[key].items():
-        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in bodies]
-        geoms = collision_geoms(model, [i for i in ids if i >= 0])
-        if len(geoms) == 0:
-            raise InputError(key, f"the {side} foot has no collision geoms to stand on")
-        surface = GeomSurface.of(model, geoms)
-        pts = surface.world_points(data)
-        low = pts[:, 2] < pts[:, 2].min() + 0.005
-        forward = rest[f"toe_{side}"] - rest[f"ankle_{side}"]
-        forward[2] = 0.0
-        forward /= np.linalg.norm(forward)
-        outward = np.cross([0.0, 0.0, 1.0], forward) * (1.0 if side == "l" else -1.0)
-        along, across = pts @ forward, pts @ outward
-        for name, key_values, pick in (
-            ("heel", along, np.argmin),
-            ("toe_tip", along, np.argmax),
-            ("lateral", across, np.argmax),
-            ("medial", across, np.argmin),
-        ):
-            i = np.flatnonzero(low)[pick(key_values[low])]
-            body = int(model.geom_bodyid[surface.geom_ids[surface.owner[i]]])
-            # On the foot's lowest plane: these points on the ground put no geom below it.
-            point = np.array([pts[i, 0], pts[i, 1], pts[:, 2].min()])
-            local = data.xmat[body].reshape(3, 3).T @ (point - data.xpos[body])
-            out[f"{name}_{side}"] = (body, local)
-    return out
-
-
 def _median_length(a_m: np.ndarray, b_m: np.ndarray) -> float:
     """Median over frames of the distance between two point tracks (T, 3)."""
     return float(np.median(np.linalg.norm(a_m - b_m, axis=-1)))
@@ -214,8 +158,8 @@ def prepare_model(
     base = compile_spec(spec, model_name)
     factors: dict[str, float] = {}
     if scale:
-        rest = _rest_points(base, key)
-        rest.update({lm: _world(base, b, p) for lm, (b, p) in _sole_points(base, key, rest).items()})
+        rest = rest_points(base, key)
+        rest.update({lm: _world(base, b, p) for lm, (b, p) in sole_points(base, key, rest).items()})
         src = corr.SOURCE_LANDMARKS[kind]
         ratios: dict[str, list[float]] = {}
         for a, b, bodies in corr.SEGMENTS:
@@ -239,8 +183,8 @@ def prepare_model(
             raise InputError(motion.source or "motion", f"implausible segment scale factors {factors}")
         scale_spec(spec, factors, source=model_name)
     scaled = compile_spec(spec, model_name) if scale else base  # unscaled: the spec is unchanged
-    rest = _rest_points(scaled, key)
-    soles = _sole_points(scaled, key, rest)
+    rest = rest_points(scaled, key)
+    soles = sole_points(scaled, key, rest)
     # The trunk point: above the hip midpoint at the source's trunk height.
     src = corr.SOURCE_LANDMARKS[kind]
     trunk_body = mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, corr.TRUNK_BODY[key])
@@ -262,7 +206,7 @@ def prepare_model(
     for lm, (body, local) in sites.items():
         spec.body(scaled.body(body).name).add_site(name=_site_name(lm), pos=local, size=[0.01, 0, 0], group=5)
     model = compile_spec(spec, model_name)
-    sole_names = tuple(_site_name(f"{p}_{s}") for s in corr.SIDES for p in SOLE_POINTS)
+    sole_names = tuple(sole_site_name(p, s) for s in corr.SIDES for p in SOLE_POINTS)
     foot_ids = [
         mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b)
         for bodies in corr.FOOT_BODIES[key].values()

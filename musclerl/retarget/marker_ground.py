@@ -1,0 +1,260 @@
+"""Stance, treadmill belt and floor of a marker trial, applied to the root translation only.
+
+Marker IK (:mod:`musclerl.retarget.markers_pipeline`) fits the markers wherever the lab put
+them: on a treadmill the subject walks in place while the stance feet ride the belt backwards,
+and the lab's z = 0 need not be the surface the feet stand on. :func:`ground_clip` turns such a
+clip into one a simulator can imitate, touching nothing but the free root's translation (the
+joint angles, and so the marker fit, are unchanged):
+
+1. **Sole points** (:func:`musclerl.retarget.soles.model_soles`), heel, toe tip and the two
+   edges of each foot, follow the IK poses.
+2. **Belt.** A stance foot is low and moves with the ground under it: still overground, at the
+   belt's velocity on a treadmill. The belt velocity is the median horizontal velocity of the
+   heel and toe points over the frames they are low (within ``height_on_m`` of their own support
+   level, :func:`musclerl.retarget.contact.height_above_local_level_m`), refined once as the median
+   over the stance frames found relative to it. A trial is a treadmill trial when that speed is
+   at least :data:`TREADMILL_MIN_SPEED_MPS`, runs backwards (against the feet's heel-to-toe
+   direction) and the root stays behind it (net root speed under half the belt's: the subject
+   walks in place) — or when forced, optionally with the belt speed.
+   The belt's displacement ``-v (t - t0)`` is then added to the root, so the Trajectory walks
+   overground with still stance feet.
+3. **Stance** flags from :func:`musclerl.retarget.contact.detect_contacts` on the corrected soles.
+4. **Floor.** One plane through the settled stance samples of all support patches
+   (:func:`musclerl.retarget.terrain.support_patches`, so heel strikes and heel rises do not
+   count): a lab floor or treadmill is a plane. A slope under :data:`LEVEL_SLOPE_DEG` is taken as
+   level. The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE`
+   of the samples, is z = 0 at the samples' centre, then lifted frame by frame by whatever
+   collision geom still reaches below it (the root only; a rigid toe rolling through the floor
+   at toe-off, for instance).
+
+World frame: metres, Z up, as the IK's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import numpy as np
+
+from musclerl.motion.trajectory import Terrain
+from musclerl.retarget import correspondence as corr
+from musclerl.retarget.contact import (
+    ContactParams,
+    detect_contacts,
+    height_above_local_level_m,
+    point_velocity_mps,
+)
+from musclerl.retarget.ground import GeomSurface, collision_geoms, penetration_m
+from musclerl.retarget.soles import SOLE_POINTS, model_soles, point_positions_m
+from musclerl.retarget.terrain import SupportPatch, TerrainParams, fit_patch, recover_terrain, support_patches
+
+#: Below this belt speed (m/s) an automatically examined trial is overground: stance feet of an
+#: overground walk are still to a few cm/s, a treadmill belt runs at walking speed.
+TREADMILL_MIN_SPEED_MPS = 0.2
+#: The floor passes this percentile of the settled stance samples' heights above the fitted plane:
+#: low enough that a stance foot a little below the others (noise, the other side's foot placed a
+#: few mm lower) does not sink into it and lift the whole body, high enough to ignore outliers.
+FLOOR_PERCENTILE = 5.0
+#: A recovered floor tilted less than this is taken as level (marker noise tilts a fitted plane).
+LEVEL_SLOPE_DEG = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class GroundOptions:
+    """``treadmill``: None detects it, True forces a treadmill, False overground;
+    ``belt_speed_mps``: the belt's speed when known (its direction is still estimated)."""
+
+    treadmill: bool | None = None
+    belt_speed_mps: float | None = None
+    contact: ContactParams = ContactParams()
+    terrain: TerrainParams = TerrainParams()
+
+
+@dataclasses.dataclass(frozen=True)
+class GroundedClip:
+    """A clip on its floor. ``qpos`` (T, nq) root-corrected; ``sole_names`` (P,), ``sole_m``
+    (T, P, 3) and stance ``flags`` (T, P) of the sole points; ``terrain`` the floor; ``report``
+    the JSON-ready keys (see :meth:`report`)."""
+
+    qpos: np.ndarray
+    sole_names: tuple[str, ...]
+    sole_m: np.ndarray
+    flags: np.ndarray
+    terrain: Terrain | None
+    treadmill: bool
+    treadmill_forced: bool
+    belt_velocity_mps: np.ndarray  # (2,) horizontal, world frame, as applied; zero overground
+    estimated_belt_mps: np.ndarray  # (2,) the stance feet's ground velocity, as estimated
+    floor_shift_m: float  # constant vertical shift putting the floor at z = 0
+    floor_slope_deg: float
+    lift_m: np.ndarray  # (T,) extra per-frame lift against penetration
+    stance_speed_mps: float | None  # mean horizontal speed of stance sole points after correction
+
+    def report(self) -> dict:
+        """``treadmill``: detected/forced, belt velocity and speed; ``floor``: shift, slope, lift,
+        stance fraction and stance-foot speed (keys documented in the README)."""
+        return {
+            "treadmill": {
+                "detected": bool(self.treadmill),
+                "forced": bool(self.treadmill_forced),
+                "belt_velocity_mps": [float(v) for v in self.belt_velocity_mps],
+                "belt_speed_mps": float(np.linalg.norm(self.belt_velocity_mps)),
+                "estimated_velocity_mps": [float(v) for v in self.estimated_belt_mps],
+            },
+            "floor": {
+                "source": "stance" if self.terrain is not None else "none: no stance found",
+                "shift_m": float(self.floor_shift_m),
+                "slope_deg": float(self.floor_slope_deg),
+                "lift_max_m": float(self.lift_m.max(initial=0.0)),
+                "lift_frac": float(np.mean(self.lift_m > 0)) if len(self.lift_m) else 0.0,
+                "stance_frac": float(self.flags.mean()) if self.flags.size else 0.0,
+                "stance_speed_mps": self.stance_speed_mps,
+            },
+        }
+
+
+def free_root_qposadr(model: mujoco.MjModel) -> int | None:
+    """qpos address of the first free joint (the root), or None when the model has none."""
+    free = np.flatnonzero(model.jnt_type == mujoco.mjtJoint.mjJNT_FREE)
+    return int(model.jnt_qposadr[free[0]]) if len(free) else None
+
+
+def belt_velocity_mps(sole_m: np.ndarray, rate_hz: float, params: ContactParams | None = None) -> np.ndarray:
+    """Horizontal velocity (2,) of the ground under the stance feet, from sole points ``sole_m``
+    (T, P, 3) (the module docstring's step 2); zero when no point is ever low."""
+    params = params or ContactParams()
+    vel = point_velocity_mps(sole_m, rate_hz, smooth_s=params.smooth_s)[..., :2]
+    height = height_above_local_level_m(sole_m[..., 2], rate_hz, params.level_window_s)
+    low = height < params.height_on_m
+    if not low.any():
+        return np.zeros(2)
+    belt = np.median(vel[low], axis=0)
+    flags = detect_contacts(sole_m, rate_hz, params=params, ground_velocity_mps=np.append(belt, 0.0))
+    return np.median(vel[flags], axis=0) if flags.any() else belt
+
+
+def looks_like_treadmill(belt_mps: np.ndarray, root_mps: np.ndarray, forward: np.ndarray) -> bool:
+    """Whether stance feet moving at ``belt_mps`` (2,) make a treadmill trial: at least
+    :data:`TREADMILL_MIN_SPEED_MPS`, backwards against the feet's unit heel-to-toe direction
+    ``forward`` (2,), with the root's net horizontal velocity ``root_mps`` (2,) under half the
+    belt's speed (the subject walks in place; feet sliding under a travelling body are not a belt)."""
+    speed = float(np.linalg.norm(belt_mps))
+    return bool(
+        speed >= TREADMILL_MIN_SPEED_MPS
+        and float(belt_mps @ forward) < -0.5 * speed
+        and float(np.linalg.norm(root_mps)) < 0.5 * speed
+    )
+
+
+def floor_plane(
+    sole_m: np.ndarray, flags: np.ndarray, foot: np.ndarray, rate_hz: float, params: TerrainParams
+) -> SupportPatch | None:
+    """The plane through the settled stance samples of all support patches of sole points
+    ``sole_m`` (T, P, 3) with stance ``flags`` (T, P) and feet ``foot`` (P,); None without one."""
+    patches = support_patches(
+        sole_m, flags, foot, 0.0, params.slope_ridge, min_frames=params.min_stance_frames(rate_hz)
+    )
+    if not patches:
+        return None
+    samples = np.concatenate([p.samples_m for p in patches])
+    return fit_patch(samples, -1, (0, len(sole_m)), params.slope_ridge)
+
+
+def ground_clip(
+    model: mujoco.MjModel,
+    model_key: str,
+    qpos: np.ndarray,
+    rate_hz: float,
+    options: GroundOptions | None = None,
+) -> GroundedClip:
+    """The clip ``qpos`` (T, nq) of ``model`` (correspondence row ``model_key``, for its feet)
+    corrected for a treadmill belt and placed on its floor (module docstring)."""
+    options = options or GroundOptions()
+    root = free_root_qposadr(model)
+    if root is None:
+        raise ValueError("the model has no free root joint to place")
+    names, foot, points = model_soles(model, model_key)
+    q = np.array(qpos, dtype=float, copy=True)
+    sole = point_positions_m(model, q, points)
+    t_s = np.arange(len(q)) / rate_hz
+    along_axis = np.isin(np.tile(np.arange(len(SOLE_POINTS)), len(corr.SIDES)), [0, 1])  # heel, toe tip
+    belt = belt_velocity_mps(sole[:, along_axis], rate_hz, options.contact) if len(q) >= 3 else np.zeros(2)
+    estimated = belt.copy()
+    speed = float(np.linalg.norm(belt))
+    if options.treadmill is None:
+        root_mps = (q[-1, root : root + 2] - q[0, root : root + 2]) / max(t_s[-1], 1e-9)
+        treadmill = looks_like_treadmill(belt, root_mps, _walking_direction(sole, foot))
+    else:
+        treadmill = bool(options.treadmill)
+    if treadmill and options.belt_speed_mps is not None:
+        direction = belt / speed if speed > 1e-6 else -_walking_direction(sole, foot)
+        belt = direction * float(options.belt_speed_mps)
+    if not treadmill:
+        belt = np.zeros(2)
+    shift_xy = -belt[None, :] * t_s[:, None]  # (T, 2): the belt's travel, undone
+    q[:, root : root + 2] += shift_xy
+    sole[..., :2] += shift_xy[:, None, :]
+
+    flags = (
+        detect_contacts(sole, rate_hz, params=options.contact)
+        if len(q) >= 3
+        else np.zeros(sole.shape[:2], bool)
+    )
+    plane = floor_plane(sole[:, along_axis], flags[:, along_axis], foot[along_axis], rate_hz, options.terrain)
+    terrain, shift_z, slope_deg = None, 0.0, 0.0
+    lift = np.zeros(len(q))
+    if plane is not None:
+        slope_deg = float(np.degrees(np.arctan(np.linalg.norm(plane.slope))))
+        residual_m = plane.samples_m[:, 2] - plane.predict_m(plane.samples_m[:, :2], np.inf)
+        shift_z = -(plane.height_m + float(np.percentile(residual_m, FLOOR_PERCENTILE)))
+        q[:, root + 2] += shift_z
+        sole[..., 2] += shift_z
+        floor = dataclasses.replace(
+            plane,
+            samples_m=plane.samples_m + [0.0, 0.0, shift_z],
+            height_m=0.0,
+            slope=plane.slope if slope_deg >= LEVEL_SLOPE_DEG else np.zeros(2),
+        )
+        terrain = recover_terrain([floor], None, options.terrain, extent_xy_m=sole[..., :2].reshape(-1, 2))
+        depth = penetration_m(model, q, terrain, GeomSurface.of(model, collision_geoms(model))).max(axis=1)
+        lift = np.where(depth > 0.0, depth, 0.0)
+        q[:, root + 2] += lift
+        sole[..., 2] += lift[:, None]
+    step = np.linalg.norm(np.diff(sole[..., :2], axis=0), axis=-1) * rate_hz  # (T-1, P)
+    both = flags[1:] & flags[:-1]
+    return GroundedClip(
+        qpos=q,
+        sole_names=names,
+        sole_m=sole,
+        flags=flags,
+        terrain=terrain,
+        treadmill=treadmill,
+        treadmill_forced=options.treadmill is not None,
+        belt_velocity_mps=belt,
+        estimated_belt_mps=estimated,
+        floor_shift_m=shift_z,
+        floor_slope_deg=slope_deg,
+        lift_m=lift,
+        stance_speed_mps=float(step[both].mean()) if both.any() else None,
+    )
+
+
+def _walking_direction(sole_m: np.ndarray, foot: np.ndarray) -> np.ndarray:
+    """Unit horizontal (2,) heel-to-toe direction of the feet, averaged over the clip."""
+    heel = sole_m[:, [list(SOLE_POINTS).index("heel") + len(SOLE_POINTS) * f for f in np.unique(foot)]]
+    toe = sole_m[:, [list(SOLE_POINTS).index("toe_tip") + len(SOLE_POINTS) * f for f in np.unique(foot)]]
+    forward = (toe - heel)[..., :2].reshape(-1, 2).mean(axis=0)
+    return forward / max(float(np.linalg.norm(forward)), 1e-9)
+
+
+def ground_trial(
+    model: mujoco.MjModel, model_name: str, qpos: np.ndarray, rate_hz: float, options: GroundOptions
+) -> GroundedClip | str:
+    """:func:`ground_clip` for a marker trial, or why it cannot run (a model without a free root,
+    or whose feet the correspondence tables do not name: an MJCF path)."""
+    if model_name not in corr.FOOT_BODIES:
+        return f"no sole points for model {model_name!r} (feet known for {sorted(corr.FOOT_BODIES)})"
+    if free_root_qposadr(model) is None:
+        return "the model has no free root joint"
+    return ground_clip(model, corr.table_key(model_name), qpos, rate_hz, options)
