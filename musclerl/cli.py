@@ -93,9 +93,8 @@ def check_gl_backend() -> None:
     if backend in GL_LIBRARIES:
         library, install = GL_LIBRARIES[backend]
         if ctypes.util.find_library(library) is None:
-            raise InputError(
-                "MUJOCO_GL", f"'{backend}' needs lib{library}, which is not installed ({install}), or unset it"
-            )
+            problem = f"'{backend}' needs lib{library}, which is not installed ({install}); or unset it"
+            raise InputError("MUJOCO_GL", problem)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

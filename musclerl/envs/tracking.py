@@ -84,7 +84,10 @@ class TrackingEnv:
         self.backend = backend
         self.num_envs = int(num_envs)
         self.world: World = build_world(
-            str(model), self.config.sites, self.config.foot_bodies, dataset.terrain,
+            str(model),
+            self.config.sites,
+            self.config.foot_bodies,
+            dataset.terrain,
             self.config.integrator,
             self.config.timestep_s,
         )
