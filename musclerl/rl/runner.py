@@ -28,7 +28,7 @@ import yaml
 
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path
-from musclerl.rl.config import num_updates, resolve_path
+from musclerl.rl.config import num_updates
 
 TOY_MODEL = "toy"  # ``model: toy`` selects the pure-JAX toy task (musclerl.rl.toy_env), for smoke tests
 
@@ -59,13 +59,14 @@ def build_env(cfg: dict[str, Any]):
         toy = ToyTrackingEnv(num_envs=num_envs)
         return toy if cfg["backend"] == "mjx" else HostToyEnv(toy)
     from musclerl.envs import EnvConfig, TrackingEnv
-    from musclerl.motion.trajectory import Trajectory
+    from musclerl.models.registry import load_model
+    from musclerl.motion.dataset import load_dataset, with_clip_weights
 
-    motion = Trajectory.load(resolve_path(cfg["motion"]))
-    env_cfg = EnvConfig.from_dict(cfg["env"], source="config: env")
+    motion = load_dataset(cfg["motion"], load_model(cfg["model"]), cfg["model"])
+    env_cfg = with_clip_weights(EnvConfig.from_dict(cfg["env"], source="config: env"), motion)
     return TrackingEnv(
         model=cfg["model"],
-        dataset=motion,
+        dataset=motion.trajectory,
         config=env_cfg,
         backend=cfg["backend"],
         num_envs=num_envs,
