@@ -149,11 +149,13 @@ def train(
     resume: bool = False,
     stop_after_updates: int | None = None,
     quiet: bool = False,
+    init_from: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Train per ``cfg`` into ``out_dir``; returns the summary dict (also in ``summary.json``).
 
     ``stop_after_updates`` ends the loop early, like a kill (no extra checkpoint, no export): used
-    to interrupt runs deterministically in tests.
+    to interrupt runs deterministically in tests. ``init_from``: a run or policy folder whose actor
+    and observation statistics start this run (:mod:`musclerl.rl.init_from`; not with ``resume``).
     """
     import jax
 
@@ -183,6 +185,11 @@ def train(
         )
     t0 = time.perf_counter()
     start = 0
+    initial = None
+    if init_from is not None and not resume:  # read before compiling: a bad source fails fast
+        from musclerl.rl.init_from import read_initial_weights
+
+        initial = read_initial_weights(init_from)
     if resume:  # fail fast on a mismatching config, before compiling anything
         checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
         meta = checkpointer.read_meta()
@@ -195,6 +202,10 @@ def train(
         start = int(meta["update"])
     env, learner, init, update_step, after_checkpoint = _compiled(cfg, total_updates)
     carry = init(jax.random.PRNGKey(cfg["seed"]))
+    if initial is not None:
+        from musclerl.rl.init_from import initial_train_state
+
+        carry = carry._replace(train=initial_train_state(carry.train, learner, initial))
     if not resume:  # created only now, so bad input (env config, motion) leaves no run folder
         checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
     else:
@@ -237,6 +248,7 @@ def train(
         "total_updates": total_updates,
         "env_steps": last * steps_per_update,
         "resumed_from_update": start,
+        "init_from": None if initial is None else str(initial.source),
         "setup_s": setup_s,
         "train_s": train_s,
         "env_steps_per_s": (last - start) * steps_per_update / max(train_s, 1e-9),
