@@ -6,8 +6,9 @@ Run folder layout::
     DIR/checkpoints/<n>/  orbax checkpoints of the whole carry (last ``checkpoint.keep``)
     DIR/policy/           exported policy (``musclerl.load_policy(DIR/policy)``)
     DIR/tb/               TensorBoard event files
-    DIR/metrics.jsonl     one JSON line of scalars per logged update
-    DIR/summary.json      final metrics, timings, paths
+    DIR/metrics.jsonl     one JSON line of scalars per logged update (per clip: ``clip/<name>/...``,
+                          per tag: ``tag/<tag>/...``; see :mod:`musclerl.rl.clip_stats`)
+    DIR/summary.json      final metrics, timings, paths, per-clip and per-tag results of the run
     DIR/curves.png        training curves
 
 Multi-host (mjx backend): set ``MUSCLERL_COORDINATOR=host:port``, ``MUSCLERL_NUM_PROCESSES`` and
@@ -52,19 +53,24 @@ def maybe_init_distributed() -> None:
 
 def build_env(cfg: dict[str, Any]):
     """The environment named by the config (``model``, ``motion``, ``env``, ``backend``)."""
+    return build_env_and_tags(cfg)[0]
+
+
+def build_env_and_tags(cfg: dict[str, Any]) -> tuple[Any, tuple[tuple[str, ...], ...] | None]:
+    """:func:`build_env` and the dataset's tags per clip (None for the toy task)."""
     num_envs = cfg["ppo"]["num_envs"]
     if cfg["model"] == TOY_MODEL:
         from musclerl.rl.toy_env import HostToyEnv, ToyTrackingEnv
 
         toy = ToyTrackingEnv(num_envs=num_envs)
-        return toy if cfg["backend"] == "mjx" else HostToyEnv(toy)
+        return (toy if cfg["backend"] == "mjx" else HostToyEnv(toy)), None
     from musclerl.envs import EnvConfig, TrackingEnv
     from musclerl.models.registry import load_model
     from musclerl.motion.dataset import load_dataset, with_clip_weights
 
     motion = load_dataset(cfg["motion"], load_model(cfg["model"]), cfg["model"])
     env_cfg = with_clip_weights(EnvConfig.from_dict(cfg["env"], source="config: env"), motion)
-    return TrackingEnv(
+    env = TrackingEnv(
         model=cfg["model"],
         dataset=motion.trajectory,
         config=env_cfg,
@@ -72,6 +78,7 @@ def build_env(cfg: dict[str, Any]):
         num_envs=num_envs,
         threads=cfg["threads"],
     )
+    return env, motion.tags
 
 
 def make_trainer(cfg: dict[str, Any], env, total_updates: int, mesh):
@@ -110,9 +117,9 @@ def _compiled(cfg: dict[str, Any], total_updates: int) -> tuple:
     key = json.dumps({k: v for k, v in cfg.items() if k not in ("log", "checkpoint")}, sort_keys=True)
     key += f"|{total_updates}|{data_mesh().size}"
     if key not in _COMPILED:
-        env = build_env(cfg)
+        env, tags = build_env_and_tags(cfg)
         _COMPILED.clear()  # keep one: envs hold MuJoCo batches and compiled programs
-        _COMPILED[key] = (env, *make_trainer(cfg, env, total_updates, data_mesh()))
+        _COMPILED[key] = (env, *make_trainer(cfg, env, total_updates, data_mesh()), tags)
     return _COMPILED[key]
 
 
@@ -160,6 +167,7 @@ def train(
     import jax
 
     from musclerl.rl.checkpoint import Checkpointer
+    from musclerl.rl.clip_stats import ClipLog
     from musclerl.rl.export import export_policy
     from musclerl.rl.logging import RunLogger
     from musclerl.rl.ppo import data_mesh
@@ -200,7 +208,8 @@ def train(
                 "log and checkpoint settings may change on --resume)",
             )
         start = int(meta["update"])
-    env, learner, init, update_step, after_checkpoint = _compiled(cfg, total_updates)
+    env, learner, init, update_step, after_checkpoint, tags = _compiled(cfg, total_updates)
+    clip_log = ClipLog(env.reference.clip_names, tags) if tags is not None else None
     carry = init(jax.random.PRNGKey(cfg["seed"]))
     if initial is not None:
         from musclerl.rl.init_from import initial_train_state
@@ -232,8 +241,12 @@ def train(
     metrics = None
     for update in range(start + 1, last + 1):
         carry, metrics = update_step(carry)
+        sums = metrics.pop("clip_sums", None)
+        if clip_log is not None and sums is not None:
+            clip_log.add(jax.device_get(sums))
         if logger is not None and (update % cfg["log"]["every_updates"] == 0 or update == last):
-            logger.log(update, jax.device_get(metrics))
+            per_clip = clip_log.interval_metrics() if clip_log is not None else {}
+            logger.log(update, {**jax.device_get(metrics), **per_clip})
         if update % cfg["checkpoint"]["every_updates"] == 0 or update == total_updates:
             checkpointer.save(
                 update,
@@ -280,5 +293,7 @@ def train(
                 "env_steps": last * steps_per_update,
             },
         )
+        if clip_log is not None:
+            summary["clip_results"] = clip_log.summary()
         summary = logger.close(summary)
     return summary
