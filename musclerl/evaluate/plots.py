@@ -6,11 +6,14 @@
 - :func:`plot_grid`: the same for many columns in one figure (an overview per kind).
 - :func:`plot_tracking`: per-frame MPJPE (global and root-relative) and vertical contact force
   per foot, with the early termination marked.
+- Across trials (folder evaluation): :func:`plot_r_distribution` (per-column r boxes) and
+  :func:`plot_cycle_stack` (mean ± SD of per-trial cycle means, policy vs reference).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +141,75 @@ def plot_tracking(rec: Recording, path: str | os.PathLike) -> Path:
             ax.axvline(rec.time_s[-1], color="red", lw=1)
         a0.set_title("early termination (red line)", fontsize=9, color="red")
     fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_r_distribution(column_rows: list[dict], path: str | os.PathLike) -> Path | None:
+    """Across trials, the distribution of Pearson r per column (a box per column, one panel per
+    kind: torque, activation); None when no column has an r."""
+    kinds = [k for k in ("torque", "activation") if any(r["kind"] == k for r in column_rows)]
+    panels = []
+    for kind in kinds:
+        names = sorted({r["column"] for r in column_rows if r["kind"] == kind})
+        data = [
+            [r["r"] for r in column_rows if r["kind"] == kind and r["column"] == n and np.isfinite(r["r"])]
+            for n in names
+        ]
+        keep = [(n, d) for n, d in zip(names, data, strict=True) if d]
+        if keep:
+            panels.append((kind, keep))
+    if not panels:
+        return None
+    plt = _pyplot()
+    width = max(6.0, 0.35 * max(len(k) for _, k in panels))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(width, 3.2 * len(panels)), dpi=90, squeeze=False)
+    for ax, (kind, keep) in zip(axes[:, 0], panels, strict=True):
+        ax.boxplot([d for _, d in keep], showfliers=True)
+        ax.set_xticks(range(1, len(keep) + 1), [n for n, _ in keep], rotation=70, fontsize=7)
+        ax.axhline(0.0, color="grey", lw=0.6)
+        ax.set_ylim(-1.05, 1.05)
+        ax.set_ylabel("Pearson r")
+        ax.set_title(f"{kind}: r per column across trials", fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_cycle_stack(
+    stack: dict[str, tuple[np.ndarray, np.ndarray]], path: str | os.PathLike, xlabel: str, columns: int = 4
+) -> Path | None:
+    """Per column, mean ± SD across trials of the simulation's and the reference's per-trial
+    curves (each (n_trials, 101) over 0–100 %); None when ``stack`` is empty."""
+    if not stack:
+        return None
+    plt = _pyplot()
+    names = list(stack)
+    rows = int(np.ceil(len(names) / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.4 * rows), dpi=90, squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        if i >= len(names):
+            ax.axis("off")
+            continue
+        sim, ref = stack[names[i]]
+        x = np.linspace(0, 100, sim.shape[1])
+        for values, colour, label in ((ref, REF_COLOUR, "reference"), (sim, SIM_COLOUR, "policy")):
+            with warnings.catch_warnings():  # an all-NaN percentile (no valid sample) stays a gap
+                warnings.simplefilter("ignore", RuntimeWarning)
+                m, s = np.nanmean(values, axis=0), np.nanstd(values, axis=0)
+            ax.plot(x, m, color=colour, lw=1.2, label=f"{label} (n={values.shape[0]})")
+            ax.fill_between(x, m - s, m + s, color=colour, alpha=0.2, lw=0)
+        ax.set_title(names[i], fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=7)
+        ax.tick_params(labelsize=7)
+        if i == 0:
+            ax.legend(fontsize=6)
+    fig.suptitle("torque (N·m/kg): policy vs reference, mean ± SD across trials", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
     path = Path(path)
     fig.savefig(path)
     plt.close(fig)

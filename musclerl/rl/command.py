@@ -3,6 +3,7 @@
 python train.py                                     # configs/demo.yaml
 python train.py --config configs/myolegs_walk.yaml --out runs/walk ppo.num_envs=64
 python train.py --out runs/walk --resume            # continue from the last checkpoint
+python train.py --config configs/run.yaml --init-from runs/walk   # fine-tune a trained policy
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", help="run folder (default runs/<config>-<time>)")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
+    parser.add_argument(
+        "--init-from",
+        metavar="RUN_OR_POLICY",
+        help="start from a trained policy: a run folder (actor, critic and observation statistics of "
+        "its last checkpoint) or an exported policy folder (actor and statistics; fresh critic)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("overrides", nargs="*", help="key=value config overrides, e.g. ppo.num_envs=64")
 
@@ -38,10 +45,12 @@ def run(args: argparse.Namespace) -> int:
         out = Path("runs") / f"{Path(configs[-1]).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.resume and not (out / "checkpoints").is_dir():
         raise InputError(out, "no checkpoints folder to resume from")
+    if args.resume and args.init_from:
+        raise InputError("--init-from", "a resumed run continues from its own checkpoint; drop --init-from")
 
     from musclerl.rl.runner import train
 
-    summary = train(cfg, out, resume=args.resume, quiet=args.quiet)
+    summary = train(cfg, out, resume=args.resume, quiet=args.quiet, init_from=args.init_from)
     paths = summary["paths"]
     final = summary.get("final_metrics", {})
     ret, length = final.get("episode/return"), final.get("episode/length")

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from musclerl.rl import networks, ppo
+from musclerl.rl.clip_stats import clip_sums
 
 
 class CpuTrainer:
@@ -99,6 +100,8 @@ class CpuTrainer:
         for t in range(steps):
             u, log_prob, action = self._act(train, env_state.obs, keys[t])
             out["obs"].append(np.asarray(env_state.obs))
+            if "clip" in env_state.info:  # the clip each env is on during this step (per-clip results)
+                out.setdefault("clip", []).append(np.asarray(env_state.info["clip"]))
             env_state = self.env.step(env_state, np.asarray(action))
             out["u"].append(u)
             out["log_prob"].append(log_prob)
@@ -114,7 +117,12 @@ class CpuTrainer:
 
     def update_step(self, carry: ppo.Carry) -> tuple[ppo.Carry, dict[str, jax.Array]]:
         train, env_state, rollout = self.rollout(carry.train, carry.env_state)
+        clips = rollout.pop("clip", None)
         train, episodes, metrics = self._finish(train, carry.episodes, rollout)
+        if clips is not None:  # per-clip results, on the host (see musclerl.rl.clip_stats)
+            num_clips = int(np.shape(env_state.info["clip_fail_rate"])[0])
+            done, term, err = rollout["done"], rollout["terminated"], rollout["metrics"]["site_err_m"]
+            metrics["clip_sums"] = clip_sums(clips, done, term, err, num_clips, np)
         return ppo.Carry(train, env_state, episodes), metrics
 
     def restart_envs(self, carry: ppo.Carry, update: int) -> ppo.Carry:

@@ -96,7 +96,8 @@ class RunLogger:
             row[key] = _finite(np.asarray(value))
         row["perf/env_steps_per_s"] = rate
         for key, value in row.items():
-            if value is not None and key not in ("update", "env_steps"):
+            # per-clip scalars stay in metrics.jsonl: thousands of clips would swamp TensorBoard
+            if value is not None and key not in ("update", "env_steps") and not key.startswith("clip/"):
                 self.writer.add_scalar(key, value, env_steps)
         self.history.append(row)
         with self.jsonl.open("a") as f:

@@ -39,6 +39,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from musclerl.rl import networks
 from musclerl.rl import normalization as norm
+from musclerl.rl.clip_stats import clip_sums
 
 
 class Transition(NamedTuple):
@@ -463,10 +464,12 @@ def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None =
         )
         episodes = episodes.step(nxt.reward, nxt.done, nxt.terminated)
         env_metrics = jax.tree_util.tree_map(jnp.mean, dict(nxt.metrics))
-        return (train, nxt, episodes), (tr, env_state.obs, env_metrics)
+        # the clip each env was on during this step, for per-clip results (tracking envs)
+        per_clip = (env_state.info["clip"], nxt.metrics["site_err_m"]) if "clip" in env_state.info else ()
+        return (train, nxt, episodes), (tr, env_state.obs, env_metrics, per_clip)
 
     def update_step(carry: Carry) -> tuple[Carry, dict[str, jax.Array]]:
-        (train, env_state, episodes), (traj, raw_obs, env_metrics) = jax.lax.scan(
+        (train, env_state, episodes), (traj, raw_obs, env_metrics, per_clip) = jax.lax.scan(
             env_step, tuple(carry), None, length=ppo["rollout_steps"]
         )
         traj = shard_envs(traj, mesh, axis=1)
@@ -475,6 +478,10 @@ def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None =
         metrics.update(ep_metrics)
         metrics.update({f"env/{k}": jnp.mean(v) for k, v in env_metrics.items()})
         metrics["episode/truncation_frac"] = jnp.mean(traj.done & ~traj.terminated)
+        if per_clip:
+            num_clips = env_state.info["clip_fail_rate"].shape[0]
+            clip, site_err_m = per_clip
+            metrics["clip_sums"] = clip_sums(clip, traj.done, traj.terminated, site_err_m, num_clips, jnp)
         return Carry(train, env_state, episodes), metrics
 
     def train(rng: jax.Array):

@@ -6,8 +6,9 @@ Run folder layout::
     DIR/checkpoints/<n>/  orbax checkpoints of the whole carry (last ``checkpoint.keep``)
     DIR/policy/           exported policy (``musclerl.load_policy(DIR/policy)``)
     DIR/tb/               TensorBoard event files
-    DIR/metrics.jsonl     one JSON line of scalars per logged update
-    DIR/summary.json      final metrics, timings, paths
+    DIR/metrics.jsonl     one JSON line of scalars per logged update (per clip: ``clip/<name>/...``,
+                          per tag: ``tag/<tag>/...``; see :mod:`musclerl.rl.clip_stats`)
+    DIR/summary.json      final metrics, timings, paths, per-clip and per-tag results of the run
     DIR/curves.png        training curves
 
 Multi-host (mjx backend): set ``MUSCLERL_COORDINATOR=host:port``, ``MUSCLERL_NUM_PROCESSES`` and
@@ -28,7 +29,7 @@ import yaml
 
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path
-from musclerl.rl.config import num_updates, resolve_path
+from musclerl.rl.config import num_updates
 
 TOY_MODEL = "toy"  # ``model: toy`` selects the pure-JAX toy task (musclerl.rl.toy_env), for smoke tests
 
@@ -52,25 +53,32 @@ def maybe_init_distributed() -> None:
 
 def build_env(cfg: dict[str, Any]):
     """The environment named by the config (``model``, ``motion``, ``env``, ``backend``)."""
+    return build_env_and_tags(cfg)[0]
+
+
+def build_env_and_tags(cfg: dict[str, Any]) -> tuple[Any, tuple[tuple[str, ...], ...] | None]:
+    """:func:`build_env` and the dataset's tags per clip (None for the toy task)."""
     num_envs = cfg["ppo"]["num_envs"]
     if cfg["model"] == TOY_MODEL:
         from musclerl.rl.toy_env import HostToyEnv, ToyTrackingEnv
 
         toy = ToyTrackingEnv(num_envs=num_envs)
-        return toy if cfg["backend"] == "mjx" else HostToyEnv(toy)
+        return (toy if cfg["backend"] == "mjx" else HostToyEnv(toy)), None
     from musclerl.envs import EnvConfig, TrackingEnv
-    from musclerl.motion.trajectory import Trajectory
+    from musclerl.models.registry import load_model
+    from musclerl.motion.dataset import load_dataset, with_clip_weights
 
-    motion = Trajectory.load(resolve_path(cfg["motion"]))
-    env_cfg = EnvConfig.from_dict(cfg["env"], source="config: env")
-    return TrackingEnv(
+    motion = load_dataset(cfg["motion"], load_model(cfg["model"]), cfg["model"])
+    env_cfg = with_clip_weights(EnvConfig.from_dict(cfg["env"], source="config: env"), motion)
+    env = TrackingEnv(
         model=cfg["model"],
-        dataset=motion,
+        dataset=motion.trajectory,
         config=env_cfg,
         backend=cfg["backend"],
         num_envs=num_envs,
         threads=cfg["threads"],
     )
+    return env, motion.tags
 
 
 def make_trainer(cfg: dict[str, Any], env, total_updates: int, mesh):
@@ -109,9 +117,9 @@ def _compiled(cfg: dict[str, Any], total_updates: int) -> tuple:
     key = json.dumps({k: v for k, v in cfg.items() if k not in ("log", "checkpoint")}, sort_keys=True)
     key += f"|{total_updates}|{data_mesh().size}"
     if key not in _COMPILED:
-        env = build_env(cfg)
+        env, tags = build_env_and_tags(cfg)
         _COMPILED.clear()  # keep one: envs hold MuJoCo batches and compiled programs
-        _COMPILED[key] = (env, *make_trainer(cfg, env, total_updates, data_mesh()))
+        _COMPILED[key] = (env, *make_trainer(cfg, env, total_updates, data_mesh()), tags)
     return _COMPILED[key]
 
 
@@ -148,15 +156,18 @@ def train(
     resume: bool = False,
     stop_after_updates: int | None = None,
     quiet: bool = False,
+    init_from: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Train per ``cfg`` into ``out_dir``; returns the summary dict (also in ``summary.json``).
 
     ``stop_after_updates`` ends the loop early, like a kill (no extra checkpoint, no export): used
-    to interrupt runs deterministically in tests.
+    to interrupt runs deterministically in tests. ``init_from``: a run or policy folder whose actor
+    and observation statistics start this run (:mod:`musclerl.rl.init_from`; not with ``resume``).
     """
     import jax
 
     from musclerl.rl.checkpoint import Checkpointer
+    from musclerl.rl.clip_stats import ClipLog
     from musclerl.rl.export import export_policy
     from musclerl.rl.logging import RunLogger
     from musclerl.rl.ppo import data_mesh
@@ -182,6 +193,11 @@ def train(
         )
     t0 = time.perf_counter()
     start = 0
+    initial = None
+    if init_from is not None and not resume:  # read before compiling: a bad source fails fast
+        from musclerl.rl.init_from import read_initial_weights
+
+        initial = read_initial_weights(init_from)
     if resume:  # fail fast on a mismatching config, before compiling anything
         checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
         meta = checkpointer.read_meta()
@@ -192,8 +208,13 @@ def train(
                 "log and checkpoint settings may change on --resume)",
             )
         start = int(meta["update"])
-    env, learner, init, update_step, after_checkpoint = _compiled(cfg, total_updates)
+    env, learner, init, update_step, after_checkpoint, tags = _compiled(cfg, total_updates)
+    clip_log = ClipLog(env.reference.clip_names, tags) if tags is not None else None
     carry = init(jax.random.PRNGKey(cfg["seed"]))
+    if initial is not None:
+        from musclerl.rl.init_from import initial_train_state
+
+        carry = carry._replace(train=initial_train_state(carry.train, learner, initial))
     if not resume:  # created only now, so bad input (env config, motion) leaves no run folder
         checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
     else:
@@ -220,8 +241,12 @@ def train(
     metrics = None
     for update in range(start + 1, last + 1):
         carry, metrics = update_step(carry)
+        sums = metrics.pop("clip_sums", None)
+        if clip_log is not None and sums is not None:
+            clip_log.add(jax.device_get(sums))
         if logger is not None and (update % cfg["log"]["every_updates"] == 0 or update == last):
-            logger.log(update, jax.device_get(metrics))
+            per_clip = clip_log.interval_metrics() if clip_log is not None else {}
+            logger.log(update, {**jax.device_get(metrics), **per_clip})
         if update % cfg["checkpoint"]["every_updates"] == 0 or update == total_updates:
             checkpointer.save(
                 update,
@@ -236,6 +261,7 @@ def train(
         "total_updates": total_updates,
         "env_steps": last * steps_per_update,
         "resumed_from_update": start,
+        "init_from": None if initial is None else str(initial.source),
         "setup_s": setup_s,
         "train_s": train_s,
         "env_steps_per_s": (last - start) * steps_per_update / max(train_s, 1e-9),
@@ -267,5 +293,7 @@ def train(
                 "env_steps": last * steps_per_update,
             },
         )
+        if clip_log is not None:
+            summary["clip_results"] = clip_log.summary()
         summary = logger.close(summary)
     return summary

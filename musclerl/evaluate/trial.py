@@ -1,0 +1,268 @@
+"""One evaluation trial: roll a policy out on a motion and compare it with its references.
+
+:func:`evaluate_trial` is what ``musclerl evaluate`` does for one motion/reference pair; the
+folder mode (:mod:`musclerl.evaluate.folder`) calls it once per file, in worker processes.
+It writes into ``out`` (atomically, the whole folder): ``metrics.json``, ``metrics.csv``,
+``report.md``, ``recording.npz`` (every recorded array, see :mod:`musclerl.evaluate.rollout`) and
+``plots/*.png``, and returns a :class:`TrialResult` for tables across trials.
+
+Without a motion, the reference's own ``joint_angle`` is tracked
+(:mod:`musclerl.evaluate.reference_motion`); its clip time 0 is the reference's first sample, so
+the comparison's time offset starts at ``time_sec[0]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from musclerl.errors import InputError
+
+OVERVIEW_PAGE = 20  # columns per overview PNG (5 rows of 4)
+CYCLE_POINTS = 101  # 0..100 % of a gait cycle (or of the trial)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialInputs:
+    """The files of one trial; ``motion`` or ``reference`` (or both) is given."""
+
+    motion: Path | None = None
+    reference: Path | None = None
+    activations: Path | None = None
+    emg: Path | None = None
+    emg_map: Path | None = None
+    emg_processed: bool = False
+
+    @property
+    def name(self) -> str:
+        return Path(self.reference or self.motion).stem
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialOptions:
+    """How to evaluate: clip and length, timing, lag window, heel strikes and reference signs
+    (``signs`` empty: none given; with reference kinematics the knee flips are then detected)."""
+
+    clip: int = 0
+    max_steps: int | None = None
+    all_clips: bool = False
+    time_offset_s: float = 0.0
+    max_lag_s: float = 0.1
+    heel_strikes_s: tuple[float, ...] | None = None
+    signs: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialResult:
+    """What tables across trials need from one trial.
+
+    ``columns``: the rows of ``metrics.csv``; ``torque_cycles``: per torque coordinate the
+    simulation and reference means over the trial's gait cycles, each (101,) (over the whole
+    compared span when the trial has too few heel strikes, see ``cycle_basis``).
+    """
+
+    name: str
+    subject: str
+    tracking: dict
+    columns: list[dict]
+    torque_cycles: dict[str, tuple[np.ndarray, np.ndarray]]
+    cycle_basis: str  # "gait cycle" | "trial"
+    notes: list[str]
+
+
+def load_inputs(inputs: TrialInputs):
+    """Read every reference input (bad files fail before the slow rollout): ref, activations,
+    (EMG, its map)."""
+    ref = act_table = emg = emg_map = None
+    if inputs.reference:
+        from musclerl.motion.reference import read_reference
+
+        ref = read_reference(inputs.reference)
+    if inputs.activations:
+        from musclerl.motion.storage import read_storage
+
+        act_table = read_storage(inputs.activations)
+    if inputs.emg:
+        from musclerl.evaluate.emg import read_emg, read_emg_map
+
+        emg = read_emg(inputs.emg)
+        emg_map = read_emg_map(inputs.emg_map, emg.channels)
+    return ref, act_table, emg, emg_map
+
+
+def evaluate_trial(
+    policy, inputs: TrialInputs, options: TrialOptions, out: Path, progress: bool = False
+) -> TrialResult:
+    """Roll ``policy`` (a loaded :class:`musclerl.rl.export.Policy`) out and write ``out``."""
+    from musclerl.envs.tracking import TrackingEnv
+    from musclerl.evaluate import compare, report
+    from musclerl.evaluate.reference_motion import policy_model, reference_signs, reference_trajectory
+    from musclerl.evaluate.rollout import rollout
+    from musclerl.motion.trajectory import Trajectory
+
+    if inputs.motion is None and inputs.reference is None:
+        raise InputError("evaluate", "give --motion, --reference or both")
+    ref, act_table, emg, emg_map = load_inputs(inputs)
+    train_cfg = policy.config.get("train_config", {})
+    notes: list[str] = []
+    signs = dict(options.signs)
+    offset_s = options.time_offset_s
+    if inputs.motion is not None:
+        traj = Trajectory.load(inputs.motion)
+    else:
+        model, model_name = policy_model(policy, "myolegs")
+        signs = reference_signs(ref, options.signs)
+        traj, kin_notes = reference_trajectory(model, model_name, ref, signs, inputs.reference)
+        notes += kin_notes
+        offset_s += float(ref.time_sec[0])
+    if not 0 <= options.clip < traj.num_clips:
+        raise InputError("--clip", f"motion has {traj.num_clips} clips, got {options.clip}")
+    env = TrackingEnv(
+        train_cfg.get("model", traj.model_name), traj, train_cfg.get("env", {}), backend="cpu", num_envs=1
+    )
+    if env.observation_size != policy.obs_size or env.action_size != policy.action_size:
+        raise InputError(
+            policy.path,
+            f"policy expects obs {policy.obs_size}/actions {policy.action_size} but "
+            f"the environment has {env.observation_size}/{env.action_size} (other model/config?)",
+        )
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        return policy.act(obs, deterministic=True)
+
+    rec = rollout(env, act, clip=options.clip, max_steps=options.max_steps, progress=progress)
+    recordings = [rec]
+    if options.all_clips:
+        others = [c for c in range(traj.num_clips) if c != options.clip]
+        recordings += [rollout(env, act, clip=c, max_steps=options.max_steps) for c in others]
+    tracking = compare.tracking_summary(recordings)
+    groups: dict[str, list[compare.Series]] = {}
+    if ref is not None:
+        groups["torque"] = compare.torque_series(rec, ref, offset_s, signs)
+        groups["angle"] = compare.angle_series(rec, ref, offset_s, signs)
+        if not groups["torque"]:
+            notes.append("no reference torque column matches a model coordinate")
+    if act_table is not None:
+        groups["activation"] = compare.activation_series(rec, act_table, offset_s)
+    if emg is not None:
+        from musclerl.evaluate.metrics import emg_envelope, normalise_envelope
+
+        env_raw = emg.data if inputs.emg_processed else emg_envelope(emg.data, emg.rate_hz)
+        scale = np.array([emg_map.reference.get(c, np.nan) for c in emg.channels])
+        peak = np.nanmax(env_raw, axis=0)
+        envelope = normalise_envelope(env_raw, np.where(np.isfinite(scale), scale, peak))
+        groups["emg"] = compare.emg_series(
+            rec, emg.time_s, envelope, list(emg.channels), emg_map.muscles, offset_s
+        )
+    # gait cycles: reference strikes (given or from its GRF) and simulation strikes (its contacts)
+    ref_strikes = None if options.heel_strikes_s is None else np.asarray(options.heel_strikes_s)
+    if ref_strikes is None and ref is not None:
+        ref_strikes = compare.reference_heel_strikes(ref)
+    sim_strikes = compare.sim_heel_strikes(rec, offset_s=offset_s)
+    cycles: dict[str, list[compare.CycleComparison]] = {}
+    if ref_strikes is not None and len(ref_strikes) >= 2 and len(sim_strikes) >= 2:
+        cycles = {k: compare.cycle_comparisons(v, sim_strikes, ref_strikes) for k, v in groups.items()}
+    else:
+        notes.append(
+            f"gait cycles not used: {0 if ref_strikes is None else len(ref_strikes)} reference and "
+            f"{len(sim_strikes)} simulation right heel strikes (need >= 2 each); plots are against time"
+        )
+    column_metrics = []
+    cycle_metrics = {}
+    for kind, series in groups.items():
+        column_metrics += compare.series_metrics(series, options.max_lag_s)
+        for c in cycles.get(kind, []):
+            cycle_metrics[f"{kind}:{c.series.name}"] = c.metrics()
+    table = report.rows(column_metrics, cycle_metrics)
+    inputs_doc = {
+        "policy": str(policy.path),
+        "motion": None if inputs.motion is None else str(inputs.motion),
+        "reference": None if inputs.reference is None else str(inputs.reference),
+        "activations": None if inputs.activations is None else str(inputs.activations),
+        "emg": None if inputs.emg is None else str(inputs.emg),
+        "emg_map": None if inputs.emg_map is None else str(inputs.emg_map),
+        "time_offset_s": offset_s,
+        "ref_heel_strikes_s": None if ref_strikes is None else [float(v) for v in ref_strikes],
+        "sim_heel_strikes_s": [float(v) for v in sim_strikes],
+    }
+    _write(out, rec, groups, cycles, table, tracking, inputs_doc, notes)
+    torque_cycles, basis = _torque_cycles(groups.get("torque", []), cycles.get("torque"))
+    return TrialResult(
+        name=inputs.name,
+        subject=ref.subject if ref is not None and ref.subject else inputs.name,
+        tracking=tracking,
+        columns=table,
+        torque_cycles=torque_cycles,
+        cycle_basis=basis,
+        notes=notes,
+    )
+
+
+def _torque_cycles(series, cycles) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], str]:
+    """Per torque column (sim mean (101,), ref mean (101,)): over gait cycles when there are any,
+    else the compared span (valid reference samples) resampled onto 0..100 %."""
+    out = {}
+    if cycles:
+        for c in cycles:
+            out[c.series.name] = (c.sim.mean()[:, 0], c.ref.mean()[:, 0])
+        return out, "gait cycle"
+    grid = np.linspace(0.0, 1.0, CYCLE_POINTS)
+    for s in series:
+        span = np.flatnonzero(s.valid & np.isfinite(s.sim))
+        if len(span) < 2:
+            continue
+        t = s.time_s[span[0] : span[-1] + 1]
+        u = (t - t[0]) / max(t[-1] - t[0], 1e-12)
+        sim = np.interp(grid, u, s.sim[span[0] : span[-1] + 1])
+        ref = np.where(s.valid, s.ref, np.nan)[span[0] : span[-1] + 1]
+        ok = np.isfinite(ref)
+        out[s.name] = (sim, np.interp(grid, u[ok], ref[ok]))
+    return out, "trial"
+
+
+def _write(out: Path, rec, groups, cycles, table, tracking, inputs_doc, notes) -> None:
+    from musclerl.evaluate import plots, report
+    from musclerl.fileio import atomic_path
+
+    with atomic_path(Path(out)) as tmp:
+        (tmp / "plots").mkdir(parents=True)
+        made: dict[str, list[Path]] = {"tracking": [plots.plot_tracking(rec, tmp / "plots" / "tracking.png")]}
+        for kind, series in groups.items():
+            cyc = cycles.get(kind)
+            made[f"{kind}_grid"] = []
+            pages = range(0, len(series), OVERVIEW_PAGE)
+            for n, start in enumerate(pages):
+                stop = start + OVERVIEW_PAGE
+                suffix = f"_{n + 1}" if len(pages) > 1 else ""
+                made[f"{kind}_grid"].append(
+                    plots.plot_grid(
+                        series[start:stop],
+                        tmp / "plots" / f"{kind}_overview{suffix}.png",
+                        f"{kind}: simulation vs reference" + (f" ({n + 1}/{len(pages)})" if suffix else ""),
+                        cyc[start:stop] if cyc else None,
+                    )
+                )
+            made[kind] = []
+            by_name = {r["column"]: r for r in table if r["kind"] == kind}
+            for i, s in enumerate(series):
+                r = by_name.get(s.name, {})
+                sub = f"r={r.get('r', float('nan')):.2f}  RMSE={r.get('rmse', float('nan')):.3g} {s.unit}"
+                made[kind].append(
+                    plots.plot_series(
+                        s, tmp / "plots" / f"{kind}_{report._safe(s.name)}.png", cyc[i] if cyc else None, sub
+                    )
+                )
+        save_recording(tmp / "recording.npz", rec)
+        report.write_outputs(tmp, table, tracking, inputs_doc, notes, made)
+
+
+def save_recording(path: Path, rec) -> None:
+    """Every field of a :class:`Recording` (tuples of names as string arrays) plus N·m/kg torques."""
+    arrays = {}
+    for f in dataclasses.fields(rec):
+        value = getattr(rec, f.name)
+        arrays[f.name] = np.asarray(value) if not isinstance(value, tuple) else np.array(value, dtype=str)
+    arrays["torque_nm_per_kg"] = rec.torque_nm_per_kg
+    np.savez_compressed(path, **arrays)

@@ -1,0 +1,267 @@
+"""Training datasets: many Trajectory NPZs packed into one multi-clip Trajectory.
+
+``motion:`` in a training config (and ``motion=...`` on the command line) names the dataset:
+
+- one Trajectory ``.npz`` (every clip in it);
+- a folder (its ``*.npz`` files, sorted by name) or a glob (``data/walk_*.npz``);
+- a list of any of these (YAML list: ``motion=[a.npz,b.npz]``);
+- a manifest: ``.csv`` with a header and the columns ``path`` (required), ``weight``, ``name``,
+  ``tags`` (separated by ``;``), or ``.yaml`` with a mapping ``{clips: [...], mirror: bool}``
+  whose entries are paths or mappings ``{path, weight, name, tags}``; paths in a manifest are
+  relative to the manifest's folder;
+- a mapping ``{clips: <any of the above>, mirror: bool}`` in the config itself.
+
+A manifest row's ``path`` may itself be a folder or glob: its weight and tags apply to every
+clip found. ``weight`` (default 1) is the clip's base sampling weight (the env's
+``sampling.clip_weights``, which adaptive sampling multiplies by the clip's failure rate);
+``name`` renames a one-clip file's clip (a multi-clip file's clips become ``name/clip``).
+
+Clips of different rates are resampled on the model's manifold to one rate (the highest among
+them; the env then resamples the packed dataset to its control rate once). Looping flags are kept
+per clip. ``mirror: true`` appends the left/right mirror of every clip
+(:mod:`musclerl.motion.mirror`), named ``<name>:mirror`` with the same weight and tags, doubling
+the data.
+
+The result, :class:`Dataset`, is packed: one ``qpos`` (T, nq) / ``qvel`` (T, nv) array for all
+clips with ``clip_starts`` (C,), so nothing per clip is a Python object once loaded. Loading reads
+one file at a time and joins the arrays once at the end: peak memory is about twice the packed
+arrays.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import glob
+import io
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from musclerl.errors import InputError
+from musclerl.motion.trajectory import Trajectory, concatenate, resample
+
+GLOB_CHARS = set("*?[")
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".csv")
+
+
+@dataclasses.dataclass(frozen=True)
+class ClipSource:
+    """One file of a dataset and what the manifest says about it."""
+
+    path: Path
+    weight: float = 1.0
+    name: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """All clips packed in one Trajectory, with per-clip weights (C,), tags and source files."""
+
+    trajectory: Trajectory
+    weights: np.ndarray  # (C,) base sampling weights, >= 0
+    tags: tuple[tuple[str, ...], ...]  # (C,) tags of each clip
+    sources: tuple[str, ...]  # (C,) file each clip came from
+    mirrored: np.ndarray  # (C,) bool: the clip is a mirrored copy
+
+    @property
+    def num_clips(self) -> int:
+        return self.trajectory.num_clips
+
+    @property
+    def clip_names(self) -> tuple[str, ...]:
+        return self.trajectory.clip_names
+
+
+def _resolve(path: str | os.PathLike, base: Path | None) -> Path:
+    """``path`` relative to ``base`` (a manifest's folder) or, without one, as the config gives
+    it (the bundled file of a repository-relative name when no such file exists here)."""
+    from musclerl.rl.config import resolve_path
+
+    p = Path(path).expanduser()
+    if base is not None and not p.is_absolute():
+        return base / p
+    return resolve_path(p)
+
+
+def _expand_path(item: str | os.PathLike, base: Path | None, source: str) -> list[Path]:
+    """Trajectory files of one path: a file, a folder's ``*.npz`` (sorted) or a glob (sorted)."""
+    text = str(item)
+    if GLOB_CHARS & set(text):
+        pattern = str(base / text) if base is not None and not Path(text).is_absolute() else text
+        found = sorted(Path(p) for p in glob.glob(pattern) if Path(p).suffix.lower() == ".npz")
+        if not found:
+            raise InputError(source, f"no .npz file matches {text!r}")
+        return found
+    path = _resolve(text, base)
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() == ".npz")
+        if not found:
+            raise InputError(path, "folder holds no .npz Trajectory")
+        return found
+    if not path.is_file():
+        raise InputError(path, "motion file not found")
+    return [path]
+
+
+def _entry(item: Any, base: Path | None, source: str) -> list[ClipSource]:
+    """ClipSources of one manifest/config entry: a path string or ``{path, weight, name, tags}``."""
+    if isinstance(item, (str, os.PathLike)):
+        path = _resolve(item, base) if not GLOB_CHARS & set(str(item)) else None
+        if path is not None and path.suffix.lower() in MANIFEST_SUFFIXES:
+            return read_manifest(path)[0]
+        return [ClipSource(p) for p in _expand_path(item, base, source)]
+    if not isinstance(item, Mapping) or "path" not in item:
+        raise InputError(source, f"a dataset entry must be a path or a mapping with 'path', got {item!r}")
+    unknown = set(item) - {"path", "weight", "name", "tags"}
+    if unknown:
+        raise InputError(
+            source, f"unknown dataset entry key(s) {sorted(unknown)} (known: path, weight, name, tags)"
+        )
+    try:
+        weight = float(item.get("weight", 1.0))
+    except (TypeError, ValueError):
+        raise InputError(
+            source, f"weight of {item['path']!r} must be a number, got {item.get('weight')!r}"
+        ) from None
+    if not np.isfinite(weight) or weight < 0:
+        raise InputError(source, f"weight of {item['path']!r} must be >= 0, got {weight}")
+    tags = item.get("tags") or ()
+    if isinstance(tags, str):
+        tags = [t for t in tags.replace(",", ";").split(";")]
+    tags = tuple(str(t).strip() for t in tags if str(t).strip())
+    name = item.get("name")
+    name = None if name in (None, "") else str(name)
+    files = _expand_path(item["path"], base, source)
+    if name is not None and len(files) > 1:
+        names = [f"{name}/{p.stem}" for p in files]
+        return [ClipSource(p, weight, n, tags) for p, n in zip(files, names, strict=True)]
+    return [ClipSource(p, weight, name, tags) for p in files]
+
+
+def read_manifest(path: Path) -> tuple[list[ClipSource], bool]:
+    """ClipSources of a ``.csv`` or ``.yaml`` manifest and its ``mirror`` flag (CSV: False)."""
+    from musclerl.config import load_yaml
+    from musclerl.fileio import read_text
+
+    base = path.parent
+    if path.suffix.lower() == ".csv":
+        rows = list(csv.DictReader(io.StringIO(read_text(path, "manifest"))))
+        if not rows or "path" not in rows[0]:
+            raise InputError(path, "a CSV manifest needs a header with a 'path' column and one row per file")
+        out = []
+        for k, row in enumerate(rows):
+            entry = {key.strip(): (v or "").strip() for key, v in row.items() if key}
+            if not entry.get("path"):
+                raise InputError(path, f"row {k + 2} has no path")
+            entry = {key: v for key, v in entry.items() if v != "" or key == "path"}
+            out += _entry(entry, base, f"{path}: row {k + 2}")
+        return out, False
+    doc = load_yaml(path)
+    return _from_mapping(doc, base, str(path))
+
+
+def _from_mapping(doc: Mapping, base: Path | None, source: str) -> tuple[list[ClipSource], bool]:
+    unknown = set(doc) - {"clips", "mirror"}
+    if unknown or "clips" not in doc:
+        raise InputError(source, f"a dataset mapping has 'clips' (required) and 'mirror', got {sorted(doc)}")
+    mirror = doc.get("mirror", False)
+    if not isinstance(mirror, bool):
+        raise InputError(source, f"mirror must be true or false, got {mirror!r}")
+    clips = doc["clips"]
+    items = clips if isinstance(clips, list) else [clips]
+    out = [c for item in items for c in _entry(item, base, source)]
+    if not out:
+        raise InputError(source, "the dataset lists no clip")
+    return out, mirror
+
+
+def dataset_sources(spec: Any, source: str = "motion") -> tuple[list[ClipSource], bool]:
+    """The files a ``motion:`` value names (see the module docstring) and whether to mirror."""
+    if isinstance(spec, Mapping):
+        return _from_mapping(spec, None, source)
+    if isinstance(spec, Sequence) and not isinstance(spec, (str, bytes)):
+        out = [c for item in spec for c in _entry(item, None, source)]
+        if not out:
+            raise InputError(source, "the motion list is empty")
+        return out, False
+    if isinstance(spec, (str, os.PathLike)):
+        path = _resolve(spec, None)
+        if path.suffix.lower() in MANIFEST_SUFFIXES and not GLOB_CHARS & set(str(spec)):
+            return read_manifest(path)
+        return _entry(spec, None, source), False
+    raise InputError(source, f"expected a path, a list, or a mapping with 'clips', got {spec!r}")
+
+
+def load_dataset(
+    spec: Any, model: mujoco.MjModel, model_name: str, mirror: bool | None = None, source: str = "motion"
+) -> Dataset:
+    """Read, resample and pack every clip a ``motion:`` value names (``mirror`` overrides the
+    spec's flag when given). Every clip must belong to ``model`` (InputError naming its file)."""
+    sources, spec_mirror = dataset_sources(spec, source)
+    mirror = spec_mirror if mirror is None else mirror
+    trajs: list[Trajectory] = []
+    weights, tags, files = [], [], []
+    for src in sources:
+        traj = Trajectory.load(src.path)
+        traj.check_model(model, src.path)
+        if src.name is not None:
+            names = (src.name,) if traj.num_clips == 1 else tuple(f"{src.name}/{n}" for n in traj.clip_names)
+            traj = dataclasses.replace(traj, clip_names=names)
+        trajs.append(traj)
+        weights += [src.weight] * traj.num_clips
+        tags += [src.tags] * traj.num_clips
+        files += [str(src.path)] * traj.num_clips
+    grounds = [t.terrain for t in trajs]
+    if any(g is not None for g in grounds) and not all(_same_ground(g, grounds[0]) for g in grounds):
+        raise InputError(source, "clips on different terrains cannot share a dataset (one ground per run)")
+    rate_hz = max(t.rate_hz for t in trajs)
+    trajs = [t if abs(t.rate_hz - rate_hz) <= 1e-9 * rate_hz else _at_rate(t, model, rate_hz) for t in trajs]
+    packed = concatenate(trajs, [str(s.path) for s in sources])
+    packed = dataclasses.replace(packed, model_name=model_name)
+    flags = np.zeros(packed.num_clips, dtype=bool)
+    if mirror:
+        from musclerl.motion.mirror import mirror_map, mirror_trajectory
+
+        twin = mirror_trajectory(packed, mirror_map(model))
+        twin = dataclasses.replace(twin, clip_names=tuple(f"{n}:mirror" for n in packed.clip_names))
+        packed = concatenate([packed, twin])
+        weights, tags, files = weights * 2, tags * 2, files * 2
+        flags = np.concatenate([flags, np.ones_like(flags)])
+    w = np.asarray(weights, dtype=float)
+    if not np.any(w > 0):
+        raise InputError(source, "every clip has weight 0")
+    return Dataset(packed, w, tuple(tags), tuple(files), flags)
+
+
+def _at_rate(traj: Trajectory, model: mujoco.MjModel, rate_hz: float) -> Trajectory:
+    """``traj`` resampled to exactly ``rate_hz`` (one-clip results of ``resample`` carry the clip's
+    own nearest rate; the packed dataset needs one rate, so that rate is set to the target)."""
+    out = resample(traj, model, rate_hz)
+    return dataclasses.replace(out, rate_hz=rate_hz)
+
+
+def _same_ground(a, b) -> bool:
+    """Both flat (no terrain), or the same heightfield, origin and cell size."""
+    if a is None or b is None:
+        return a is b
+    return (
+        a.height_m.shape == b.height_m.shape
+        and bool(np.array_equal(a.height_m, b.height_m))
+        and bool(np.array_equal(a.origin_m, b.origin_m))
+        and a.cell_m == b.cell_m
+    )
+
+
+def with_clip_weights(env_cfg, dataset: Dataset):
+    """``env_cfg`` (an :class:`musclerl.envs.EnvConfig`) with the dataset's clip weights as
+    ``sampling.clip_weights``, unless the config sets its own or every weight is 1."""
+    if env_cfg.sampling.clip_weights is not None or np.all(dataset.weights == 1.0):
+        return env_cfg
+    sampling = dataclasses.replace(env_cfg.sampling, clip_weights=[float(w) for w in dataset.weights])
+    return dataclasses.replace(env_cfg, sampling=sampling)

@@ -1,0 +1,115 @@
+"""Generated reference NPZs (the schema of :mod:`musclerl.motion.reference`) from the bundled
+myolegs walk: its own coordinates as ``joint_angle`` and synthetic torques with NaN masks, for
+evaluating policies on reference folders without data files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from musclerl.evaluate.coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
+from musclerl.models.registry import load_model
+from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, write_reference
+from musclerl.motion.trajectory import Trajectory
+from musclerl.resources import assets_dir
+
+WALK = assets_dir() / "motions" / "walk_myolegs.npz"
+TORQUE_COORDS = (
+    "hip_flexion_r",
+    "knee_angle_r",
+    "ankle_angle_r",
+    "hip_flexion_l",
+    "knee_angle_l",
+    "ankle_angle_l",
+)
+
+
+def walk_angles() -> tuple[list[str], np.ndarray, float]:
+    """(columns, joint_angle (T, A) degrees / m, rate_hz) of the bundled walk on myolegs."""
+    model = load_model("myolegs")
+    traj = Trajectory.load(WALK)
+    names, coords = qpos_to_coordinates(model, traj.qpos)
+    pelvis = qpos_to_pelvis(model, traj.qpos)
+    return [*PELVIS_COLUMNS, *names], np.hstack([pelvis, coords]), traj.rate_hz
+
+
+def walk_reference(
+    subject: str,
+    trial: str,
+    start_s: float = 0.5,
+    knee_negative: bool = False,
+    invalid_column: str | None = None,
+    gap: tuple[int, int] | None = None,
+    mass_kg: float = 70.0,
+) -> ReferenceData:
+    """One reference trial: the walk's coordinates (knees negated in gait2354's convention when
+    ``knee_negative``), sinusoidal ``<coord>_moment`` torques (N·m/kg, negated with the knee),
+    ``invalid_column`` without any valid sample and the samples ``gap`` = (a, b) of every torque
+    column invalid; GRF columns all zero and valid. Time starts at ``start_s``."""
+    columns, angles, rate_hz = walk_angles()
+    angles = angles.copy()
+    n = len(angles)
+    time_s = start_s + np.arange(n) / rate_hz
+    phase = 2 * np.pi * (time_s - start_s) / (n / rate_hz)
+    torque = np.stack([0.5 * np.sin(phase + k) for k in range(len(TORQUE_COORDS))], axis=1)
+    if knee_negative:
+        for k, name in enumerate(columns):
+            if name.startswith("knee_angle"):
+                angles[:, k] *= -1
+        for k, name in enumerate(TORQUE_COORDS):
+            if name.startswith("knee_angle"):
+                torque[:, k] *= -1
+    valid = np.ones_like(torque, dtype=bool)
+    if gap is not None:
+        valid[gap[0] : gap[1]] = False
+    torque_cols = [f"{c}_moment" for c in TORQUE_COORDS]
+    if invalid_column is not None:
+        valid[:, torque_cols.index(invalid_column)] = False
+    torque[~valid] = np.nan
+    grf_cols = ["calcn_r_force_z", "calcn_l_force_z"]
+    return ReferenceData(
+        subject=subject,
+        trial=trial,
+        step_label="stride",
+        timestep=1.0 / rate_hz,
+        time_sec=time_s,
+        joint_angle=angles,
+        joint_angle_columns=tuple(columns),
+        joint_torque=torque,
+        joint_torque_columns=tuple(torque_cols),
+        joint_torque_valid=valid,
+        joint_torque_column_valid=valid.any(axis=0),
+        joint_torque_sign_convention="OpenSim: positive moment increases the coordinate",
+        joint_torque_normalization="divided by subject_weight_kg",
+        joint_torque_units="N*m/kg",
+        subject_weight_kg=mass_kg,
+        subject_body_weight_n=mass_kg * STANDARD_GRAVITY,
+        computed_grf=np.zeros((n, 2)),
+        computed_grf_columns=tuple(grf_cols),
+        computed_grf_valid=np.ones((n, 2), dtype=bool),
+        computed_grf_normalization="divided by subject_body_weight_n",
+        computed_grf_units="BW",
+    )
+
+
+def write_reference_folder(folder: Path, subjects: int, trials_per_subject: int) -> list[Path]:
+    """``subjects`` x ``trials_per_subject`` references in ``folder`` (``S<k>_T<j>.npz``): start
+    times, masks and the knee convention vary by trial. Returns the paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for s in range(subjects):
+        for j in range(trials_per_subject):
+            ref = walk_reference(
+                f"S{s:02d}",
+                f"S{s:02d}_T{j}",
+                start_s=0.1 * j,
+                knee_negative=(s + j) % 2 == 1,
+                invalid_column="ankle_angle_l_moment" if j == 0 else None,
+                gap=(5, 12) if j == 1 else None,
+                mass_kg=60.0 + 5 * s,
+            )
+            path = folder / f"S{s:02d}_T{j}.npz"
+            write_reference(path, ref)
+            paths.append(path)
+    return paths

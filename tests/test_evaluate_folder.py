@@ -1,0 +1,189 @@
+"""``musclerl evaluate`` on a reference's own kinematics and on folders of references."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from reference_samples import WALK, walk_reference, write_reference_folder
+
+from musclerl.cli import main
+from musclerl.errors import InputError
+from musclerl.evaluate import tables
+from musclerl.evaluate.coordinates import qpos_to_coordinates
+from musclerl.evaluate.reference_motion import reference_signs, reference_trajectory
+from musclerl.evaluate.trial import TrialResult
+from musclerl.models.registry import load_model
+from musclerl.motion.reference import write_reference
+from musclerl.motion.trajectory import Trajectory
+from musclerl.resources import assets_dir
+
+POLICY = assets_dir() / "policies" / "myolegs_walk"
+
+
+@pytest.fixture(scope="module")
+def myolegs():
+    return load_model("myolegs")
+
+
+def test_reference_kinematics_become_the_walk_again(myolegs):
+    """The walk's coordinates written as a reference and read back as a Trajectory give the walk's
+    joint angles; in gait2354's knee convention the detected flip gives the same qpos."""
+    walk = Trajectory.load(WALK)
+    ref = walk_reference("S", "T")
+    traj, notes = reference_trajectory(myolegs, "myolegs", ref, reference_signs(ref, {}), "ref.npz")
+    names, want = qpos_to_coordinates(myolegs, walk.qpos)
+    _, got = qpos_to_coordinates(myolegs, traj.qpos, names)
+    np.testing.assert_allclose(got, want, atol=1e-9)
+    assert traj.rate_hz == pytest.approx(walk.rate_hz) and traj.num_clips == 1
+    # root orientation is the walk's (place_on_ground only moves the root)
+    dots = np.abs(np.sum(traj.qpos[:, 3:7] * walk.qpos[:, 3:7], axis=1))
+    np.testing.assert_allclose(dots, 1.0, atol=1e-9)
+    assert not any("multiplied by -1" in n for n in notes)
+
+    flipped = walk_reference("S", "T", knee_negative=True)
+    signs = reference_signs(flipped, {})
+    assert signs == {
+        "knee_angle_r": -1.0,
+        "knee_angle_l": -1.0,
+        **{f"knee_angle_{s}_{k}": -1.0 for s in "rl" for k in ("moment", "force")},
+    }
+    traj2, notes2 = reference_trajectory(myolegs, "myolegs", flipped, signs, "ref.npz")
+    np.testing.assert_allclose(traj2.qpos, traj.qpos, atol=1e-12)
+    assert any("knee_angle_r_moment" in n for n in notes2)
+    # a sign map from the user wins over detection
+    assert reference_signs(flipped, {"knee_angle_r": 1.0}) == {"knee_angle_r": 1.0}
+
+
+def test_reference_without_pelvis_is_one_line_error(myolegs):
+    import dataclasses
+
+    ref = walk_reference("S", "T")
+    keep = [k for k, c in enumerate(ref.joint_angle_columns) if c != "pelvis_tx"]
+    ref = dataclasses.replace(
+        ref,
+        joint_angle=ref.joint_angle[:, keep],
+        joint_angle_columns=tuple(ref.joint_angle_columns[k] for k in keep),
+    )
+    with pytest.raises(InputError, match="pelvis_tx"):
+        reference_trajectory(myolegs, "myolegs", ref, {}, "ref.npz")
+
+
+def test_evaluate_tracks_a_reference_without_motion(tmp_path):
+    ref_path = tmp_path / "ref.npz"
+    write_reference(ref_path, walk_reference("S01", "walk1", start_s=0.5, knee_negative=True))
+    out = tmp_path / "eval"
+    args = ["evaluate", str(POLICY), "--reference", str(ref_path), "--max-steps", "15", "--out", str(out)]
+    assert main(args) == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    assert doc["inputs"]["motion"] is None and doc["inputs"]["time_offset_s"] == pytest.approx(0.5)
+    rows = {(r["kind"], r["column"]): r for r in doc["columns"]}
+    # the policy tracks the reference's own hip flexion: same timeline, same sign
+    assert rows[("angle", "hip_flexion_r")]["r"] > 0.9
+    assert rows[("angle", "knee_angle_r")]["r"] > 0.5  # flipped back to the model's convention
+    assert rows[("torque", "knee_angle_r")]["n_valid"] > 0
+    assert (out / "recording.npz").is_file() and (out / "plots" / "tracking.png").is_file()
+
+
+def _result(name, subject, r_values, success, mpjpe):
+    cols = [
+        {
+            "kind": "torque",
+            "column": f"c{k}",
+            "n_valid": 10,
+            "r": r,
+            "rmse": 1.0 + k,
+            "nrmse": 0.1,
+            "lag_s": 0.02,
+        }
+        for k, r in enumerate(r_values)
+    ]
+    tracking = {"success_rate": success, "duration_s": 1.0, "mpjpe_global_m": mpjpe}
+    return TrialResult(name, subject, tracking, cols, {}, "trial", [])
+
+
+def test_tables_aggregate_trials_and_subjects():
+    results = [
+        _result("a", "S1", [0.9, np.nan], 1.0, 0.05),
+        _result("b", "S1", [0.5, 0.2], 0.0, 0.07),
+        _result("c", "S2", [0.7, 0.4], 1.0, 0.09),
+    ]
+    agg = {(r["kind"], r["column"], r["metric"]): r for r in tables.aggregate_rows(results)}
+    c0 = agg[("torque", "c0", "r")]
+    assert c0["n"] == 3 and c0["mean"] == pytest.approx(0.7)
+    assert c0["sd"] == pytest.approx(np.std([0.9, 0.5, 0.7], ddof=1)) and c0["median"] == pytest.approx(0.7)
+    assert agg[("torque", "c1", "r")]["n"] == 2  # the NaN column of trial a is skipped
+    assert agg[("torque", "c1", "lag_s")]["n"] == 2  # and so is its lag
+    assert agg[("tracking", "", "mpjpe_global_m")]["mean"] == pytest.approx(0.07)
+    subjects = {r["subject"]: r for r in tables.subject_rows(results)}
+    assert subjects["S1"]["trials"] == 2 and subjects["S1"]["success_rate"] == pytest.approx(0.5)
+    assert subjects["S1"]["torque_mean_r"] == pytest.approx(np.mean([0.9, np.mean([0.5, 0.2])]))
+    rows = tables.trial_rows(results, [{"trial": "bad", "error": "bad.npz: broken"}])
+    assert [r["status"] for r in rows] == ["done", "done", "done", "error"]
+
+
+@pytest.mark.slow
+def test_evaluate_reference_folder(tmp_path):
+    """Two subjects x two trials (NaN-masked columns, both knee conventions), a broken file and a
+    reference without pelvis columns: four trials evaluated, two listed with their reason."""
+    folder = tmp_path / "refs"
+    write_reference_folder(folder, subjects=2, trials_per_subject=2)
+    (folder / "broken.npz").write_bytes(b"not a zip file")
+    import dataclasses
+
+    ref = walk_reference("S09", "nopelvis")
+    keep = [k for k, c in enumerate(ref.joint_angle_columns) if not c.startswith("pelvis_t")]
+    write_reference(
+        folder / "nopelvis.npz",
+        dataclasses.replace(
+            ref,
+            joint_angle=ref.joint_angle[:, keep],
+            joint_angle_columns=tuple(ref.joint_angle_columns[k] for k in keep),
+        ),
+    )
+    out = tmp_path / "eval"
+    args = ["evaluate", str(POLICY), "--reference", str(folder), "--max-steps", "8", "--jobs", "1"]
+    assert main([*args, "--out", str(out)]) == 0
+    trials = list(csv.DictReader(open(out / "trials.csv")))
+    status = {r["trial"]: (r["status"], r["error"]) for r in trials}
+    assert len(trials) == 6
+    assert status["broken"][0] == "error" and "broken.npz" in status["broken"][1]
+    assert status["nopelvis"][0] == "error" and "pelvis_tx" in status["nopelvis"][1]
+    assert {k for k, (s, _) in status.items() if s == "done"} == {"S00_T0", "S00_T1", "S01_T0", "S01_T1"}
+    subjects = list(csv.DictReader(open(out / "subjects.csv")))
+    assert [r["subject"] for r in subjects] == ["S00", "S01"] and all(r["trials"] == "2" for r in subjects)
+    agg = {(r["kind"], r["column"], r["metric"]): r for r in csv.DictReader(open(out / "aggregate.csv"))}
+    assert agg[("torque", "ankle_angle_r", "r")]["n"] == "4"
+    assert agg[("torque", "ankle_angle_l", "r")]["n"] == "2"  # invalid throughout in the T0 trials
+    # the knee flip is detected per trial: both conventions give the same kinematics
+    columns = list(csv.DictReader(open(out / "columns.csv")))
+    knee = {
+        r["trial"]: float(r["r"]) for r in columns if r["column"] == "knee_angle_r" and r["kind"] == "angle"
+    }
+    assert knee["S00_T0"] == pytest.approx(knee["S00_T1"])
+    doc = json.loads((out / "summary.json").read_text())
+    assert len(doc["failures"]) == 2 and set(doc["plots"]) == {"r_distribution", "torque_cycles"}
+    for name in ("r_distribution.png", "torque_cycles.png"):
+        assert (out / "plots" / name).read_bytes()[:4] == b"\x89PNG"
+    for trial in ("S00_T0", "S01_T1"):
+        assert (out / "trials" / trial / "metrics.json").is_file()
+    assert "## Subjects" in (out / "report.md").read_text()
+
+
+def test_evaluate_folder_with_nothing_usable_exits_2(tmp_path, capsys):
+    folder = tmp_path / "refs"
+    folder.mkdir()
+    (folder / "a.npz").write_bytes(b"not a zip file")
+    np.savez(folder / "b.npz", x=np.zeros(3))
+    out = tmp_path / "eval"
+    rc = main(["evaluate", str(POLICY), "--reference", str(folder), "--jobs", "1", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("musclerl: error:") and "no trial" in err[0]
+    assert not out.exists() and not any(p.name.startswith(".eval") for p in tmp_path.iterdir())
+
+
+def test_evaluate_needs_motion_or_reference(tmp_path, capsys):
+    assert main(["evaluate", str(POLICY), "--out", str(tmp_path / "e")]) == 2
+    assert "give --motion TRAJ.npz, --reference REF.npz, or both" in capsys.readouterr().err
