@@ -22,3 +22,21 @@ def test_partial_dict_keeps_other_defaults():
     assert cfg.reward.weights["site_pos"] == 0.5 and cfg.reward.weights["joint_pos"] == 0.15
     assert cfg.obs.goal_frames == 3 and cfg.obs.goal_stride == 5
     assert EnvConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_timestep_and_control_rate_set_the_physics_and_substeps():
+    """``timestep_s`` replaces the model's physics step; ``control_hz`` then picks the substeps."""
+    import pytest
+
+    from musclerl.envs.motions import sine_gait
+    from musclerl.envs.tracking import TrackingEnv
+    from musclerl.errors import InputError
+
+    clip = sine_gait("tiny", duration_s=0.5)
+    env = TrackingEnv("tiny", clip, {"timestep_s": 0.004, "control_hz": 50.0}, num_envs=1)
+    assert env.model.opt.timestep == 0.004
+    assert env.config.substeps == 5 and abs(env.control_dt_s - 0.02) < 1e-12
+    default = TrackingEnv("tiny", clip, {"control_hz": 50.0}, num_envs=1)
+    assert default.model.opt.timestep == 0.002 and default.config.substeps == 10
+    with pytest.raises(InputError, match="timestep_s"):
+        EnvConfig.from_dict({"timestep_s": -0.001})
