@@ -187,3 +187,31 @@ def test_evaluate_folder_with_nothing_usable_exits_2(tmp_path, capsys):
 def test_evaluate_needs_motion_or_reference(tmp_path, capsys):
     assert main(["evaluate", str(POLICY), "--out", str(tmp_path / "e")]) == 2
     assert "give --motion TRAJ.npz, --reference REF.npz, or both" in capsys.readouterr().err
+
+
+def test_folder_plan_pairs_motions_and_references(tmp_path):
+    from musclerl.evaluate.folder import plan
+
+    motions, refs = tmp_path / "m", tmp_path / "r"
+    motions.mkdir()
+    refs.mkdir()
+    for stem in ("a", "b"):
+        (motions / f"{stem}.npz").write_bytes(b"x")
+    for stem in ("b", "c"):
+        (refs / f"{stem}.npz").write_bytes(b"x")
+    (refs / "b_muscle_activation.sto").write_text("x")
+    trials, failures = plan(str(motions), str(refs))
+    assert [(t.motion.name, t.reference.name) for t in trials] == [("b.npz", "b.npz")]
+    assert trials[0].activations == refs / "b_muscle_activation.sto"
+    assert sorted(f["trial"] for f in failures) == ["a", "c"]
+    assert "no reference a.npz" in next(f["error"] for f in failures if f["trial"] == "a")
+    trials, failures = plan(str(motions), None)  # motions alone: each tracked on its own
+    assert (
+        [t.name for t in trials] == ["a", "b"] and all(t.reference is None for t in trials) and not failures
+    )
+    trials, _ = plan(str(motions / "a.npz"), str(refs))  # one motion against every reference
+    assert [t.reference.name for t in trials] == ["b.npz", "c.npz"]
+    trials, _ = plan(str(motions), str(refs / "c.npz"))  # every motion against one reference
+    assert [t.name for t in trials] == ["a", "b"]
+    with pytest.raises(InputError, match="no .npz reference"):
+        plan(None, str(tmp_path / "m" / ".."))

@@ -178,3 +178,15 @@ def test_thousand_clips_load_in_seconds_with_bounded_memory(tmp_path):
     assert data.num_clips == 1000 and data.trajectory.rate_hz == 60.0
     assert cpu_s < 5.0  # CPU time: the wall time depends on what else shares the cores
     assert peak < 3 * packed + 20e6
+
+
+def test_train_cli_with_a_bad_manifest_is_one_line(clip_folder, tmp_path, capsys):
+    from musclerl.cli import main
+
+    manifest = tmp_path / "bad.csv"
+    manifest.write_text(f"path,weight\n{clip_folder}/c00.npz,heavy\n")
+    out = tmp_path / "run"
+    assert main(["train", "--out", str(out), "--quiet", "model=tiny", f"motion={manifest}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.csv: row 2" in err[0] and "must be a number" in err[0]
+    assert not out.exists()

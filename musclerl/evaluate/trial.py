@@ -34,10 +34,11 @@ class TrialInputs:
     emg: Path | None = None
     emg_map: Path | None = None
     emg_processed: bool = False
+    label: str | None = None  # the trial's name (default: the reference's, else the motion's stem)
 
     @property
     def name(self) -> str:
-        return Path(self.reference or self.motion).stem
+        return self.label or Path(self.reference or self.motion).stem
 
 
 @dataclasses.dataclass(frozen=True)
