@@ -215,3 +215,28 @@ def test_folder_plan_pairs_motions_and_references(tmp_path):
     assert [t.name for t in trials] == ["a", "b"]
     with pytest.raises(InputError, match="no .npz reference"):
         plan(None, str(tmp_path / "m" / ".."))
+
+
+@pytest.mark.slow
+def test_evaluate_tracks_a_reference_made_from_gait2354(gait2354, tmp_path):
+    """``musclerl reference`` on the shared gait2354 trial, then ``evaluate`` on that reference
+    alone: the policy tracks the trial's own (treadmill-corrected) kinematics."""
+    ref = tmp_path / "ref.npz"
+    args = ["reference", str(gait2354 / "subject01_walk1_ik.mot"), "--model", "myolegs"]
+    args += [
+        "--grf",
+        str(gait2354 / "subject01_walk1_grf.mot"),
+        "--loads",
+        str(gait2354 / "subject01_walk1_grf.xml"),
+    ]
+    assert main([*args, "--mass", "72.6", "--no-static-optimisation", "--out", str(ref)]) == 0
+    out = tmp_path / "eval"
+    args = ["evaluate", str(POLICY), "--reference", str(ref), "--treadmill", "--max-steps", "25"]
+    assert main([*args, "--out", str(out)]) == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    rows = {(r["kind"], r["column"]): r for r in doc["columns"]}
+    # the trial's own knee pattern, in the model's sign convention, within the env's tracking range
+    assert rows[("angle", "knee_angle_r")]["r"] > 0.8 and rows[("angle", "knee_angle_l")]["r"] > 0.8
+    assert doc["tracking"]["success_rate"] == 1.0 and doc["tracking"]["mpjpe_global_m"] < 0.1
+    assert rows[("torque", "hip_flexion_r")]["n_valid"] > 10
+    assert any("treadmill belt velocity" in n for n in doc["notes"])

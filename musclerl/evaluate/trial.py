@@ -53,6 +53,7 @@ class TrialOptions:
     max_lag_s: float = 0.1
     heel_strikes_s: tuple[float, ...] | None = None
     signs: dict[str, float] = dataclasses.field(default_factory=dict)
+    treadmill: bool = False  # reference kinematics: add the belt's motion (walk overground)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +116,9 @@ def evaluate_trial(
     else:
         model, model_name = policy_model(policy, "myolegs")
         signs = reference_signs(ref, options.signs)
-        traj, kin_notes = reference_trajectory(model, model_name, ref, signs, inputs.reference)
+        traj, kin_notes = reference_trajectory(
+            model, model_name, ref, signs, inputs.reference, treadmill=options.treadmill
+        )
         notes += kin_notes
         offset_s += float(ref.time_sec[0])
     if not 0 <= options.clip < traj.num_clips:
