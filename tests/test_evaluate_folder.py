@@ -187,3 +187,56 @@ def test_evaluate_folder_with_nothing_usable_exits_2(tmp_path, capsys):
 def test_evaluate_needs_motion_or_reference(tmp_path, capsys):
     assert main(["evaluate", str(POLICY), "--out", str(tmp_path / "e")]) == 2
     assert "give --motion TRAJ.npz, --reference REF.npz, or both" in capsys.readouterr().err
+
+
+def test_folder_plan_pairs_motions_and_references(tmp_path):
+    from musclerl.evaluate.folder import plan
+
+    motions, refs = tmp_path / "m", tmp_path / "r"
+    motions.mkdir()
+    refs.mkdir()
+    for stem in ("a", "b"):
+        (motions / f"{stem}.npz").write_bytes(b"x")
+    for stem in ("b", "c"):
+        (refs / f"{stem}.npz").write_bytes(b"x")
+    (refs / "b_muscle_activation.sto").write_text("x")
+    trials, failures = plan(str(motions), str(refs))
+    assert [(t.motion.name, t.reference.name) for t in trials] == [("b.npz", "b.npz")]
+    assert trials[0].activations == refs / "b_muscle_activation.sto"
+    assert sorted(f["trial"] for f in failures) == ["a", "c"]
+    assert "no reference a.npz" in next(f["error"] for f in failures if f["trial"] == "a")
+    trials, failures = plan(str(motions), None)  # motions alone: each tracked on its own
+    assert (
+        [t.name for t in trials] == ["a", "b"] and all(t.reference is None for t in trials) and not failures
+    )
+    trials, _ = plan(str(motions / "a.npz"), str(refs))  # one motion against every reference
+    assert [t.reference.name for t in trials] == ["b.npz", "c.npz"]
+    trials, _ = plan(str(motions), str(refs / "c.npz"))  # every motion against one reference
+    assert [t.name for t in trials] == ["a", "b"]
+    with pytest.raises(InputError, match="no .npz reference"):
+        plan(None, str(tmp_path / "m" / ".."))
+
+
+@pytest.mark.slow
+def test_evaluate_tracks_a_reference_made_from_gait2354(gait2354, tmp_path):
+    """``musclerl reference`` on the shared gait2354 trial, then ``evaluate`` on that reference
+    alone: the policy tracks the trial's own (treadmill-corrected) kinematics."""
+    ref = tmp_path / "ref.npz"
+    args = ["reference", str(gait2354 / "subject01_walk1_ik.mot"), "--model", "myolegs"]
+    args += [
+        "--grf",
+        str(gait2354 / "subject01_walk1_grf.mot"),
+        "--loads",
+        str(gait2354 / "subject01_walk1_grf.xml"),
+    ]
+    assert main([*args, "--mass", "72.6", "--no-static-optimisation", "--out", str(ref)]) == 0
+    out = tmp_path / "eval"
+    args = ["evaluate", str(POLICY), "--reference", str(ref), "--treadmill", "--max-steps", "25"]
+    assert main([*args, "--out", str(out)]) == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    rows = {(r["kind"], r["column"]): r for r in doc["columns"]}
+    # the trial's own knee pattern, in the model's sign convention, within the env's tracking range
+    assert rows[("angle", "knee_angle_r")]["r"] > 0.8 and rows[("angle", "knee_angle_l")]["r"] > 0.8
+    assert doc["tracking"]["success_rate"] == 1.0 and doc["tracking"]["mpjpe_global_m"] < 0.1
+    assert rows[("torque", "hip_flexion_r")]["n_valid"] > 10
+    assert any("treadmill belt velocity" in n for n in doc["notes"])

@@ -178,3 +178,30 @@ def test_thousand_clips_load_in_seconds_with_bounded_memory(tmp_path):
     assert data.num_clips == 1000 and data.trajectory.rate_hz == 60.0
     assert cpu_s < 5.0  # CPU time: the wall time depends on what else shares the cores
     assert peak < 3 * packed + 20e6
+
+
+def test_train_cli_with_a_bad_manifest_is_one_line(clip_folder, tmp_path, capsys):
+    from musclerl.cli import main
+
+    manifest = tmp_path / "bad.csv"
+    manifest.write_text(f"path,weight\n{clip_folder}/c00.npz,heavy\n")
+    out = tmp_path / "run"
+    assert main(["train", "--out", str(out), "--quiet", "model=tiny", f"motion={manifest}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad.csv: row 2" in err[0] and "must be a number" in err[0]
+    assert not out.exists()
+
+
+def test_mirror_from_the_command_line_doubles_the_clips():
+    from musclerl.rl.config import load_config
+    from musclerl.rl.runner import build_env
+
+    walk = assets_dir() / "motions" / "walk_tiny.npz"
+    cfg = load_config(None, ["model=tiny", f"motion={{clips: [{walk}], mirror: true}}", "ppo.num_envs=2"])
+    env = build_env(cfg)
+    name = Trajectory.load(walk).clip_names[0]
+    assert env.reference.clip_names == (name, f"{name}:mirror")
+    half = env.reference.num_frames // 2
+    # the mirror's root walks the same way with its lateral position reflected
+    np.testing.assert_allclose(env.reference.qpos[half:, 0], env.reference.qpos[:half, 0])
+    np.testing.assert_allclose(env.reference.qpos[half:, 1], -env.reference.qpos[:half, 1])

@@ -81,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "whose median is negative",
     )
     parser.add_argument(
+        "--treadmill",
+        action="store_true",
+        help="tracking a reference's own kinematics: the trial is on a treadmill; add the belt's "
+        "motion (estimated from the stance foot) so the model walks overground",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         help="folder mode: worker processes (default: one per available core, at most one per trial)",
@@ -125,6 +131,7 @@ def _options(args: argparse.Namespace):
         max_lag_s=args.max_lag_s,
         heel_strikes_s=None if strikes is None else tuple(float(v) for v in strikes),
         signs=_signs(args.ref_sign),
+        treadmill=args.treadmill,
     )
 
 

@@ -56,7 +56,13 @@ def plan(motion: str | None, reference: str | None) -> tuple[list[TrialInputs], 
     trials = []
     for m, r in pairs:
         act = None if r is None else r.with_name(r.stem + ACTIVATION_SUFFIX)
-        trials.append(TrialInputs(motion=m, reference=r, activations=act if act and act.is_file() else None))
+        # one reference against many motions: trials are named after the motions
+        label = m.stem if m is not None and r is not None and len(motions) > 1 else None
+        trials.append(
+            TrialInputs(
+                motion=m, reference=r, activations=act if act and act.is_file() else None, label=label
+            )
+        )
     names = [t.name for t in trials]
     if len(set(names)) != len(names):
         raise InputError(reference or motion, "two trials share a file name; outputs would collide")

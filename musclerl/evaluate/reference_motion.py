@@ -28,6 +28,7 @@ from musclerl.evaluate.coordinates import (
     coordinates_to_qpos,
     detect_sign_map,
     place_on_ground,
+    treadmill_to_overground,
 )
 from musclerl.motion.reference import ReferenceData
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
@@ -59,10 +60,14 @@ def reference_trajectory(
     ref: ReferenceData,
     signs: dict[str, float],
     source: str | Path = "reference",
+    treadmill: bool = False,
 ) -> tuple[Trajectory, list[str]]:
     """The reference's ``joint_angle`` (T, A) as a one-clip Trajectory on ``model`` at the
     reference's own rate, and notes (ignored and missing coordinates, flipped columns).
 
+    ``treadmill``: the trial is treadmill walking; the belt's motion (estimated from the stance
+    foot, :func:`musclerl.evaluate.coordinates.treadmill_to_overground`) is added so the
+    Trajectory walks overground, as ``musclerl reference --save-trajectory --treadmill`` does.
     Clip time 0 is the reference's first sample (``time_sec[0]``). InputError when the
     reference lacks the six pelvis columns, has fewer than :data:`MIN_FRAMES` samples, or no
     column matches a model coordinate.
@@ -78,7 +83,12 @@ def reference_trajectory(
     conv = coordinates_to_qpos(model, columns, ref.joint_angle, in_degrees=True, signs=signs)
     if len(conv.used) == len(PELVIS_COLUMNS):
         raise InputError(source, f"no joint_angle column matches a joint of model '{model_name}'")
-    qpos = place_on_ground(model, conv.qpos)
+    qpos = conv.qpos
+    belt_notes = []
+    if treadmill:
+        qpos, belt = treadmill_to_overground(model, qpos, ref.time_sec)
+        belt_notes.append(f"treadmill belt velocity ({belt[0]:.3f}, {belt[1]:.3f}) m/s removed")
+    qpos = place_on_ground(model, qpos)
     duration_s = float(ref.time_sec[-1] - ref.time_sec[0])
     rate_hz = (ref.num_frames - 1) / duration_s
     traj = Trajectory(
@@ -90,6 +100,7 @@ def reference_trajectory(
         clip_names=(ref.trial or Path(source).stem,),
     )
     notes = [f"tracked the reference's own joint_angle ({ref.num_frames} samples at {rate_hz:.4g} Hz)"]
+    notes += belt_notes
     if conv.ignored:
         notes.append(f"joint_angle columns without a model joint ignored: {', '.join(conv.ignored)}")
     if conv.missing:

@@ -34,10 +34,11 @@ class TrialInputs:
     emg: Path | None = None
     emg_map: Path | None = None
     emg_processed: bool = False
+    label: str | None = None  # the trial's name (default: the reference's, else the motion's stem)
 
     @property
     def name(self) -> str:
-        return Path(self.reference or self.motion).stem
+        return self.label or Path(self.reference or self.motion).stem
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +53,7 @@ class TrialOptions:
     max_lag_s: float = 0.1
     heel_strikes_s: tuple[float, ...] | None = None
     signs: dict[str, float] = dataclasses.field(default_factory=dict)
+    treadmill: bool = False  # reference kinematics: add the belt's motion (walk overground)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +116,9 @@ def evaluate_trial(
     else:
         model, model_name = policy_model(policy, "myolegs")
         signs = reference_signs(ref, options.signs)
-        traj, kin_notes = reference_trajectory(model, model_name, ref, signs, inputs.reference)
+        traj, kin_notes = reference_trajectory(
+            model, model_name, ref, signs, inputs.reference, treadmill=options.treadmill
+        )
         notes += kin_notes
         offset_s += float(ref.time_sec[0])
     if not 0 <= options.clip < traj.num_clips:
