@@ -27,6 +27,14 @@ def _to_host(tree: Any) -> Any:
     return jax.tree_util.tree_map(np.asarray, tree)
 
 
+def _flat(tree: Any) -> dict[str, np.ndarray]:
+    """The non-empty leaves of ``tree`` as host arrays keyed by their path. Orbax cannot write
+    zero-size arrays (e.g. the empty fields of an ``mjx.Data`` on a model without them); the
+    restore takes those from the template, whose shapes the config fixes."""
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {jax.tree_util.keystr(path): np.asarray(x) for path, x in leaves if np.size(x) > 0}
+
+
 class Checkpointer:
     """Save/restore :class:`musclerl.rl.ppo.Carry` pytrees under ``directory``."""
 
@@ -44,9 +52,7 @@ class Checkpointer:
         """Write checkpoint ``update`` (blocking) and return its folder."""
         self.manager.save(
             update,
-            args=ocp.args.Composite(
-                carry=ocp.args.StandardSave(_to_host(carry)), meta=ocp.args.JsonSave(meta)
-            ),
+            args=ocp.args.Composite(carry=ocp.args.StandardSave(_flat(carry)), meta=ocp.args.JsonSave(meta)),
             force=True,
         )
         self.manager.wait_until_finished()
@@ -73,16 +79,31 @@ class Checkpointer:
         try:
             restored = self.manager.restore(
                 step,
-                args=ocp.args.Composite(carry=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()),
+                args=ocp.args.Composite(
+                    carry=ocp.args.StandardRestore(_flat(target)), meta=ocp.args.JsonRestore()
+                ),
             )
         except (ValueError, KeyError, TypeError) as err:
             raise InputError(
                 self.directory / str(step),
                 f"checkpoint does not match this config ({str(err).splitlines()[0][:200]})",
             ) from err
-        carry = jax.tree_util.tree_map(
-            lambda ref, x: np.asarray(x, dtype=np.asarray(ref).dtype), target, restored["carry"]
-        )
+        saved = restored["carry"]
+        leaves, treedef = jax.tree_util.tree_flatten_with_path(target)
+        values = []
+        for path, ref in leaves:
+            key = jax.tree_util.keystr(path)
+            if ref.size == 0:
+                values.append(ref)
+                continue
+            value = np.asarray(saved[key], dtype=ref.dtype)
+            if value.shape != ref.shape:
+                raise InputError(
+                    self.directory / str(step),
+                    f"checkpoint does not match this config ({key}: {value.shape} != {ref.shape})",
+                )
+            values.append(value)
+        carry = jax.tree_util.tree_unflatten(treedef, values)
         return carry, dict(restored["meta"])
 
     def close(self) -> None:
