@@ -222,7 +222,7 @@ def _toes_pitched(motion, drop_deg: float, frames: int):
         forward = d[:, :2] / horiz[:, None]
         pos[:, toe, :2] = pos[:, ankle, :2] + (length * np.cos(angle))[:, None] * forward
         pos[:, toe, 2] = pos[:, ankle, 2] + length * np.sin(angle)
-    return dataclasses.replace(motion, positions_m=pos)
+    return dataclasses.replace(motion, positions_m=pos, rotations=motion.rotations[:frames])
 
 
 def test_motions_of_one_skeleton_share_the_compiled_solver(step_clip):

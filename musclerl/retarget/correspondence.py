@@ -103,6 +103,43 @@ CONTACT_KEYPOINTS: dict[str, dict[str, tuple[str, str]]] = {
     "smpl": {s: (f"{SIDE_WORD[s]}_ankle", f"{SIDE_WORD[s]}_foot") for s in SIDES},
     "deepmimic": {s: (f"{SIDE_WORD[s]}_heel", f"{SIDE_WORD[s]}_toe") for s in SIDES},
 }
+#: Segments whose world orientation a source gives (:attr:`KeypointMotion.rotations`), per model:
+#: segment -> the model body rigidly attached to it.
+_LEG_SEGMENTS = {
+    "pelvis": "pelvis",
+    "trunk": "torso",
+    **{f"thigh_{s}": f"femur_{s}" for s in SIDES},
+    **{f"shank_{s}": f"tibia_{s}" for s in SIDES},
+    **{f"foot_{s}": f"calcn_{s}" for s in SIDES},
+}
+MODEL_SEGMENTS: dict[str, dict[str, str]] = {
+    "myolegs": _LEG_SEGMENTS,
+    "myofullbody": _LEG_SEGMENTS,
+    "musclemimic-fullbody": _LEG_SEGMENTS,
+    "tiny": {
+        "pelvis": "pelvis",
+        **{f"thigh_{s}": f"femur_{s}" for s in SIDES},
+        **{f"shank_{s}": f"tibia_{s}" for s in SIDES},
+        **{f"foot_{s}": f"foot_{s}" for s in SIDES},
+    },
+}
+#: segment -> the source keypoint whose joint frame turns that segment, per source skeleton.
+SOURCE_SEGMENTS: dict[str, dict[str, str]] = {
+    "smpl": {
+        "pelvis": "pelvis",
+        "trunk": "spine3",
+        **{f"thigh_{s}": f"{SIDE_WORD[s]}_hip" for s in SIDES},
+        **{f"shank_{s}": f"{SIDE_WORD[s]}_knee" for s in SIDES},
+        **{f"foot_{s}": f"{SIDE_WORD[s]}_ankle" for s in SIDES},
+    },
+    "deepmimic": {
+        "pelvis": "root",
+        "trunk": "chest",
+        **{f"thigh_{s}": f"{SIDE_WORD[s]}_hip" for s in SIDES},
+        **{f"shank_{s}": f"{SIDE_WORD[s]}_knee" for s in SIDES},
+        **{f"foot_{s}": f"{SIDE_WORD[s]}_ankle" for s in SIDES},
+    },
+}
 #: Relative weight of each landmark in the keypoint task (others 1).
 LANDMARK_WEIGHTS = {"trunk": 0.3, **{f"toe_{s}": 0.5 for s in SIDES}}
 #: Segment lengths for per-segment scaling: (landmark a, landmark b, bodies scaled by the ratio).

@@ -53,6 +53,7 @@ import numpy as np
 
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
+from musclerl.retarget import orientations as orient
 from musclerl.retarget.constraints import TendonContinuity
 from musclerl.retarget.contact import ContactParams, dilate_flags
 from musclerl.retarget.ground import (
@@ -80,6 +81,10 @@ from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_pa
 #: keypoint's weight is 1 per m^2): it holds still the coordinates no keypoint sees (wrists,
 #: fingers, toes), which otherwise wander with the warm starts and make muscle paths jump.
 POSTURE_WEIGHT = 1e-4
+#: Weight of a segment's orientation target (per rad^2; a keypoint's is 1 per m^2): 0.1 rad off
+#: costs what a keypoint 1 cm off costs, so keypoints lead and orientations settle what they
+#: leave free (twists, how a miss at a joint limit is spread).
+ORIENTATION_WEIGHT = 0.1
 #: Compiled problems a ``solvers`` dict of :func:`retarget_keypoints` keeps (least recently used
 #: dropped first): a folder of clips with their own body shapes must not pile them up.
 SOLVERS_KEPT = 4
@@ -96,6 +101,7 @@ class PipelineParams:
     blend_s: float = 0.1  # swing frames this close to a stance phase are eased onto its anchor
     max_iterations: int = 50  # LM iterations per warm-started frame
     tolerance: float = 1e-4  # a frame has converged when an LM step lowers the cost by less (relative)
+    orientation_weight: float = ORIENTATION_WEIGHT  # per segment; 0: positions only
     contact: ContactParams = ContactParams()
     terrain: TerrainParams = TerrainParams()
     ground_params: GroundParams = GroundParams()
@@ -130,24 +136,33 @@ class ClipIK:
     """
 
     def __init__(
-        self, prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray, params: PipelineParams
+        self,
+        prepared: PreparedModel,
+        kp_sites: list[str],
+        kp_weights: np.ndarray,
+        params: PipelineParams,
+        segment_bodies: tuple[str, ...] = (),
     ):
         from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
         from musclerl.retarget.ground_constraint import SoleContact
         from musclerl.retarget.kinematics import KinematicTree
         from musclerl.retarget.solver import IKProblem
-        from musclerl.retarget.tasks import MarkerTask, PostureTask
+        from musclerl.retarget.tasks import MarkerTask, OrientationTask, PostureTask
 
         model = prepared.model
         kp_ids = site_ids(model, kp_sites)
         sole_ids = site_ids(model, prepared.sole_sites)
         body_of = [model.body(int(model.site_bodyid[i])).name for i in kp_ids]
         keep = body_of + [model.body(int(model.site_bodyid[i])).name for i in sole_ids]
-        tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep)))
+        tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep + list(segment_bodies))))
         tasks = [
             MarkerTask(tree, body_of, None, np.asarray(kp_weights, dtype=float), name="keypoints"),
             PostureTask(model.qpos0, weight=POSTURE_WEIGHT),
         ]
+        if segment_bodies:
+            weights = np.full(len(segment_bodies), params.orientation_weight)
+            tasks.append(OrientationTask(tree, segment_bodies, weights, name="orientations"))
+        self.n_segments = len(segment_bodies)
         constraints = [
             JointLimits(model),
             JointEqualities(model),
@@ -162,36 +177,54 @@ class ClipIK:
 
     @staticmethod
     def key(
-        prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray, params: PipelineParams
+        prepared: PreparedModel,
+        kp_sites: list[str],
+        kp_weights: np.ndarray,
+        params: PipelineParams,
+        segment_bodies: tuple[str, ...] = (),
     ) -> tuple:
         """What a ClipIK depends on besides the keypoint sites' placement: the model and its
         (rounded) scale factors, which fix the scaled tree, its constraints and sole sites, the
-        keypoint sites and weights, and the settings. Equal keys: one ClipIK serves both."""
+        keypoint sites and weights, the oriented bodies, and the settings. Equal keys: one
+        ClipIK serves both."""
         return (
             prepared.name,
             tuple(sorted(prepared.scale_factors.items())),
             tuple(kp_sites),
             np.asarray(kp_weights, dtype=float).tobytes(),
             params,
+            tuple(segment_bodies),
         )
 
     def reset_stats(self) -> None:
         self.stats = {"compile_s": 0.0, "solve_s": 0.0, "tendon_jumps_detected": 0, "tendon_jumps_left": 0}
 
     def solve(
-        self, kp_targets: np.ndarray, kp_local_m: np.ndarray, ground: np.ndarray | None, q0: np.ndarray
+        self,
+        kp_targets: np.ndarray,
+        kp_local_m: np.ndarray,
+        ground: np.ndarray | None,
+        q0: np.ndarray,
+        orientations: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """qpos (T, nq) and converged (T,) for keypoints (T, L, 3) on sites at ``kp_local_m``
-        (L, 3) in their bodies, and sole targets ``ground`` (T, P, 6): anchors and ground planes
-        (None: no ground, the keypoint pass)."""
+        (L, 3) in their bodies, sole targets ``ground`` (T, P, 6): anchors and ground planes
+        (None: no ground, the keypoint pass), and segment ``orientations`` (T, B, 4) quaternions
+        (None: positions only, the pass that calibrates them)."""
         from musclerl.retarget.solver import solve_clip
 
+        n = len(kp_targets)
         if ground is None:
-            ground = np.full((len(kp_targets), self.n_sole, 6), np.nan)
+            ground = np.full((n, self.n_sole, 6), np.nan)
         local = np.broadcast_to(kp_local_m, kp_targets.shape)
+        targets = {"keypoints": np.concatenate([kp_targets, local], axis=-1), "ground": ground}
+        if self.n_segments:
+            targets["orientations"] = (
+                np.full((n, self.n_segments, 4), np.nan) if orientations is None else orientations
+            )
         result = solve_clip(
             self.problem,
-            {"keypoints": np.concatenate([kp_targets, local], axis=-1), "ground": ground},
+            targets,
             q0,
             max_iters=self.params.max_iterations,
             tol=self.params.tolerance,
@@ -236,15 +269,22 @@ def retarget_keypoints(
     sites = kp_sites + list(prepared.sole_sites)
     kp_targets = match.source_positions(motion.names, motion.positions_m)  # (T, L, 3)
     q0 = align_root(model, np.array(model.qpos0), kp_sites, kp_targets[0])
-    key = ClipIK.key(prepared, kp_sites, match.weights, params)
+    segs = orient.segments(model, model_name, motion, match.source_kind)
+    bodies = segs.bodies if params.orientation_weight > 0 else ()
+    key = ClipIK.key(prepared, kp_sites, match.weights, params, bodies)
     solvers = {} if solvers is None else solvers
-    ik = solvers.pop(key, None) or ClipIK(prepared, kp_sites, match.weights, params)
+    ik = solvers.pop(key, None) or ClipIK(prepared, kp_sites, match.weights, params, bodies)
     solvers[key] = ik  # most recently used last
     while len(solvers) > SOLVERS_KEPT:
         solvers.pop(next(iter(solvers)))
     ik.reset_stats()
     kp_local = model.site_pos[site_ids(model, kp_sites)]  # (L, 3)
     q, converged = ik.solve(kp_targets, kp_local, None, q0)
+    orientations = None
+    if bodies:
+        source_rot = motion.rotations[:, segs.keypoints]
+        orientations = _orientation_targets(model, q, kp_targets, kp_sites, source_rot, bodies)
+        q, converged = ik.solve(kp_targets, kp_local, None, q0, orientations)
     sole_ids = site_ids(model, prepared.sole_sites)
     sole1 = site_positions_m(model, q, sole_ids)
 
@@ -275,7 +315,9 @@ def retarget_keypoints(
             planes = ground_planes(
                 terrain, np.where(np.isnan(targets), site_positions_m(model, q, sole_ids), targets)
             )
-            q, converged = ik.solve(kp_targets, kp_local, np.concatenate([targets, planes], axis=-1), q0)
+            q, converged = ik.solve(
+                kp_targets, kp_local, np.concatenate([targets, planes], axis=-1), q0, orientations
+            )
             if k == params.ground_passes - 1:
                 break
             depth = _foot_penetration(prepared, q, terrain)  # (T, 2)
@@ -307,6 +349,27 @@ def retarget_keypoints(
     )
     error = np.linalg.norm(site_all[:, : len(kp_sites)] - kp_targets, axis=-1)
     return RetargetResult(traj, prepared, error, converged, metrics)
+
+
+def _orientation_targets(
+    model: mujoco.MjModel,
+    q: np.ndarray,
+    kp_targets: np.ndarray,
+    kp_sites: list[str],
+    source_rot: np.ndarray,
+    bodies: tuple[str, ...],
+) -> np.ndarray:
+    """Orientation targets (T, B, 4) for ``bodies`` from the source's segment rotations
+    ``source_rot`` (T, B, 3, 3), their fixed offsets calibrated on the positions-only solve ``q``
+    (T, nq) over its well-fitted frames: no joint on a limit, keypoint RMS at most the median
+    (:mod:`musclerl.retarget.orientations`)."""
+    from musclerl.retarget.report import limits_bound
+
+    err = np.linalg.norm(site_positions_m(model, q, site_ids(model, kp_sites)) - kp_targets, axis=-1)
+    rms = np.sqrt(np.nanmean(err**2, axis=1))
+    use = (rms <= np.nanmedian(rms)) & ~limits_bound(model, q)
+    offsets = orient.calibrate_offsets(source_rot, orient.body_rotations(model, q, bodies), use)
+    return orient.orientation_targets(source_rot, offsets)
 
 
 def _clip_name(motion: KeypointMotion) -> str:
