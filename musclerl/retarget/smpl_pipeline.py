@@ -9,6 +9,12 @@ Steps of :func:`retarget_keypoints`:
    (:func:`musclerl.retarget.solver.solve_clip`, weighted least squares, Levenberg-Marquardt,
    warm-start chains): joint limits held, the model's joint equalities exact, smoothness, and
    tendon continuity (muscle-path jumps between frames detected and re-solved).
+   **Orientations.** Where the source gives joint rotations (SMPL/AMASS) and the source's
+   weight (:data:`~musclerl.retarget.correspondence.ORIENTATION_WEIGHTS`) is not 0, the
+   pelvis, trunk, thighs and shanks also get orientation targets
+   (:class:`~musclerl.retarget.tasks.OrientationTask`), their fixed offsets from the source's
+   joint frames calibrated on the positions-only solve (:mod:`musclerl.retarget.orientations`),
+   and the clip is solved again with them; every later pass keeps them.
 3. **Contact and terrain.** Stance flags come from the source's foot keypoints
    (:mod:`~musclerl.retarget.contact`); the support surface from the model's sole points in
    stance and the swing feet's free space (:mod:`~musclerl.retarget.terrain`).
@@ -53,6 +59,7 @@ import numpy as np
 
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
+from musclerl.retarget import correspondence as corr
 from musclerl.retarget import orientations as orient
 from musclerl.retarget.constraints import TendonContinuity
 from musclerl.retarget.contact import ContactParams, dilate_flags
@@ -81,10 +88,6 @@ from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_pa
 #: keypoint's weight is 1 per m^2): it holds still the coordinates no keypoint sees (wrists,
 #: fingers, toes), which otherwise wander with the warm starts and make muscle paths jump.
 POSTURE_WEIGHT = 1e-4
-#: Weight of a segment's orientation target (per rad^2; a keypoint's is 1 per m^2): 0.1 rad off
-#: costs what a keypoint 1 cm off costs, so keypoints lead and orientations settle what they
-#: leave free (twists, how a miss at a joint limit is spread).
-ORIENTATION_WEIGHT = 0.1
 #: Compiled problems a ``solvers`` dict of :func:`retarget_keypoints` keeps (least recently used
 #: dropped first): a folder of clips with their own body shapes must not pile them up.
 SOLVERS_KEPT = 4
@@ -101,7 +104,8 @@ class PipelineParams:
     blend_s: float = 0.1  # swing frames this close to a stance phase are eased onto its anchor
     max_iterations: int = 50  # LM iterations per warm-started frame
     tolerance: float = 1e-4  # a frame has converged when an LM step lowers the cost by less (relative)
-    orientation_weight: float = ORIENTATION_WEIGHT  # per segment; 0: positions only
+    # Per segment orientation target; None: the source's (correspondence.ORIENTATION_WEIGHTS).
+    orientation_weight: float | None = None
     contact: ContactParams = ContactParams()
     terrain: TerrainParams = TerrainParams()
     ground_params: GroundParams = GroundParams()
@@ -124,7 +128,9 @@ class ClipIK:
 
     Tasks: the keypoint sites (``MarkerTask``, the correspondence weights; the sites' local
     points come with the targets, so motions whose sites differ, e.g. the calibrated toes and
-    trunk, share the problem). Constraints: joint limits, joint equalities, smoothness, tendon
+    trunk, share the problem); segment orientations (``OrientationTask``, targets (T, B, 4),
+    all NaN in the positions-only pass) when ``segment_bodies`` are given. Constraints: joint
+    limits, joint equalities, smoothness, tendon
     continuity (jumps detected and re-solved,
     :class:`~musclerl.retarget.constraints.TendonContinuity`), a weak rest-pose pull
     (:data:`POSTURE_WEIGHT`) and
@@ -270,7 +276,11 @@ def retarget_keypoints(
     kp_targets = match.source_positions(motion.names, motion.positions_m)  # (T, L, 3)
     q0 = align_root(model, np.array(model.qpos0), kp_sites, kp_targets[0])
     segs = orient.segments(model, model_name, motion, match.source_kind)
-    bodies = segs.bodies if params.orientation_weight > 0 else ()
+    weight = params.orientation_weight
+    if weight is None:
+        weight = corr.ORIENTATION_WEIGHTS[match.source_kind]
+        params = dataclasses.replace(params, orientation_weight=weight)
+    bodies = segs.bodies if weight > 0 else ()
     key = ClipIK.key(prepared, kp_sites, match.weights, params, bodies)
     solvers = {} if solvers is None else solvers
     ik = solvers.pop(key, None) or ClipIK(prepared, kp_sites, match.weights, params, bodies)
