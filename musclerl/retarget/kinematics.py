@@ -384,9 +384,7 @@ class KinematicTree:
         """World positions (P, 3) of body-fixed points and their Jacobian (P, 3, n) w.r.t.
         variables ``x`` with ``dq_dx`` (nq, n) = d qpos / d x (default: qpos itself, n = nq;
         quaternion columns act through the unit-quaternion rate). ``body_ids`` are lean indices.
-
-        Closed form from the joint twists (:meth:`_twist_jacobians`): a point ``p`` moves at
-        ``c + w x p``. No per-variable passes, no scatters."""
+        Closed form from the joint twists (:meth:`_twist_jacobians`): ``p`` moves at ``c + w x p``."""
         lvl, xt, xr, w, c = self._twist_jacobians(q, body_ids, dq_dx)
         pts = xt[lvl] + mv(xr[lvl], jnp.asarray(local_points, xt.dtype))
         px, py, pz = (pts[:, i : i + 1] for i in range(3))
@@ -398,17 +396,16 @@ class KinematicTree:
     def rotations_and_jacobian(
         self, q: jnp.ndarray, body_ids: Sequence[int] | np.ndarray, dq_dx: jnp.ndarray | None = None
     ) -> tuple[jnp.ndarray, jnp.ndarray]:
-        """World rotations (B, 3, 3) (body -> world) of lean bodies ``body_ids`` and their
-        world angular-velocity Jacobian (B, 3, n) w.r.t. variables ``x`` (``dq_dx`` as in
-        :meth:`points_and_jacobian`): ``dR/dx_k = [w_k]x R``."""
+        """World rotations (B, 3, 3) of lean bodies ``body_ids`` and their world angular-velocity
+        Jacobian (B, 3, n) (``dq_dx`` as in :meth:`points_and_jacobian`): ``dR/dx_k = [w_k]x R``."""
         lvl, _, xr, w, _ = self._twist_jacobians(q, body_ids, dq_dx)
         return xr[lvl], w
 
     def _twist_jacobians(self, q, body_ids, dq_dx):
-        """Per body of ``body_ids``: its level-order index (B,), every body's world positions
-        and rotations (level order), and the body's world angular velocity ``w`` and linear
-        velocity at the world origin ``c`` (B, 3, n) per variable: the ``dq_dx``-weighted sums
-        of its ancestors' joint twists (what ``mj_jac`` does)."""
+        """Level-order index (B,) of each of ``body_ids``, all world positions and rotations
+        (level order), and per body its world angular velocity ``w`` and linear velocity at the
+        world origin ``c`` (B, 3, n) per variable: ``dq_dx``-weighted sums of its ancestors'
+        joint twists (what ``mj_jac`` does); no per-variable passes, no scatters."""
         plan = self._plan
         q = jnp.asarray(q)
         dtype = q.dtype
