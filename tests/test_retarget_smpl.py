@@ -331,6 +331,7 @@ def test_cli_tiny_step_clip(tiny_cli, step_clip):
     assert all(0 <= r["frames"][0] <= r["frames"][1] < data["frames"] for r in runs)
     assert all(set(r["joints"]) <= set(frac) for r in runs)
     assert bound_frames >= round(max(frac.values(), default=0.0) * data["frames"])
+    assert data["orientation_segments"] == ["pelvis", "thigh_l", "thigh_r", "shank_l", "shank_r"]
     if data["marker_rms_m"]["worst_frame_unbound"] is not None:
         assert data["marker_rms_m"]["worst_frame_unbound"] <= data["marker_rms_m"]["worst_frame"]
     sole = traj.site_pos_m[:, -len(traj.contact_names) :]

@@ -340,6 +340,7 @@ def retarget_keypoints(
             targets = np.where(lift[..., None] > 0, base, targets)
     metrics = measure(prepared, q, motion.rate_hz, kp_targets, kp_sites, flags, terrain, converged)
     metrics.update(ik.stats)
+    metrics["orientation_segments"] = list(segs.names) if bodies else []
     site_all = site_positions_m(
         model, q, np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites])
     )
