@@ -222,7 +222,7 @@ def _toes_pitched(motion, drop_deg: float, frames: int):
         forward = d[:, :2] / horiz[:, None]
         pos[:, toe, :2] = pos[:, ankle, :2] + (length * np.cos(angle))[:, None] * forward
         pos[:, toe, 2] = pos[:, ankle, 2] + length * np.sin(angle)
-    return dataclasses.replace(motion, positions_m=pos)
+    return dataclasses.replace(motion, positions_m=pos, rotations=motion.rotations[:frames])
 
 
 def test_motions_of_one_skeleton_share_the_compiled_solver(step_clip):
@@ -324,6 +324,16 @@ def test_cli_tiny_step_clip(tiny_cli, step_clip):
     assert data["penetration_max_m"] <= 0.005 and data["skating_mps"] <= 0.05
     assert data["terrain"]["kind"] == "steps"
     assert data["marker_rms_m"]["mean"] < 0.03  # tiny's skeleton is cruder than SMPL's: 16.6 mm
+    # Limit report: runs of bound frames inside the clip, naming only joints with a bound fraction,
+    # as many bound frames as the largest fraction says at least; the unbound worst is no worse.
+    runs, frac = data["limit_bound_frames"], data["limit_bound_frac"]
+    bound_frames = sum(r["frames"][1] - r["frames"][0] + 1 for r in runs)
+    assert all(0 <= r["frames"][0] <= r["frames"][1] < data["frames"] for r in runs)
+    assert all(set(r["joints"]) <= set(frac) for r in runs)
+    assert bound_frames >= round(max(frac.values(), default=0.0) * data["frames"])
+    assert data["orientation_segments"] == ["pelvis", "thigh_l", "thigh_r", "shank_l", "shank_r"]
+    if data["marker_rms_m"]["worst_frame_unbound"] is not None:
+        assert data["marker_rms_m"]["worst_frame_unbound"] <= data["marker_rms_m"]["worst_frame"]
     sole = traj.site_pos_m[:, -len(traj.contact_names) :]
     planted = sole[traj.contact]
     course = step_clip[1]

@@ -24,7 +24,7 @@ from musclerl.retarget.constraints import (
 from musclerl.retarget.kinematics import KinematicTree
 from musclerl.retarget.solver import BLOCK_SWEEPS, IKProblem, solve_clip
 from musclerl.retarget.synthetic import synthetic_clip
-from musclerl.retarget.tasks import CoordinateTask, FrameTask, MarkerTask, PostureTask
+from musclerl.retarget.tasks import CoordinateTask, FrameTask, MarkerTask, OrientationTask, PostureTask
 
 
 def _problem(model, clip, extra_tasks=(), extra_constraints=()):
@@ -113,8 +113,8 @@ def test_clips_of_any_length_reuse_one_compiled_solver(tiny):
 
 @pytest.mark.parametrize("source", ["myolegs", "ball_slide"])
 def test_closed_form_linearization_matches_autodiff(source):
-    """The closed-form tangent basis and Jacobians (markers, coordinates, posture, smoothness;
-    a frame task through the jacfwd fallback) equal ``jax.jacfwd`` through the retraction, with
+    """The closed-form tangent basis and Jacobians (markers, orientations, coordinates, posture,
+    smoothness; a frame task through the jacfwd fallback) equal ``jax.jacfwd`` through the retraction, with
     joint equalities (myolegs) and free, ball, hinge and slide joints (ball_slide)."""
     import jax
     import jax.numpy as jnp
@@ -132,6 +132,7 @@ def test_closed_form_linearization_matches_autodiff(source):
     bodies = [b for b in tree.body_names for _ in range(2)]
     hinge = next(j.name for j in tree.all_joints() if j.type == 3)
     frame_task = FrameTask(tree, tree.body_names[-1], weight=3.0, rot_weight=0.5)
+    oriented = list(tree.body_names[-3:])
     problem = IKProblem(
         tree,
         [
@@ -139,6 +140,7 @@ def test_closed_form_linearization_matches_autodiff(source):
             PostureTask(model.qpos0, 1e-2),
             CoordinateTask({hinge: 0.1}, weight=2.0),
             frame_task,
+            OrientationTask(tree, oriented, [0.5, 2.0, 1.0]),
         ],
         [*default_constraints(model), Smoothness(1e-2)],
     )
@@ -152,7 +154,11 @@ def test_closed_form_linearization_matches_autodiff(source):
     targets[1] = np.nan
     quat = rng.normal(size=4)
     pose_target = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)])
-    frame = {"markers": targets, frame_task.name: pose_target}
+    # Orientation targets up to ~2.5 rad away (the inverse SO(3) Jacobian far from identity); one NaN.
+    quats = rng.normal(size=(len(oriented), 4))
+    quats /= np.linalg.norm(quats, axis=1, keepdims=True)
+    quats[0] = np.nan
+    frame = {"markers": targets, frame_task.name: pose_target, "orientations": quats}
 
     @jax.jit
     def closed_and_auto(q, q_prev, frame):

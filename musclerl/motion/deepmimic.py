@@ -31,7 +31,7 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.fileio import read_text
-from musclerl.motion.keypoints import KeypointMotion, quat_wxyz_to_matrix, y_up_to_z_up
+from musclerl.motion.keypoints import Y_UP_TO_Z_UP, KeypointMotion, quat_wxyz_to_matrix, y_up_to_z_up
 
 FRAME_WIDTH = 44
 
@@ -75,6 +75,12 @@ def _rot_z(angle: np.ndarray) -> np.ndarray:
 
 def deepmimic_forward_kinematics(frames: np.ndarray) -> np.ndarray:
     """Keypoint positions (T, K, 3) in DeepMimic's Y-up world from frames (T, 44)."""
+    return _forward_kinematics(frames)[0]
+
+
+def _forward_kinematics(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keypoint positions (T, K, 3) and world rotations (T, K, 3, 3) (joint frame -> world) in
+    DeepMimic's Y-up world from frames (T, 44); a fixed point takes its parent's rotation."""
     frames = np.asarray(frames, dtype=float)
     n = frames.shape[0]
     col = 1
@@ -99,7 +105,8 @@ def deepmimic_forward_kinematics(frames: np.ndarray) -> np.ndarray:
             local = np.broadcast_to(np.eye(3), (n, 3, 3))
         world_rot[name] = world_rot[parent] @ local
     assert col == FRAME_WIDTH, col
-    return np.stack([pos[name] for name in DEEPMIMIC_KEYPOINT_NAMES], axis=1)
+    names = DEEPMIMIC_KEYPOINT_NAMES
+    return np.stack([pos[n] for n in names], axis=1), np.stack([world_rot[n] for n in names], axis=1)
 
 
 def read_deepmimic(path: str | os.PathLike) -> KeypointMotion:
@@ -137,12 +144,13 @@ def read_deepmimic(path: str | os.PathLike) -> KeypointMotion:
             stacklevel=2,
         )
     rate_hz = float(1.0 / durations.mean())
-    positions = y_up_to_z_up(deepmimic_forward_kinematics(frames))
+    positions, rotations = _forward_kinematics(frames)
     return KeypointMotion(
         names=DEEPMIMIC_KEYPOINT_NAMES,
-        positions_m=positions,
+        positions_m=y_up_to_z_up(positions),
         rate_hz=rate_hz,
         loop=loop_text == "wrap",
         source=str(path),
         parents=DEEPMIMIC_PARENTS,
+        rotations=Y_UP_TO_Z_UP @ rotations,
     )

@@ -67,7 +67,10 @@ class KeypointMotion:
     ``positions_m`` is (T, K, 3); ``names`` has K entries; ``parents[k]`` is the index of the
     point ``k`` hangs from in the source skeleton (-1 for the root; empty when unknown), useful
     for drawing and for bone-length checks. ``loop`` marks cyclic clips (the last frame leads back
-    to the first).
+    to the first). ``rotations`` (T, K, 3, 3), when the source has them (SMPL, DeepMimic), is the
+    world orientation (local -> world) of the frame each keypoint's joint turns, i.e. of the
+    segment hanging from it, in the source skeleton's own body axes (NaN where unknown): the
+    retargeting uses them as orientation targets, up to a fixed per-segment offset.
     """
 
     names: tuple[str, ...]
@@ -76,6 +79,7 @@ class KeypointMotion:
     loop: bool = False
     source: str = ""
     parents: tuple[int, ...] = ()
+    rotations: np.ndarray | None = None  # (T, K, 3, 3)
 
     def __post_init__(self):
         src = self.source or "keypoint motion"
@@ -86,6 +90,8 @@ class KeypointMotion:
             raise InputError(src, f"rate must be > 0 Hz, got {self.rate_hz}")
         if self.parents and len(self.parents) != len(self.names):
             raise InputError(src, "parents must have one entry per keypoint")
+        if self.rotations is not None and self.rotations.shape != pos.shape + (3,):
+            raise InputError(src, f"rotations must be {pos.shape + (3,)}, got {self.rotations.shape}")
 
     @property
     def num_frames(self) -> int:

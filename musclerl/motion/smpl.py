@@ -226,7 +226,29 @@ class SmplMotion:
             loop=False,
             source=self.source,
             parents=SMPL_PARENTS,
+            rotations=smpl_world_rotations(self.root_orient, self.body_pose),
         )
+
+
+def smpl_world_rotations(root_orient: np.ndarray, body_pose: np.ndarray) -> np.ndarray:
+    """World rotations (T, 24, 3, 3) (joint frame -> world) of the 24 SMPL joints.
+
+    ``root_orient`` (T, 3) and ``body_pose`` (T, J, 3) (J <= 23; missing joints keep their rest
+    rotation) are axis-angle in radians; joint ``j``'s frame is its parent's turned by its own
+    rotation, and turns the bones hanging from ``j``.
+    """
+    root_orient = np.asarray(root_orient, dtype=float).reshape(-1, 3)
+    n = root_orient.shape[0]
+    body_pose = np.asarray(body_pose, dtype=float).reshape(n, -1, 3)
+    local = np.broadcast_to(np.eye(3), (n, 24, 3, 3)).copy()
+    local[:, 0] = axis_angle_to_matrix(root_orient)
+    n_body = min(body_pose.shape[1], 23)
+    local[:, 1 : 1 + n_body] = axis_angle_to_matrix(body_pose[:, :n_body])
+    world_rot = np.empty((n, 24, 3, 3))
+    world_rot[:, 0] = local[:, 0]
+    for j in range(1, 24):
+        world_rot[:, j] = world_rot[:, SMPL_PARENTS[j]] @ local[:, j]
+    return world_rot
 
 
 def smpl_forward_kinematics(
@@ -237,28 +259,19 @@ def smpl_forward_kinematics(
 ) -> np.ndarray:
     """Joint positions (T, 24, 3) of the SMPL skeleton.
 
-    ``root_orient`` (T, 3) and ``body_pose`` (T, J, 3) (J <= 23; missing joints keep their rest
-    rotation) are axis-angle in radians; ``trans`` (T, 3) metres; ``offsets`` (24, 3) as in
-    :data:`SMPL_NEUTRAL_OFFSETS_M`. Output is in the frame ``root_orient`` and ``trans`` are
-    expressed in (Z-up world for AMASS).
+    ``root_orient`` (T, 3) and ``body_pose`` (T, J, 3) as in :func:`smpl_world_rotations`;
+    ``trans`` (T, 3) metres; ``offsets`` (24, 3) as in :data:`SMPL_NEUTRAL_OFFSETS_M`. Output is
+    in the frame ``root_orient`` and ``trans`` are expressed in (Z-up world for AMASS).
     """
-    root_orient = np.asarray(root_orient, dtype=float).reshape(-1, 3)
-    n = root_orient.shape[0]
-    body_pose = np.asarray(body_pose, dtype=float).reshape(n, -1, 3)
+    world_rot = smpl_world_rotations(root_orient, body_pose)
+    n = world_rot.shape[0]
     trans = np.asarray(trans, dtype=float).reshape(n, 3)
     offsets = np.asarray(offsets, dtype=float)
-    local = np.broadcast_to(np.eye(3), (n, 24, 3, 3)).copy()
-    local[:, 0] = axis_angle_to_matrix(root_orient)
-    n_body = min(body_pose.shape[1], 23)
-    local[:, 1 : 1 + n_body] = axis_angle_to_matrix(body_pose[:, :n_body])
-    world_rot = np.empty((n, 24, 3, 3))
     joints = np.empty((n, 24, 3))
-    world_rot[:, 0] = local[:, 0]
     joints[:, 0] = trans + offsets[0]
     for j in range(1, 24):
         p = SMPL_PARENTS[j]
         joints[:, j] = joints[:, p] + world_rot[:, p] @ offsets[j]
-        world_rot[:, j] = world_rot[:, p] @ local[:, j]
     return joints
 
 

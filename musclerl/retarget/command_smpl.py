@@ -120,7 +120,7 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     report["trial"] = str(path)
     report["model"] = options.model
     report["wall_s"] = seconds  # model preparation, every IK pass, compile and measurement
-    for key in ("compile_s", "solve_s", "tendon_jumps_detected", "tendon_jumps_left"):
+    for key in ("compile_s", "solve_s", "tendon_jumps_detected", "tendon_jumps_left", "orientation_segments"):
         if key in result.metrics:
             report[key] = result.metrics[key]
     return result, report, series

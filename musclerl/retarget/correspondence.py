@@ -103,6 +103,48 @@ CONTACT_KEYPOINTS: dict[str, dict[str, tuple[str, str]]] = {
     "smpl": {s: (f"{SIDE_WORD[s]}_ankle", f"{SIDE_WORD[s]}_foot") for s in SIDES},
     "deepmimic": {s: (f"{SIDE_WORD[s]}_heel", f"{SIDE_WORD[s]}_toe") for s in SIDES},
 }
+#: Segments whose world orientation a source gives (:attr:`KeypointMotion.rotations`), per model:
+#: segment -> the model body rigidly attached to it. The feet are left out: a model foot turns
+#: about fewer axes than a source's 3-DOF ankle, so a foot target would twist the whole leg
+#: to follow the source's foot roll; the sole points and toe keypoints place the feet.
+_LEG_SEGMENTS = {
+    "pelvis": "pelvis",
+    "trunk": "torso",
+    **{f"thigh_{s}": f"femur_{s}" for s in SIDES},
+    **{f"shank_{s}": f"tibia_{s}" for s in SIDES},
+}
+MODEL_SEGMENTS: dict[str, dict[str, str]] = {
+    "myolegs": _LEG_SEGMENTS,
+    "myofullbody": _LEG_SEGMENTS,
+    "musclemimic-fullbody": _LEG_SEGMENTS,
+    "tiny": {
+        "pelvis": "pelvis",
+        **{f"thigh_{s}": f"femur_{s}" for s in SIDES},
+        **{f"shank_{s}": f"tibia_{s}" for s in SIDES},
+    },
+}
+#: segment -> the source keypoint whose joint frame turns that segment, per source skeleton.
+SOURCE_SEGMENTS: dict[str, dict[str, str]] = {
+    "smpl": {
+        "pelvis": "pelvis",
+        "trunk": "spine3",
+        **{f"thigh_{s}": f"{SIDE_WORD[s]}_hip" for s in SIDES},
+        **{f"shank_{s}": f"{SIDE_WORD[s]}_knee" for s in SIDES},
+    },
+    "deepmimic": {
+        "pelvis": "root",
+        "trunk": "chest",
+        **{f"thigh_{s}": f"{SIDE_WORD[s]}_hip" for s in SIDES},
+        **{f"shank_{s}": f"{SIDE_WORD[s]}_knee" for s in SIDES},
+    },
+}
+#: Weight of each segment's orientation target per source (per rad^2; a keypoint's is 1 per m^2):
+#: at 0.1, 0.1 rad off costs what a keypoint 3 cm off costs, so keypoints lead and orientations
+#: settle what they leave free (thigh twist, how a miss at a joint limit is spread over the
+#: joints). DeepMimic's humanoid has 1-DOF knees about its own axes, which the model's knee
+#: axis does not share: its thigh and shank orientations cannot both be met, and following them
+#: moves the keypoints (README, measured section), so DeepMimic clips are fitted by positions.
+ORIENTATION_WEIGHTS = {"smpl": 0.1, "deepmimic": 0.0}
 #: Relative weight of each landmark in the keypoint task (others 1).
 LANDMARK_WEIGHTS = {"trunk": 0.3, **{f"toe_{s}": 0.5 for s in SIDES}}
 #: Segment lengths for per-segment scaling: (landmark a, landmark b, bodies scaled by the ratio).

@@ -384,18 +384,34 @@ class KinematicTree:
         """World positions (P, 3) of body-fixed points and their Jacobian (P, 3, n) w.r.t.
         variables ``x`` with ``dq_dx`` (nq, n) = d qpos / d x (default: qpos itself, n = nq;
         quaternion columns act through the unit-quaternion rate). ``body_ids`` are lean indices.
+        Closed form from the joint twists (:meth:`_twist_jacobians`): ``p`` moves at ``c + w x p``."""
+        lvl, xt, xr, w, c = self._twist_jacobians(q, body_ids, dq_dx)
+        pts = xt[lvl] + mv(xr[lvl], jnp.asarray(local_points, xt.dtype))
+        px, py, pz = (pts[:, i : i + 1] for i in range(3))
+        jac = c + jnp.stack(
+            [w[:, 1] * pz - w[:, 2] * py, w[:, 2] * px - w[:, 0] * pz, w[:, 0] * py - w[:, 1] * px], axis=1
+        )
+        return pts, jac
 
-        Closed form from the joint twists, in the variables directly: per body, its world angular
-        velocity ``w`` and linear velocity at the world origin ``c`` (nb, 3, n) per variable are
-        the ``dq_dx``-weighted sums of its ancestors' joint twists; a point ``p`` moves at
-        ``c + w x p``. No per-variable passes, no scatters."""
+    def rotations_and_jacobian(
+        self, q: jnp.ndarray, body_ids: Sequence[int] | np.ndarray, dq_dx: jnp.ndarray | None = None
+    ) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """World rotations (B, 3, 3) of lean bodies ``body_ids`` and their world angular-velocity
+        Jacobian (B, 3, n) (``dq_dx`` as in :meth:`points_and_jacobian`): ``dR/dx_k = [w_k]x R``."""
+        lvl, _, xr, w, _ = self._twist_jacobians(q, body_ids, dq_dx)
+        return xr[lvl], w
+
+    def _twist_jacobians(self, q, body_ids, dq_dx):
+        """Level-order index (B,) of each of ``body_ids``, all world positions and rotations
+        (level order), and per body its world angular velocity ``w`` and linear velocity at the
+        world origin ``c`` (B, 3, n) per variable: ``dq_dx``-weighted sums of its ancestors'
+        joint twists (what ``mj_jac`` does); no per-variable passes, no scatters."""
         plan = self._plan
         q = jnp.asarray(q)
         dtype = q.dtype
         levels = self._fk_levels(q)
         xt, xr = levels[:2]
         lvl = plan.to_tree_order[np.asarray(body_ids, dtype=np.int64)]
-        pts = xt[lvl] + mv(xr[lvl], jnp.asarray(local_points, dtype))
         unit_w, unit_c, quats = self._joint_twists(q, *levels)
         dq = jnp.eye(self.nq, dtype=dtype) if dq_dx is None else dq_dx
         nb, n = self.nbody, dq.shape[1]
@@ -412,12 +428,7 @@ class KinematicTree:
             c = c + anc * (cols_c @ dq[qadr : qadr + 4])
         for body, qadr in plan.frees:
             c = c + jnp.asarray(plan.ancestors[:, body], dtype)[:, None, None] * dq[qadr : qadr + 3]
-        w, c = w[lvl], c[lvl]  # (P, 3, n)
-        px, py, pz = (pts[:, i : i + 1] for i in range(3))
-        jac = c + jnp.stack(
-            [w[:, 1] * pz - w[:, 2] * py, w[:, 2] * px - w[:, 0] * pz, w[:, 0] * py - w[:, 1] * px], axis=1
-        )
-        return pts, jac
+        return lvl, xt, xr, w[lvl], c[lvl]
 
     def point_jacobian(self, q: jnp.ndarray, body: int, local_point: jnp.ndarray) -> jnp.ndarray:
         """Jacobian (3, nv) of a point fixed in lean body ``body`` w.r.t. the tangent at ``q``

@@ -45,12 +45,13 @@ STEP_TOL = 1e-5  # rad or m: a step this small from an accepted point ends the f
 
 class _LMState(NamedTuple):
     """One frame's LM state: best point ``q`` (nq,) with the normal equations of its rows
-    (``hess`` = J^T J (n, n), ``grad`` = J^T r (n,)) and ``cost``; the next candidate ``cand``
-    (nq,); damping ``lam``; evaluations so far ``it``; ``conv``."""
+    (``hess`` = J^T J (n, n), ``grad`` = J^T r (n,)), its Jacobian ``jac`` (m, n) and ``cost``;
+    the next candidate ``cand`` (nq,); damping ``lam``; evaluations so far ``it``; ``conv``."""
 
     q: jnp.ndarray
     hess: jnp.ndarray
     grad: jnp.ndarray
+    jac: jnp.ndarray
     cost: jnp.ndarray
     cand: jnp.ndarray
     lam: jnp.ndarray
@@ -245,15 +246,16 @@ class IKProblem:
         return jnp.concatenate(errs) if errs else jnp.full((1,), jnp.nan, q.dtype)
 
     # ------------------------------------------------------------------ one frame of LM
-    def _lm_start(self, q_init: jnp.ndarray, lam: jnp.ndarray) -> _LMState:
+    def _lm_start(self, q_init: jnp.ndarray, lam: jnp.ndarray, n_rows: int) -> _LMState:
         """LM state (:class:`_LMState`) before the first evaluation, at ``project(q_init)``,
-        with initial damping ``lam``."""
+        with initial damping ``lam`` (``n_rows``: the residual's rows)."""
         q0 = self.project(q_init)
         n, dtype = self.n_vars, q0.dtype
         return _LMState(
             q=q0,
             hess=jnp.zeros((n, n), dtype),
             grad=jnp.zeros(n, dtype),
+            jac=jnp.zeros((n_rows, n), dtype),
             cost=jnp.asarray(jnp.inf, dtype),
             cand=q0,
             lam=jnp.asarray(lam, dtype),
@@ -261,21 +263,27 @@ class IKProblem:
             conv=jnp.asarray(False),
         )
 
-    def _lm_step(self, state: _LMState, frame, prev: Previous, tol) -> _LMState:
-        """One LM iteration on one frame: linearise at the candidate (rows, Jacobian, and its
-        normal equations); accept it if it lowers the cost; take the next step from the best
-        point so far. The first call (``it == 0``) only evaluates the start point."""
-        q, hess, grad, cost, cand, lam, it, _ = state
-        jac_c, r_c = self.linearize(cand, frame, prev)
-        cost_c = 0.5 * r_c @ r_c
-        accept = cost_c < cost
-        small = accept & (it > 0) & ((cost - cost_c) <= tol * cost)
-        q = jnp.where(accept, cand, q)
-        hess = jnp.where(accept, jac_c.T @ jac_c, hess)
-        grad = jnp.where(accept, jac_c.T @ r_c, grad)
-        lam = jnp.where(it == 0, lam, jnp.where(accept, lam * 0.3, lam * 10.0))
-        lam = jnp.clip(lam, LAMBDA_MIN, LAMBDA_MAX)
-        cost = jnp.where(accept, cost_c, cost)
+    def _lm_reuse(self, q_init: jnp.ndarray, last: _LMState, frame, prev: Previous, lam, tol) -> _LMState:
+        """LM state for a new frame at ``project(q_init)`` (the constant-velocity prediction)
+        without linearising there: its residual rows are evaluated exactly (one FK), and the last
+        frame's Jacobian ``last.jac`` (at the last solution, one frame away) stands in for its
+        own in the normal equations (``J^T J``, ``J^T r``). The first Gauss-Newton step is
+        taken from there: a frame costs one linearisation when that step lands (most frames of
+        a smooth clip), instead of one at the prediction and one after the step."""
+        q0 = self.project(q_init)
+        r = self.residual(q0, frame, prev)
+        cost = 0.5 * r @ r
+        grad = last.jac.T @ r
+        lam = jnp.asarray(lam, cost.dtype)
+        cand, final, g = self._propose(q0, last.hess, grad, cost, lam, tol)
+        conv = final | (jnp.max(jnp.abs(g)) <= 1e-14)
+        return _LMState(q0, last.hess, grad, last.jac, cost, cand, lam, jnp.asarray(1, jnp.int32), conv)
+
+    def _propose(self, q, hess, grad, cost, lam, tol):
+        """The next LM candidate (nq,) from the best point ``q`` and its normal equations
+        (bounded coordinates on an active bound frozen), whether the Gauss-Newton model calls
+        ``q`` final (the step is below ``STEP_TOL`` or predicted to lower the cost by less than
+        ``tol`` relative), and the free gradient (n,)."""
         qv = q[np.maximum(self.var_qadr, 0)]
         bounded = self.var_qadr >= 0
         at_lo = bounded & (qv <= jnp.asarray(self.var_lo) + 1e-12) & (grad > 0)
@@ -290,9 +298,28 @@ class IKProblem:
         # The Gauss-Newton model's predicted decrease of the next step: when even that is
         # below tol the point is final, without paying another evaluation.
         predicted = -(g @ dx) - 0.5 * (dx @ (h @ dx))
-        tiny_step = accept & ((jnp.max(jnp.abs(dx)) <= STEP_TOL) | (predicted <= tol * cost))
-        conv = small | tiny_step | (jnp.max(jnp.abs(g)) <= 1e-14) | (lam >= LAMBDA_MAX)
-        return _LMState(q, hess, grad, cost, cand, lam, it + 1, conv)
+        final = (jnp.max(jnp.abs(dx)) <= STEP_TOL) | (predicted <= tol * cost)
+        return cand, final, g
+
+    def _lm_step(self, state: _LMState, frame, prev: Previous, tol) -> _LMState:
+        """One LM iteration on one frame: linearise at the candidate (rows, Jacobian, and its
+        normal equations); accept it if it lowers the cost; take the next step from the best
+        point so far. The first call (``it == 0``) only evaluates the start point."""
+        q, hess, grad, jac, cost, cand, lam, it, _ = state
+        jac_c, r_c = self.linearize(cand, frame, prev)
+        cost_c = 0.5 * r_c @ r_c
+        accept = cost_c < cost
+        small = accept & (it > 0) & ((cost - cost_c) <= tol * cost)
+        q = jnp.where(accept, cand, q)
+        hess = jnp.where(accept, jac_c.T @ jac_c, hess)
+        grad = jnp.where(accept, jac_c.T @ r_c, grad)
+        jac = jnp.where(accept, jac_c, jac)
+        lam = jnp.where(it == 0, lam, jnp.where(accept, lam * 0.3, lam * 10.0))
+        lam = jnp.clip(lam, LAMBDA_MIN, LAMBDA_MAX)
+        cost = jnp.where(accept, cost_c, cost)
+        cand, final, g = self._propose(q, hess, grad, cost, lam, tol)
+        conv = small | (accept & final) | (jnp.max(jnp.abs(g)) <= 1e-14) | (lam >= LAMBDA_MAX)
+        return _LMState(q, hess, grad, jac, cost, cand, lam, it + 1, conv)
 
     # ------------------------------------------------------------------ sweeps (compiled)
     @property
@@ -322,11 +349,21 @@ class IKProblem:
         lin = self.linear_qadr
 
         def chain(q1, q2, frame, q_given, q_prev, weight):
-            def start(s, q1, q2):
+            first = jax.tree.map(lambda a: a[0], frame)
+            n_rows = jax.eval_shape(lambda: self.residual(q1, first, Previous(q1, weight[0]))).shape[0]
+
+            def start(s, q1, q2, last, have_jac):
                 warm = mode[s] == WARM
                 q_init = jnp.where(warm, q1.at[lin].add(q1[lin] - q2[lin]), q_given[s])
                 lam = jnp.where(warm, LAMBDA_WARM, LAMBDA_INIT)
-                return self._lm_start(q_init, lam), jnp.where(warm, q_init, q_prev[s])
+                q_ref = jnp.where(warm, q_init, q_prev[s])
+                fresh = self._lm_start(q_init, lam, n_rows)
+                # A warm frame after a solved one in this call reuses that one's Jacobian (see
+                # _lm_reuse); the first of a call linearises at its start.
+                here = jax.tree.map(lambda a: a[s], frame)
+                reused = self._lm_reuse(q_init, last, here, Previous(q_ref, weight[s]), LAMBDA_WARM, tol)
+                use = warm & have_jac
+                return jax.tree.map(lambda a, b: jnp.where(use, a, b), reused, fresh), q_ref
 
             def body(loop):
                 s, q1, q2, lm, q_ref, out = loop
@@ -342,11 +379,12 @@ class IKProblem:
                 q2 = jnp.where(chained, jnp.where(mode[s] == COLD, lm.q, q1), q2)
                 q1 = jnp.where(chained, lm.q, q1)
                 s = s + done.astype(s.dtype)
-                fresh, fresh_ref = start(jnp.minimum(s, n_sweeps - 1), q1, q2)
+                fresh, fresh_ref = start(jnp.minimum(s, n_sweeps - 1), q1, q2, lm, chained)
                 lm = jax.tree.map(lambda a, b: jnp.where(done, a, b), fresh, lm)
                 return s, q1, q2, lm, jnp.where(done, fresh_ref, q_ref), out
 
-            lm, q_ref = start(0, q1, q2)
+            blank = self._lm_start(q1, LAMBDA_INIT, n_rows)
+            lm, q_ref = start(0, q1, q2, blank, jnp.asarray(False))
             out = (
                 jnp.zeros((n_sweeps,) + q1.shape, q1.dtype),
                 jnp.zeros(n_sweeps, bool),

@@ -14,6 +14,15 @@ Fields (T frames, all lengths in metres, world frame Z up):
     fraction of (frame, limited independent joint) pairs outside the joint range by more than
     1e-6. Joints driven by joint equalities (the knee's coupled translations) follow their
     polynomial; how far those leave their declared ranges is ``coupled_joint_range_excess_max``.
+``limit_bound_frac``
+    per independent limited joint, the fraction of frames it sits on its range's bound (within
+    :data:`LIMIT_BOUND_TOLERANCE`; the solvers clip onto the bound, so a joint there is held by
+    its limit: the targets pull it further); joints never on a bound are left out.
+``limit_bound_frames``
+    the runs of consecutive frames in which some limit binds: ``{"frames": [first, last],
+    "joints": [...], "marker_rms_worst_m": ...}``, worst run first. A frame whose error is large
+    and lies in a run has that error from the model's range (question the listed joints' limits,
+    or the source); ``marker_rms_m`` gains ``worst_frame_unbound``, the worst frame outside them.
 ``equality_residual_max``
     largest absolute equality-constraint residual (MuJoCo ``efc_pos`` of equality rows).
 ``penetration_frac``, ``penetration_max_m``
@@ -58,6 +67,7 @@ from musclerl.retarget.terrain import terrain_summary
 
 PENETRATION_TOLERANCE_M = 1e-3
 LIMIT_TOLERANCE = 1e-6
+LIMIT_BOUND_TOLERANCE = 1e-4  # rad or m from a bound: the joint is on it
 TENDON_JUMP_FRAC = 0.05
 
 
@@ -66,6 +76,28 @@ def _stats(per_frame: np.ndarray) -> dict:
     if finite.size == 0:
         return {"mean": None, "worst_frame": None}
     return {"mean": float(finite.mean()), "worst_frame": float(finite.max())}
+
+
+def limit_excess(model: mujoco.MjModel, qpos: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """How far each limited hinge/slide joint is past its range (T, J) (rad or m; negative:
+    inside, by the distance to the nearer bound) for ``qpos`` (T, nq), which of them a joint
+    equality drives (J,) bool, and their names."""
+    limited = np.flatnonzero(
+        model.jnt_limited
+        & np.isin(model.jnt_type, [mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE])
+    )
+    dependent_adr = {c.dependent_qpos for c in joint_couplings(model)}
+    adr = model.jnt_qposadr[limited]
+    lo, hi = model.jnt_range[limited, 0], model.jnt_range[limited, 1]
+    values = np.asarray(qpos, dtype=float)[:, adr]
+    coupled = np.isin(adr, list(dependent_adr))
+    return np.maximum(lo - values, values - hi), coupled, [model.joint(int(j)).name for j in limited]
+
+
+def limits_bound(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
+    """(T,) bool: some independent limited joint sits on its bound (``limit_bound_frac``'s rule)."""
+    excess, coupled, _ = limit_excess(model, qpos)
+    return np.any(excess[:, ~coupled] > -LIMIT_BOUND_TOLERANCE, axis=1)
 
 
 def quality_report(
@@ -89,17 +121,10 @@ def quality_report(
     qpos = np.asarray(qpos, dtype=float)
     n = qpos.shape[0]
     data = mujoco.MjData(model)
-    limited = np.flatnonzero(
-        model.jnt_limited
-        & np.isin(model.jnt_type, [mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE])
-    )
-    dependent_adr = {c.dependent_qpos for c in joint_couplings(model)}
-    adr = model.jnt_qposadr[limited]
-    lo, hi = model.jnt_range[limited, 0], model.jnt_range[limited, 1]
-    values = qpos[:, adr]
-    excess = np.maximum(lo - values, values - hi)
-    coupled = np.isin(adr, list(dependent_adr))
+    excess, coupled, names = limit_excess(model, qpos)
     violation = excess[:, ~coupled] > LIMIT_TOLERANCE
+    bound = excess[:, ~coupled] > -LIMIT_BOUND_TOLERANCE  # (T, J) on (or past) a bound
+    bound_names = [n for n, c in zip(names, coupled, strict=True) if not c]
 
     feet = foot_geoms(model)
     bodies = body_collision_geoms(model)
@@ -149,6 +174,8 @@ def quality_report(
                 present.any(axis=1), np.nanmax(np.where(present, err, -np.inf), axis=1), np.nan
             )
         report["marker_rms_m"] = _stats(rms_frame)
+        unbound = rms_frame[~bound.any(axis=1)]
+        report["marker_rms_m"]["worst_frame_unbound"] = _stats(unbound)["worst_frame"]
         report["marker_max_m"] = _stats(max_frame)
         by_name = {}
         for i, name in enumerate(target_names):
@@ -161,6 +188,7 @@ def quality_report(
     report["failed_frames"] = int((~conv).sum())
     report["failed_frame_indices"] = [int(i) for i in np.flatnonzero(~conv)]
     report["joint_limit_violation_frac"] = float(violation.mean()) if violation.size else 0.0
+    report.update(limit_bound_summary(bound, bound_names, series.get("marker_rms_m")))
     report["coupled_joint_range_excess_max"] = (
         float(max(0.0, excess[:, coupled].max())) if coupled.any() else 0.0
     )
@@ -177,6 +205,30 @@ def quality_report(
     except InputError as err:  # no free root or no feet: nothing to stand on
         report["plausibility"] = {"skipped": str(err)}
     return report, series
+
+
+def limit_bound_summary(
+    bound: np.ndarray, joint_names: list[str], rms_frame_m: np.ndarray | None = None
+) -> dict:
+    """``limit_bound_frac`` and ``limit_bound_frames`` (see the module docstring) from ``bound``
+    (T, J) bool, joint ``j`` on a bound in frame ``t``, and the per-frame marker RMS (T,)."""
+    frac = bound.mean(axis=0) if len(bound) else np.zeros(len(joint_names))
+    order = np.argsort(-frac, kind="stable")
+    runs = []
+    any_bound = np.concatenate([[False], bound.any(axis=1), [False]])
+    starts = np.flatnonzero(~any_bound[:-1] & any_bound[1:])
+    ends = np.flatnonzero(any_bound[:-1] & ~any_bound[1:])  # exclusive
+    for a, b in zip(starts, ends, strict=True):
+        joints = [joint_names[j] for j in np.flatnonzero(bound[a:b].any(axis=0))]
+        worst = None
+        if rms_frame_m is not None and np.isfinite(rms_frame_m[a:b]).any():
+            worst = float(np.nanmax(rms_frame_m[a:b]))
+        runs.append({"frames": [int(a), int(b - 1)], "joints": joints, "marker_rms_worst_m": worst})
+    runs.sort(key=lambda r: -1.0 if r["marker_rms_worst_m"] is None else -r["marker_rms_worst_m"])
+    return {
+        "limit_bound_frac": {joint_names[j]: float(frac[j]) for j in order if frac[j] > 0},
+        "limit_bound_frames": runs,
+    }
 
 
 def write_report(path: str | os.PathLike, report: dict) -> None:

@@ -87,6 +87,28 @@ def mat_log(rot: jnp.ndarray) -> jnp.ndarray:
     return factor[..., None] * skew
 
 
+def log_jacobian_inverse(rotvec: jnp.ndarray) -> jnp.ndarray:
+    """Inverse left Jacobian of SO(3) (..., 3, 3) at rotation vectors ``e`` (..., 3), rad:
+    ``log(exp(d) exp(e)) = e + J_l^{-1}(e) d`` to first order in ``d`` (a world-frame
+    rotation applied on the left). ``I - [e]/2 + (1/a^2 - (1 + cos a) / (2 a sin a)) [e]^2``,
+    with its Taylor coefficient 1/12 near zero."""
+    x, y, z = rotvec[..., 0], rotvec[..., 1], rotvec[..., 2]
+    zero = jnp.zeros_like(x)
+    skew = jnp.stack(
+        [jnp.stack([zero, -z, y], -1), jnp.stack([z, zero, -x], -1), jnp.stack([-y, x, zero], -1)], -2
+    )
+    angle_sq = jnp.sum(rotvec * rotvec, axis=-1)
+    small = angle_sq < 1e-8
+    angle = jnp.sqrt(jnp.where(small, 1.0, angle_sq))
+    coeff = jnp.where(
+        small,
+        1.0 / 12.0 + angle_sq / 720.0,
+        1.0 / jnp.where(small, 1.0, angle_sq) - (1.0 + jnp.cos(angle)) / (2.0 * angle * jnp.sin(angle)),
+    )
+    eye = jnp.eye(3, dtype=rotvec.dtype)
+    return eye - 0.5 * skew + coeff[..., None, None] * (skew @ skew)
+
+
 def mat_to_quat(rot: jnp.ndarray) -> jnp.ndarray:
     """Rotation matrices (..., 3, 3) -> unit quaternions (..., 4), w >= 0, robust at any angle."""
     m = rot

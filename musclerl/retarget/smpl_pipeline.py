@@ -2,15 +2,19 @@
 
 Steps of :func:`retarget_keypoints`:
 
-1. **Model.** :func:`prepare_model` scales the model per segment to the source skeleton (median
-   bone lengths of the clip against the model's, :data:`~musclerl.retarget.correspondence.SEGMENTS`,
-   with :func:`musclerl.models.scaling.scale_spec`), then adds a site per landmark
-   (``kp_<landmark>``) and per sole point (``sole_<heel|toe_tip>_<l|r>``, from the feet's
-   collision geoms).
+1. **Model.** :func:`~musclerl.retarget.keypoint_model.prepare_model` scales the model per
+   segment to the source skeleton and adds a site per landmark (``kp_<landmark>``) and per sole
+   point (``sole_<heel|toe_tip>_<l|r>``, from the feet's collision geoms).
 2. **Keypoint IK.** The whole clip is fitted to the landmarks in one batched JAX solve
    (:func:`musclerl.retarget.solver.solve_clip`, weighted least squares, Levenberg-Marquardt,
    warm-start chains): joint limits held, the model's joint equalities exact, smoothness, and
    tendon continuity (muscle-path jumps between frames detected and re-solved).
+   **Orientations.** Where the source gives joint rotations (SMPL/AMASS) and the source's
+   weight (:data:`~musclerl.retarget.correspondence.ORIENTATION_WEIGHTS`) is not 0, the
+   pelvis, trunk, thighs and shanks also get orientation targets
+   (:class:`~musclerl.retarget.tasks.OrientationTask`), their fixed offsets from the source's
+   joint frames calibrated on the positions-only solve (:mod:`musclerl.retarget.orientations`),
+   and the clip is solved again with them; every later pass keeps them.
 3. **Contact and terrain.** Stance flags come from the source's foot keypoints
    (:mod:`~musclerl.retarget.contact`); the support surface from the model's sole points in
    stance and the swing feet's free space (:mod:`~musclerl.retarget.terrain`).
@@ -22,9 +26,10 @@ Steps of :func:`retarget_keypoints`:
    Steps 2 and 4 share one :class:`~musclerl.retarget.solver.IKProblem` (:class:`ClipIK`): the
    anchors and planes are its targets (all NaN in step 2), and so are the keypoint sites' local
    points (the toes and trunk are placed per motion). Scale factors are rounded
-   (:data:`SCALE_DECIMALS`), so the motions of one skeleton (AMASS without body shapes, DeepMimic)
-   give one scaled model: with ``solvers`` (a folder run keeps it per worker) they share one
-   compiled solver, and a new process loads it from JAX's persistent compilation cache.
+   (:data:`~musclerl.retarget.keypoint_model.SCALE_DECIMALS`), so the motions of one skeleton
+   (AMASS without body shapes, DeepMimic) give one scaled model: with ``solvers`` (a folder run
+   keeps it per worker) they share one compiled solver, and a new process loads it from JAX's
+   persistent compilation cache.
    Measured on a folder of DeepMimic run, DeepMimic walk and a generated SMPL step walk onto
    myolegs, empty cache (2 shared CPU cores, load 2.0): compile 7.7 / 0.0 / 7.1 s (before:
    6.8 / 5.6 / 6.3 s, one compile per motion), 23 s for the folder (before: 26 s); a second
@@ -52,36 +57,37 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.errors import InputError
-from musclerl.models.registry import compile_spec, load_spec
-from musclerl.models.scaling import scale_spec
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
 from musclerl.retarget import correspondence as corr
+from musclerl.retarget import orientations as orient
 from musclerl.retarget.constraints import TendonContinuity
-from musclerl.retarget.contact import ContactParams, detect_contacts, dilate_flags
+from musclerl.retarget.contact import ContactParams, dilate_flags
 from musclerl.retarget.ground import (
     GeomSurface,
     GroundContact,
     GroundParams,
-    collision_geoms,
     penetration_m,
     site_positions_m,
     skating_mps,
 )
 from musclerl.retarget.ground_constraint import ground_planes
+from musclerl.retarget.keypoint_model import (
+    PreparedModel,
+    contact_flags,
+    prepare_model,
+    site_ids,
+    site_name,
+    wraps_in_place,
+)
 from musclerl.retarget.marker_fit import align_root, equality_residual, joint_couplings
-from musclerl.retarget.soles import SOLE_POINTS, rest_points, sole_points, sole_site_name
+from musclerl.retarget.soles import SOLE_POINTS
 from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 
 #: Weight of the pull of every coordinate towards the model's rest pose (per rad^2 or m^2; a
 #: keypoint's weight is 1 per m^2): it holds still the coordinates no keypoint sees (wrists,
 #: fingers, toes), which otherwise wander with the warm starts and make muscle paths jump.
 POSTURE_WEIGHT = 1e-4
-#: Scale factors are rounded to this many decimals (0.1 %: under a millimetre on a segment): the
-#: clips of one skeleton (AMASS without body shapes, DeepMimic's humanoid), whose median bone
-#: lengths differ only by noise, then give one scaled model, and share its compiled solver.
-SCALE_DECIMALS = 3
 #: Compiled problems a ``solvers`` dict of :func:`retarget_keypoints` keeps (least recently used
 #: dropped first): a folder of clips with their own body shapes must not pile them up.
 SOLVERS_KEPT = 4
@@ -98,181 +104,11 @@ class PipelineParams:
     blend_s: float = 0.1  # swing frames this close to a stance phase are eased onto its anchor
     max_iterations: int = 50  # LM iterations per warm-started frame
     tolerance: float = 1e-4  # a frame has converged when an LM step lowers the cost by less (relative)
+    # Per segment orientation target; None: the source's (correspondence.ORIENTATION_WEIGHTS).
+    orientation_weight: float | None = None
     contact: ContactParams = ContactParams()
     terrain: TerrainParams = TerrainParams()
     ground_params: GroundParams = GroundParams()
-
-
-@dataclasses.dataclass(frozen=True)
-class PreparedModel:
-    """A scaled model with landmark and sole sites. Sole points are ordered foot-major:
-    (heel_l, toe_tip_l, heel_r, toe_tip_r); ``sole_foot`` (P,) is 0 for left, 1 for right."""
-
-    name: str
-    model: mujoco.MjModel
-    scale_factors: dict[str, float]
-    landmarks: tuple[str, ...]
-    sole_sites: tuple[str, ...]
-    sole_foot: np.ndarray
-    foot_geoms: np.ndarray  # collision geoms of both feet
-    collision: GeomSurface  # every collision geom of the body
-
-
-def _median_length(a_m: np.ndarray, b_m: np.ndarray) -> float:
-    """Median over frames of the distance between two point tracks (T, 3)."""
-    return float(np.median(np.linalg.norm(a_m - b_m, axis=-1)))
-
-
-def _trunk_ratio(rest: dict[str, np.ndarray], motion: KeypointMotion, src: dict[str, str]) -> float | None:
-    """Source / model distance from the hip midpoint to the shoulder midpoint (None if unknown)."""
-    needed = ("hip_l", "hip_r", "shoulder_l", "shoulder_r")
-    if not all(k in rest and src.get(k) in motion.names for k in needed):
-        return None
-
-    def mid(a, b):
-        return 0.5 * (a + b)
-
-    source = _median_length(
-        mid(motion.keypoint(src["hip_l"]), motion.keypoint(src["hip_r"])),
-        mid(motion.keypoint(src["shoulder_l"]), motion.keypoint(src["shoulder_r"])),
-    )
-    model = float(
-        np.linalg.norm(mid(rest["hip_l"], rest["hip_r"]) - mid(rest["shoulder_l"], rest["shoulder_r"]))
-    )
-    return source / max(model, 1e-6)
-
-
-def _site_ids(model: mujoco.MjModel, names) -> np.ndarray:
-    return np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in names], dtype=int)
-
-
-def prepare_model(
-    model_name: str, motion: KeypointMotion, scale: bool = True, contact: ContactParams | None = None
-) -> tuple[PreparedModel, corr.Correspondence]:
-    """Scale ``model_name`` to the skeleton of ``motion`` and add landmark and sole sites."""
-    key = corr.table_key(model_name)
-    kind = corr.source_kind(motion.names)
-    corr.check_upright(kind, motion.names, motion.positions_m, motion.source)
-    table = corr.MODEL_LANDMARKS[key]
-    spec = load_spec(model_name)
-    base = compile_spec(spec, model_name)
-    factors: dict[str, float] = {}
-    if scale:
-        rest = rest_points(base, key)
-        rest.update({lm: _world(base, b, p) for lm, (b, p) in sole_points(base, key, rest).items()})
-        src = corr.SOURCE_LANDMARKS[kind]
-        ratios: dict[str, list[float]] = {}
-        for a, b, bodies in corr.SEGMENTS:
-            if a in rest and b in rest and src.get(a) in motion.names and src.get(b) in motion.names:
-                length = _median_length(motion.keypoint(src[a]), motion.keypoint(src[b]))
-                ratio = length / max(float(np.linalg.norm(rest[a] - rest[b])), 1e-6)
-                for body in bodies:
-                    if mujoco.mj_name2id(base, mujoco.mjtObj.mjOBJ_BODY, body) >= 0:
-                        ratios.setdefault(body, []).append(ratio)
-        factors = {b: round(float(np.mean(r)), SCALE_DECIMALS) for b, r in ratios.items()}
-        if not factors:
-            raise InputError(model_name, "no segment of the model could be measured on the motion")
-        # Bodies no segment covers (spine, head, shoulder girdle, hands) take the trunk's ratio,
-        # hip midpoint to shoulder midpoint, when the model has shoulders; else the median.
-        overall = round(
-            _trunk_ratio(rest, motion, src) or float(np.median(list(factors.values()))), SCALE_DECIMALS
-        )
-        for i in range(1, base.nbody):
-            factors.setdefault(base.body(i).name, overall)
-        if not all(0.5 < f < 2.0 for f in factors.values()):
-            raise InputError(motion.source or "motion", f"implausible segment scale factors {factors}")
-        scale_spec(spec, factors, source=model_name)
-    scaled = compile_spec(spec, model_name) if scale else base  # unscaled: the spec is unchanged
-    rest = rest_points(scaled, key)
-    soles = sole_points(scaled, key, rest)
-    # The trunk point: above the hip midpoint at the source's trunk height.
-    src = corr.SOURCE_LANDMARKS[kind]
-    trunk_body = mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, corr.TRUNK_BODY[key])
-    sites: dict[str, tuple[int, np.ndarray]] = {}
-    data = mujoco.MjData(scaled)
-    mujoco.mj_kinematics(scaled, data)
-    for lm, (body, local) in table.items():
-        sites[lm] = (
-            mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, body),
-            np.zeros(3) if local is None else np.asarray(local, dtype=float),
-        )
-    sites.update(soles)
-    sites.update(_calibrated_toes(scaled, key, kind, motion, rest, contact))
-    if trunk_body >= 0 and src["trunk"] in motion.names:
-        mid_src = 0.5 * (motion.keypoint(src["hip_l"]) + motion.keypoint(src["hip_r"]))
-        height = _median_length(motion.keypoint(src["trunk"]), mid_src)
-        point = 0.5 * (rest["hip_l"] + rest["hip_r"]) + np.array([0.0, 0.0, height])
-        sites["trunk"] = (trunk_body, data.xmat[trunk_body].reshape(3, 3).T @ (point - data.xpos[trunk_body]))
-    for lm, (body, local) in sites.items():
-        spec.body(scaled.body(body).name).add_site(name=_site_name(lm), pos=local, size=[0.01, 0, 0], group=5)
-    model = compile_spec(spec, model_name)
-    sole_names = tuple(sole_site_name(p, s) for s in corr.SIDES for p in SOLE_POINTS)
-    foot_ids = [
-        mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b)
-        for bodies in corr.FOOT_BODIES[key].values()
-        for b in bodies
-    ]
-    prepared = PreparedModel(
-        name=model_name,
-        model=model,
-        scale_factors=factors,
-        landmarks=tuple(sites),
-        sole_sites=sole_names,
-        sole_foot=np.repeat(np.arange(2), len(SOLE_POINTS)),
-        foot_geoms=collision_geoms(model, [i for i in foot_ids if i >= 0]),
-        collision=GeomSurface.of(model, collision_geoms(model)),
-    )
-    return prepared, corr.correspondence(model_name, kind, motion.names, tuple(sites))
-
-
-def _calibrated_toes(
-    model: mujoco.MjModel,
-    key: str,
-    kind: str,
-    motion: KeypointMotion,
-    rest: dict[str, np.ndarray],
-    contact: ContactParams | None,
-) -> dict[str, tuple[int, np.ndarray]]:
-    """Toe landmarks placed from the motion's flat-foot stance, as a marker placer would.
-
-    A skeleton's toe joint need not sit on the foot where the model's MTP joint does: SMPL's
-    foot joint lies 25 degrees below the ankle-to-toe line's horizontal, myolegs' MTP 19 degrees.
-    Matching origins would pitch the model's foot on every stance. So the model's ``toe_*``
-    point is put, on the foot in its flat rest pose, at the length and downward angle the
-    source's ankle-to-toe vector has in the frames where the whole foot is planted.
-    """
-    src = corr.SOURCE_LANDMARKS[kind]
-    if kind != "smpl":
-        return {}
-    flags = source_contact_flags(motion, kind, contact or ContactParams())
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    out = {}
-    for f, side in enumerate(corr.SIDES):
-        flat = flags[:, f, 0] & flags[:, f, 1]
-        if flat.sum() < 3 or f"toe_{side}" not in rest:
-            continue
-        d = motion.keypoint(src[f"toe_{side}"])[flat] - motion.keypoint(src[f"ankle_{side}"])[flat]
-        length = float(np.median(np.linalg.norm(d, axis=-1)))
-        drop = float(np.median(np.arctan2(-d[:, 2], np.hypot(d[:, 0], d[:, 1]))))
-        forward = rest[f"toe_{side}"] - rest[f"ankle_{side}"]
-        forward[2] = 0.0
-        forward /= np.linalg.norm(forward)
-        down = np.array([0.0, 0.0, -1.0])
-        point = rest[f"ankle_{side}"] + length * (np.cos(drop) * forward + np.sin(drop) * down)
-        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, corr.FOOT_BODIES[key][side][0])
-        out[f"toe_{side}"] = (body, data.xmat[body].reshape(3, 3).T @ (point - data.xpos[body]))
-    return out
-
-
-def _world(model: mujoco.MjModel, body: int, local: np.ndarray) -> np.ndarray:
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    return data.xpos[body] + data.xmat[body].reshape(3, 3) @ local
-
-
-def _site_name(landmark: str) -> str:
-    return f"sole_{landmark}" if landmark.startswith(SOLE_POINTS) else f"kp_{landmark}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,7 +128,9 @@ class ClipIK:
 
     Tasks: the keypoint sites (``MarkerTask``, the correspondence weights; the sites' local
     points come with the targets, so motions whose sites differ, e.g. the calibrated toes and
-    trunk, share the problem). Constraints: joint limits, joint equalities, smoothness, tendon
+    trunk, share the problem); segment orientations (``OrientationTask``, targets (T, B, 4),
+    all NaN in the positions-only pass) when ``segment_bodies`` are given. Constraints: joint
+    limits, joint equalities, smoothness, tendon
     continuity (jumps detected and re-solved,
     :class:`~musclerl.retarget.constraints.TendonContinuity`), a weak rest-pose pull
     (:data:`POSTURE_WEIGHT`) and
@@ -304,24 +142,33 @@ class ClipIK:
     """
 
     def __init__(
-        self, prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray, params: PipelineParams
+        self,
+        prepared: PreparedModel,
+        kp_sites: list[str],
+        kp_weights: np.ndarray,
+        params: PipelineParams,
+        segment_bodies: tuple[str, ...] = (),
     ):
         from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
         from musclerl.retarget.ground_constraint import SoleContact
         from musclerl.retarget.kinematics import KinematicTree
         from musclerl.retarget.solver import IKProblem
-        from musclerl.retarget.tasks import MarkerTask, PostureTask
+        from musclerl.retarget.tasks import MarkerTask, OrientationTask, PostureTask
 
         model = prepared.model
-        kp_ids = _site_ids(model, kp_sites)
-        sole_ids = _site_ids(model, prepared.sole_sites)
+        kp_ids = site_ids(model, kp_sites)
+        sole_ids = site_ids(model, prepared.sole_sites)
         body_of = [model.body(int(model.site_bodyid[i])).name for i in kp_ids]
         keep = body_of + [model.body(int(model.site_bodyid[i])).name for i in sole_ids]
-        tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep)))
+        tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep + list(segment_bodies))))
         tasks = [
             MarkerTask(tree, body_of, None, np.asarray(kp_weights, dtype=float), name="keypoints"),
             PostureTask(model.qpos0, weight=POSTURE_WEIGHT),
         ]
+        if segment_bodies:
+            weights = np.full(len(segment_bodies), params.orientation_weight)
+            tasks.append(OrientationTask(tree, segment_bodies, weights, name="orientations"))
+        self.n_segments = len(segment_bodies)
         constraints = [
             JointLimits(model),
             JointEqualities(model),
@@ -336,36 +183,54 @@ class ClipIK:
 
     @staticmethod
     def key(
-        prepared: PreparedModel, kp_sites: list[str], kp_weights: np.ndarray, params: PipelineParams
+        prepared: PreparedModel,
+        kp_sites: list[str],
+        kp_weights: np.ndarray,
+        params: PipelineParams,
+        segment_bodies: tuple[str, ...] = (),
     ) -> tuple:
         """What a ClipIK depends on besides the keypoint sites' placement: the model and its
         (rounded) scale factors, which fix the scaled tree, its constraints and sole sites, the
-        keypoint sites and weights, and the settings. Equal keys: one ClipIK serves both."""
+        keypoint sites and weights, the oriented bodies, and the settings. Equal keys: one
+        ClipIK serves both."""
         return (
             prepared.name,
             tuple(sorted(prepared.scale_factors.items())),
             tuple(kp_sites),
             np.asarray(kp_weights, dtype=float).tobytes(),
             params,
+            tuple(segment_bodies),
         )
 
     def reset_stats(self) -> None:
         self.stats = {"compile_s": 0.0, "solve_s": 0.0, "tendon_jumps_detected": 0, "tendon_jumps_left": 0}
 
     def solve(
-        self, kp_targets: np.ndarray, kp_local_m: np.ndarray, ground: np.ndarray | None, q0: np.ndarray
+        self,
+        kp_targets: np.ndarray,
+        kp_local_m: np.ndarray,
+        ground: np.ndarray | None,
+        q0: np.ndarray,
+        orientations: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """qpos (T, nq) and converged (T,) for keypoints (T, L, 3) on sites at ``kp_local_m``
-        (L, 3) in their bodies, and sole targets ``ground`` (T, P, 6): anchors and ground planes
-        (None: no ground, the keypoint pass)."""
+        (L, 3) in their bodies, sole targets ``ground`` (T, P, 6): anchors and ground planes
+        (None: no ground, the keypoint pass), and segment ``orientations`` (T, B, 4) quaternions
+        (None: positions only, the pass that calibrates them)."""
         from musclerl.retarget.solver import solve_clip
 
+        n = len(kp_targets)
         if ground is None:
-            ground = np.full((len(kp_targets), self.n_sole, 6), np.nan)
+            ground = np.full((n, self.n_sole, 6), np.nan)
         local = np.broadcast_to(kp_local_m, kp_targets.shape)
+        targets = {"keypoints": np.concatenate([kp_targets, local], axis=-1), "ground": ground}
+        if self.n_segments:
+            targets["orientations"] = (
+                np.full((n, self.n_segments, 4), np.nan) if orientations is None else orientations
+            )
         result = solve_clip(
             self.problem,
-            {"keypoints": np.concatenate([kp_targets, local], axis=-1), "ground": ground},
+            targets,
             q0,
             max_iters=self.params.max_iterations,
             tol=self.params.tolerance,
@@ -406,20 +271,31 @@ def retarget_keypoints(
     params = params or PipelineParams()
     prepared, match = prepare_model(model_name, motion, scale=params.scale, contact=params.contact)
     model = prepared.model
-    kp_sites = [_site_name(lm) for lm in match.landmarks]
+    kp_sites = [site_name(lm) for lm in match.landmarks]
     sites = kp_sites + list(prepared.sole_sites)
     kp_targets = match.source_positions(motion.names, motion.positions_m)  # (T, L, 3)
     q0 = align_root(model, np.array(model.qpos0), kp_sites, kp_targets[0])
-    key = ClipIK.key(prepared, kp_sites, match.weights, params)
+    segs = orient.segments(model, model_name, motion, match.source_kind)
+    weight = params.orientation_weight
+    if weight is None:
+        weight = corr.ORIENTATION_WEIGHTS[match.source_kind]
+        params = dataclasses.replace(params, orientation_weight=weight)
+    bodies = segs.bodies if weight > 0 else ()
+    key = ClipIK.key(prepared, kp_sites, match.weights, params, bodies)
     solvers = {} if solvers is None else solvers
-    ik = solvers.pop(key, None) or ClipIK(prepared, kp_sites, match.weights, params)
+    ik = solvers.pop(key, None) or ClipIK(prepared, kp_sites, match.weights, params, bodies)
     solvers[key] = ik  # most recently used last
     while len(solvers) > SOLVERS_KEPT:
         solvers.pop(next(iter(solvers)))
     ik.reset_stats()
-    kp_local = model.site_pos[_site_ids(model, kp_sites)]  # (L, 3)
+    kp_local = model.site_pos[site_ids(model, kp_sites)]  # (L, 3)
     q, converged = ik.solve(kp_targets, kp_local, None, q0)
-    sole_ids = _site_ids(model, prepared.sole_sites)
+    orientations = None
+    if bodies:
+        source_rot = motion.rotations[:, segs.keypoints]
+        orientations = _orientation_targets(model, q, kp_targets, kp_sites, source_rot, bodies)
+        q, converged = ik.solve(kp_targets, kp_local, None, q0, orientations)
+    sole_ids = site_ids(model, prepared.sole_sites)
     sole1 = site_positions_m(model, q, sole_ids)
 
     flags = contact_flags(motion, match.source_kind, params.contact)
@@ -449,7 +325,9 @@ def retarget_keypoints(
             planes = ground_planes(
                 terrain, np.where(np.isnan(targets), site_positions_m(model, q, sole_ids), targets)
             )
-            q, converged = ik.solve(kp_targets, kp_local, np.concatenate([targets, planes], axis=-1), q0)
+            q, converged = ik.solve(
+                kp_targets, kp_local, np.concatenate([targets, planes], axis=-1), q0, orientations
+            )
             if k == params.ground_passes - 1:
                 break
             depth = _foot_penetration(prepared, q, terrain)  # (T, 2)
@@ -462,6 +340,7 @@ def retarget_keypoints(
             targets = np.where(lift[..., None] > 0, base, targets)
     metrics = measure(prepared, q, motion.rate_hz, kp_targets, kp_sites, flags, terrain, converged)
     metrics.update(ik.stats)
+    metrics["orientation_segments"] = list(segs.names) if bodies else []
     site_all = site_positions_m(
         model, q, np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites])
     )
@@ -481,6 +360,27 @@ def retarget_keypoints(
     )
     error = np.linalg.norm(site_all[:, : len(kp_sites)] - kp_targets, axis=-1)
     return RetargetResult(traj, prepared, error, converged, metrics)
+
+
+def _orientation_targets(
+    model: mujoco.MjModel,
+    q: np.ndarray,
+    kp_targets: np.ndarray,
+    kp_sites: list[str],
+    source_rot: np.ndarray,
+    bodies: tuple[str, ...],
+) -> np.ndarray:
+    """Orientation targets (T, B, 4) for ``bodies`` from the source's segment rotations
+    ``source_rot`` (T, B, 3, 3), their fixed offsets calibrated on the positions-only solve ``q``
+    (T, nq) over its well-fitted frames: no joint on a limit, keypoint RMS at most the median
+    (:mod:`musclerl.retarget.orientations`)."""
+    from musclerl.retarget.report import limits_bound
+
+    err = np.linalg.norm(site_positions_m(model, q, site_ids(model, kp_sites)) - kp_targets, axis=-1)
+    rms = np.sqrt(np.nanmean(err**2, axis=1))
+    use = (rms <= np.nanmedian(rms)) & ~limits_bound(model, q)
+    offsets = orient.calibrate_offsets(source_rot, orient.body_rotations(model, q, bodies), use)
+    return orient.orientation_targets(source_rot, offsets)
 
 
 def _clip_name(motion: KeypointMotion) -> str:
@@ -512,34 +412,6 @@ def _ease_into_anchors(
                 if not np.isnan(out[t, p, 0]):
                     break
     return out
-
-
-def source_contact_flags(motion: KeypointMotion, kind: str, params: ContactParams) -> np.ndarray:
-    """Stance flags (T, 2, 2) of the source's heel and toe keypoints, [side, (heel, toe)]."""
-    names = [kp for side in corr.SIDES for kp in corr.CONTACT_KEYPOINTS[kind][side]]
-    pts = np.stack([motion.keypoint(nm) for nm in names], axis=1)
-    flags = detect_contacts(pts, motion.rate_hz, loop=wraps_in_place(motion), params=params)
-    return flags.reshape(len(flags), 2, 2)
-
-
-def wraps_in_place(motion: KeypointMotion, tol_m: float = 0.05) -> bool:
-    """A cyclic clip whose last frame leads back to its first without moving: time wraps.
-
-    DeepMimic's cyclic walk and run cycle the pose but travel forward, so their last and first
-    frames are a stride apart and must not be treated as neighbours.
-    """
-    if not motion.loop or motion.num_frames < 3:
-        return False
-    jump = np.linalg.norm(motion.positions_m[-1] - motion.positions_m[0], axis=-1).max()
-    step = np.linalg.norm(np.diff(motion.positions_m, axis=0), axis=-1).max()
-    return bool(jump <= max(step, tol_m))
-
-
-def contact_flags(motion: KeypointMotion, kind: str, params: ContactParams) -> np.ndarray:
-    """Stance flags (T, P) of the sole points (:data:`SOLE_POINTS` of the left foot, then right)."""
-    src = source_contact_flags(motion, kind, params)
-    which = [0] + [1] * (len(SOLE_POINTS) - 1)  # heel contact -> heel, toe contact -> forefoot points
-    return np.concatenate([src[:, f, which] for f in range(2)], axis=1)
 
 
 def measure(
@@ -579,7 +451,7 @@ def measure(
     }
     if terrain is not None:
         depth = penetration_m(model, q, terrain, prepared.collision)
-        sole_ids = _site_ids(model, prepared.sole_sites)
+        sole_ids = site_ids(model, prepared.sole_sites)
         sole = site_positions_m(model, q, sole_ids)
         skate = skating_mps(sole, flags, rate_hz)
         both = flags[1:] & flags[:-1]

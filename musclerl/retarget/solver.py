@@ -22,6 +22,11 @@
    :meth:`IKProblem.resolve_frames`, the same compiled sweeps) run on the host, then per-frame
    errors are measured.
 
+A warm frame after a solved one of the same call does not linearise at its prediction: its
+residual there is evaluated exactly and the solved frame's Jacobian (one frame away) stands in
+for its own in the first Gauss-Newton step (:meth:`IKProblem._lm_reuse`), which saves one of
+the linearisations a frame would otherwise cost (the prediction, the step, the check).
+
 Each iteration linearises in closed form (:meth:`IKProblem.linearize`): marker Jacobians from
 the tree's joint twists directly in the free variables, coordinate/posture/smoothness rows as
 rows of ``dq/dx``; ``jax.jacfwd`` only for terms without a closed form (e.g. FrameTask).

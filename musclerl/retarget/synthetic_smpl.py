@@ -1,4 +1,5 @@
-"""A generated SMPL clip walking over known ground (steps, slopes) — truth for the SMPL pipeline.
+"""Generated SMPL clips with a known truth for the SMPL pipeline: a walk over known ground (steps,
+slopes), and crouches and a jump in place (:func:`smpl_crouch_jump`).
 
 :func:`smpl_walk` takes the feet of :func:`musclerl.retarget.synthetic_gait.walk_feet`, puts the
 pelvis between them at a height the legs can reach, and solves each leg of the built-in neutral
@@ -23,7 +24,7 @@ from scipy.ndimage import uniform_filter1d
 from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
-from musclerl.motion.smpl import SMPL_NEUTRAL_OFFSETS_M, write_amass_npz
+from musclerl.motion.smpl import SMPL_NEUTRAL_OFFSETS_M, smpl_forward_kinematics, write_amass_npz
 from musclerl.retarget.synthetic_gait import Course, GaitParams, SyntheticGait, walk_feet
 
 ANKLE_ABOVE_SOLE_M = 0.07
@@ -141,8 +142,103 @@ def smpl_walk(
     )
 
 
-def write_walk_npz(path: str | os.PathLike, walk: SmplWalk) -> None:
-    """Write ``walk`` as an AMASS SMPL-H ``.npz`` (21 body joints; SMPL's hand joints dropped)."""
+#: Crouch-and-jump key poses: (time s, knee flexion, ankle dorsiflexion, trunk lean, degrees),
+#: eased between with cosines. Standing; a shallow crouch; a deep crouch past a typical model's
+#: 30 deg dorsiflexion limit (held 3.9-4.4 s); a counter-movement, push-off on the toes, flight
+#: (``FLIGHT_S``) and a landing into a crouch.
+CROUCH_JUMP_KEYS = (
+    (0.0, 5.0, 2.0, 5.0),
+    (0.6, 5.0, 2.0, 5.0),
+    (1.3, 70.0, 20.0, 25.0),
+    (1.8, 70.0, 20.0, 25.0),
+    (2.5, 5.0, 2.0, 5.0),
+    (3.0, 5.0, 2.0, 5.0),
+    (3.9, 115.0, 38.0, 40.0),
+    (4.4, 115.0, 38.0, 40.0),
+    (5.2, 5.0, 2.0, 5.0),
+    (5.6, 90.0, 26.0, 35.0),
+    (5.95, 0.0, -35.0, 5.0),
+    (6.15, 25.0, -20.0, 5.0),
+    (6.3, 10.0, -10.0, 5.0),
+    (6.65, 85.0, 25.0, 30.0),
+    (7.4, 5.0, 2.0, 5.0),
+)
+FLIGHT_S = (5.95, 6.3)  # take-off and touch-down
+
+
+@dataclasses.dataclass(frozen=True)
+class SmplCrouchJump:
+    """SMPL parameters (as :class:`SmplWalk`) of :func:`smpl_crouch_jump`, with the truth per
+    frame: knee flexion, ankle dorsiflexion, trunk lean and hip flexion (T,) radians (both legs
+    alike) and ``airborne`` (T,) bool."""
+
+    root_orient: np.ndarray
+    body_pose: np.ndarray
+    trans_m: np.ndarray
+    rate_hz: float
+    knee_rad: np.ndarray
+    ankle_rad: np.ndarray
+    lean_rad: np.ndarray
+    hip_rad: np.ndarray
+    airborne: np.ndarray
+
+
+def _eased(keys: np.ndarray, time_s: np.ndarray) -> np.ndarray:
+    """Values (T, k) through key rows (n, 1 + k) (time first), cosine-eased between keys."""
+    idx = np.clip(np.searchsorted(keys[:, 0], time_s, side="right") - 1, 0, len(keys) - 2)
+    t0, t1 = keys[idx, 0], keys[idx + 1, 0]
+    u = np.clip((time_s - t0) / (t1 - t0), 0.0, 1.0)
+    w = (0.5 - 0.5 * np.cos(np.pi * u))[:, None]
+    return (1.0 - w) * keys[idx, 1:] + w * keys[idx + 1, 1:]
+
+
+def smpl_crouch_jump(rate_hz: float = 60.0, jump_height_m: float = 0.15) -> SmplCrouchJump:
+    """Crouches and a jump in place of the neutral SMPL skeleton (:data:`CROUCH_JUMP_KEYS`).
+
+    Sagittal poses only: trunk lean ``p`` tilts the pelvis forward, knee flexion ``k`` and ankle
+    dorsiflexion ``a`` as keyed, hip flexion ``h = k - a + p`` so the feet stay level (pitch
+    ``p - h + k - a = 0``) while on the ground. Standing, the lower of each foot's ankle
+    (``ANKLE_ABOVE_SOLE_M`` above its sole) and foot joint (its flat height) rests on z = 0 at a
+    fixed x; in flight the pelvis follows a parabola ``jump_height_m`` above the line joining its
+    take-off and touch-down heights."""
+    off = SMPL_NEUTRAL_OFFSETS_M
+    time_s = np.arange(int(round(CROUCH_JUMP_KEYS[-1][0] * rate_hz)) + 1) / rate_hz
+    knee, ankle, lean = np.radians(_eased(np.array(CROUCH_JUMP_KEYS), time_s)).T
+    hip = knee - ankle + lean
+    n = len(time_s)
+    tilt = Rotation.from_rotvec(np.outer(lean, [1.0, 0.0, 0.0])).as_matrix()
+    root = np.einsum("ij,tjk->tik", BODY_TO_WORLD, tilt)
+    body_pose = np.zeros((n, 23, 3))
+    for side in ("left", "right"):
+        hip_j, knee_j, ankle_j, _ = _LEGS[side]
+        body_pose[:, hip_j - 1, 0] = -hip
+        body_pose[:, knee_j - 1, 0] = knee
+        body_pose[:, ankle_j - 1, 0] = -ankle
+    body_pose[:, 15] = [0.0, 0.0, -1.2]  # arms down from the T-pose, as in smpl_walk
+    body_pose[:, 16] = [0.0, 0.0, 1.2]
+    root_orient = Rotation.from_matrix(root).as_rotvec()
+    joints = smpl_forward_kinematics(root_orient, body_pose, np.zeros((n, 3)))
+    feet_idx = [j for side in ("left", "right") for j in _LEGS[side][2:]]  # ankle, foot per leg
+    flat_foot_m = ANKLE_ABOVE_SOLE_M + (BODY_TO_WORLD @ off[_LEGS["left"][3]])[2]
+    lift = np.array([ANKLE_ABOVE_SOLE_M, flat_foot_m] * 2)
+    lowest = (joints[:, feet_idx, 2] - lift).min(axis=1)  # (T,) sole below the pelvis
+    trans = np.zeros((n, 3))
+    trans[:, 0] = -joints[:, feet_idx[0], 0]  # the left ankle's x fixed at 0 while standing
+    trans[:, 2] = -lowest
+    airborne = (time_s > FLIGHT_S[0]) & (time_s < FLIGHT_S[1])
+    span = FLIGHT_S[1] - FLIGHT_S[0]
+    tau = np.clip(time_s - FLIGHT_S[0], 0.0, span)
+    i0, i1 = (int(np.argmin(np.abs(time_s - s))) for s in FLIGHT_S)
+    line = trans[i0, 2] + (trans[i1, 2] - trans[i0, 2]) * tau / span
+    parabola = line + 4.0 * jump_height_m * tau * (span - tau) / span**2
+    trans[airborne, 2] = np.maximum(parabola, trans[:, 2])[airborne]
+    trans[airborne, 0] = trans[i0, 0] + (trans[i1, 0] - trans[i0, 0]) * tau[airborne] / span
+    return SmplCrouchJump(root_orient, body_pose, trans, rate_hz, knee, ankle, lean, hip, airborne)
+
+
+def write_walk_npz(path: str | os.PathLike, walk: SmplWalk | SmplCrouchJump) -> None:
+    """Write ``walk`` (or any generated clip) as an AMASS SMPL-H ``.npz`` (21 body joints;
+    SMPL's hand joints dropped)."""
     write_amass_npz(
         path,
         root_orient=walk.root_orient,

@@ -12,13 +12,14 @@ task                   cost added per frame                            target (p
 ``MarkerTask``         ``sum_i w_i |p_i(q) - m_i|^2`` (m)              (T, M, 3) world, NaN=missing
                                                                        (+1 weight, +3 local point)
 ``FrameTask``          ``w |mask_p (p - p*)|^2 + w_r |mask_r log(R R*^T)|^2``  (T, 7) pos + quat wxyz
+``OrientationTask``    ``sum_b w_b |log(R_b R*_b^T)|^2`` (rad)         (T, B, 4) quat wxyz, NaN=free
 ``CoordinateTask``     ``w sum_j (q_j - c_j)^2`` (rad or m)            optional (T, J), NaN=free
 ``PostureTask``        ``w sum_j (q_j - q_rest_j)^2`` over hinge/slide none
 =====================  ==============================================  ====================
 
 All weights are multiplied in as ``sqrt(w)`` on the residual rows. A task may also give
 ``residual_jacobian(tree, q, target, dq_dx)``: its rows and their Jacobian w.r.t. the solver's
-variables in closed form (MarkerTask from the tree's joint twists; CoordinateTask and
+variables in closed form (MarkerTask and OrientationTask from the tree's joint twists; CoordinateTask and
 PostureTask, whose rows are linear in the coordinates, as rows of ``dq_dx``); otherwise the
 solver differentiates ``residual`` with ``jax.jacfwd`` (FK has an analytic JVP, so that is
 cheap too).
@@ -34,6 +35,7 @@ import numpy as np
 
 from musclerl.errors import InputError, require
 from musclerl.retarget.kinematics import HINGE, SLIDE, KinematicTree, mat_log, quat_to_mat
+from musclerl.retarget.rotations import log_jacobian_inverse
 
 
 class Task:
@@ -221,6 +223,70 @@ class FrameTask(Task):
         if not np.any(self.pos_scale):
             return None
         return jnp.linalg.norm(self.pose(tree, q)[0] - target[:3])[None]
+
+
+class OrientationTask(Task):
+    """Bodies should take world orientations (segment directions and twists of a source skeleton).
+
+    Rows per body: ``sqrt(w_b) log(R_b R*_b^T)`` (world-frame rotation vector, rad) for the body
+    rotation ``R_b`` (body -> world) and its target ``R*_b``. Targets are (T, B, 4) quaternions
+    (w, x, y, z), body -> world; a NaN quaternion leaves that body free in that frame (an
+    all-NaN clip adds only zero rows, so one compiled problem serves with and without).
+    Closed-form Jacobian: the bodies' world angular-velocity Jacobian ``W`` (3, n) from the joint
+    twists, through the inverse left Jacobian of SO(3) at the error ``e``:
+    ``d log(R R*^T) = J_l^{-1}(e) W dx``.
+
+    Args:
+        tree: the kinematic tree (must contain ``bodies``).
+        bodies: (B,) body names.
+        weights: (B,) non-negative weights per rad^2 (a marker's weight is per m^2).
+        name: key of the targets.
+    """
+
+    def __init__(
+        self,
+        tree: KinematicTree,
+        bodies: Sequence[str],
+        weights: np.ndarray | Sequence[float],
+        name: str = "orientations",
+    ):
+        w = np.asarray(weights, dtype=np.float64)
+        require(
+            w.shape == (len(bodies),) and bool(np.all(w >= 0)) and bool(np.all(np.isfinite(w))),
+            name,
+            "weights must be (B,) finite and non-negative",
+        )
+        self.name = name
+        self.body_names = tuple(bodies)
+        self.body_ids = np.array([tree.body_index(b) for b in bodies], dtype=np.int64)
+        self.sqrt_w = np.sqrt(w)
+
+    def target_shape(self, tree: KinematicTree) -> tuple[int, ...]:
+        return (len(self.body_ids), 4)
+
+    def _errors(self, rot: jnp.ndarray, target: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Rotation errors (B, 3) of body rotations (B, 3, 3) and the valid mask (B, 1)."""
+        valid = jnp.all(jnp.isfinite(target), axis=-1, keepdims=True)
+        quat = jnp.where(valid, target, jnp.array([1.0, 0.0, 0.0, 0.0], rot.dtype))
+        goal = quat_to_mat(quat / jnp.linalg.norm(quat, axis=-1, keepdims=True))
+        return mat_log(rot @ jnp.swapaxes(goal, -1, -2)), valid
+
+    def residual(self, tree, q, target):
+        rot = tree.fk(q)[1][self.body_ids]
+        err, valid = self._errors(rot, target)
+        return jnp.where(valid, err * jnp.asarray(self.sqrt_w, q.dtype)[:, None], 0.0).reshape(-1)
+
+    def residual_jacobian(self, tree, q, target, dq_dx):
+        rot, w = tree.rotations_and_jacobian(q, self.body_ids, dq_dx)  # (B, 3, 3), (B, 3, n)
+        err, valid = self._errors(rot, target)
+        scale = jnp.where(valid, jnp.asarray(self.sqrt_w, q.dtype)[:, None], 0.0)  # (B, 1)
+        jac = log_jacobian_inverse(err) @ w * scale[:, :, None]
+        return (err * scale).reshape(-1), jac.reshape(3 * len(self.body_ids), -1)
+
+    def rotation_errors_rad(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray) -> jnp.ndarray:
+        """Unweighted angles (B,) between the bodies and their targets, NaN where missing."""
+        err, valid = self._errors(tree.fk(q)[1][self.body_ids], target)
+        return jnp.where(valid[:, 0], jnp.linalg.norm(err, axis=-1), jnp.nan)
 
 
 def _scalar_joint_qadr(model: mujoco.MjModel, names: Sequence[str], source: str) -> np.ndarray:
