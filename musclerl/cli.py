@@ -5,7 +5,9 @@ Subcommands: ``info``, ``retarget markers``, ``retarget smpl``, ``train``, ``eva
 ``add_arguments(parser)`` (cheap: no jax import) and ``run(args) -> int``.
 
 Bad input anywhere raises :class:`musclerl.errors.InputError`; ``main`` prints its one-line message
-to stderr and returns 2, with no traceback and no partial output.
+to stderr and returns 2, with no traceback and no partial output. Warnings raised while a command
+runs (a header count that disagrees with the rows, ...) are printed as one
+``musclerl: warning: ...`` line each, so an error is always the last line.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 from musclerl.errors import InputError
@@ -80,11 +83,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the CLI: one line, no source location."""
+    print(f"musclerl: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        with warnings.catch_warnings():  # restores the caller's warning display on exit
+            warnings.showwarning = _show_warning
+            return int(args._run(args) or 0)
     except InputError as err:
         print(f"musclerl: error: {err}", file=sys.stderr)
         return 2

@@ -97,12 +97,14 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.envs.tracking import TrackingEnv
     from musclerl.evaluate import compare, plots, report
     from musclerl.evaluate.rollout import rollout
-    from musclerl.fileio import atomic_path
+    from musclerl.fileio import atomic_path, check_outputs
     from musclerl.motion.trajectory import Trajectory
-    from musclerl.rl.export import load_policy
+    from musclerl.rl.export import check_motion, load_policy
 
     if bool(args.emg) != bool(args.emg_map):
         raise InputError("--emg/--emg-map", "give the EMG file and its channel map together")
+    inputs = [args.policy, args.motion, args.reference, args.activations, args.emg, args.emg_map]
+    check_outputs(folders={"--out": args.out}, inputs=inputs)
     signs = _signs(args.ref_sign)
     given_strikes = _strikes(args.heel_strikes)
     # read every input before the (slow) rollout so bad files fail fast
@@ -120,9 +122,10 @@ def run(args: argparse.Namespace) -> int:
 
         emg = read_emg(args.emg)
         emg_map = read_emg_map(args.emg_map, emg.channels)
+    traj = Trajectory.load(args.motion)
     policy = load_policy(args.policy)
     train_cfg = policy.config.get("train_config", {})
-    traj = Trajectory.load(args.motion)
+    check_motion(policy, traj, args.motion)
     if not 0 <= args.clip < traj.num_clips:
         raise InputError("--clip", f"motion has {traj.num_clips} clips, got {args.clip}")
     env = TrackingEnv(
