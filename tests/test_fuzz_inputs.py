@@ -300,3 +300,30 @@ SLOW_RANDOM = [
 def test_info_more_random_damage(kind, variant, room, capsys, monkeypatch):
     """More seeds of the random damage (the default run has seed 0)."""
     _run(variant, SUFFIX[kind], _info, room, capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate", "bench learn"])
+def test_motion_of_another_model_names_the_file(command, room, capsys, monkeypatch):
+    """A tiny Trajectory given to a myolegs config or policy: the line names the motion file."""
+    folder, cwd = room
+    motion = folder / "tiny_walk.npz"
+    motion.write_bytes(TINY_WALK.read_bytes())
+    out = folder / "out"
+    argv = {
+        "train": ["train", "--out", out, "--quiet", f"motion={motion}", "model=myolegs"],
+        "evaluate": ["evaluate", SHIPPED_POLICY, "--motion", motion, "--out", out],
+        "bench learn": ["bench", "learn", "--policy", SHIPPED_POLICY, "--motion", motion, "--out", out],
+    }[command]
+    outcome = check_call(
+        argv,
+        expect="refuse",
+        names=motion,
+        inputs=[motion, SHIPPED_POLICY],
+        outputs=[out],
+        folder=folder,
+        cwd=cwd,
+        capsys=capsys,
+        monkeypatch=monkeypatch,
+    )
+    assert outcome.ok, outcome.problems
+    assert "nq=13" in outcome.err and "myolegs" in outcome.err

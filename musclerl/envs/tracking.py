@@ -74,6 +74,9 @@ class TrackingEnv:
     ):
         if dataset is None:
             raise InputError("TrackingEnv", "a dataset (Trajectory or .npz path) is required")
+        source = (
+            f"motion for model '{dataset.model_name}'" if isinstance(dataset, Trajectory) else str(dataset)
+        )
         if not isinstance(dataset, Trajectory):
             dataset = Trajectory.load(dataset)
         if backend not in BACKENDS:
@@ -87,6 +90,10 @@ class TrackingEnv:
             str(model), self.config.sites, self.config.foot_bodies, dataset.terrain, self.config.integrator
         )
         self.model: mujoco.MjModel = self.world.model
+        try:  # the one line names the motion file (when given as a path) and this model
+            dataset.check_model(self.model, source)
+        except InputError as err:
+            raise InputError(err.source, f"{err.problem}; the environment's model is '{model}'") from err
         if self.config.control_hz > 0:  # a copy: the caller's config is not changed
             substeps = max(1, int(round(1.0 / (self.config.control_hz * self.model.opt.timestep))))
             self.config = dataclasses.replace(self.config, substeps=substeps)

@@ -59,9 +59,8 @@ def build_env(cfg: dict[str, Any]):
         toy = ToyTrackingEnv(num_envs=num_envs)
         return toy if cfg["backend"] == "mjx" else HostToyEnv(toy)
     from musclerl.envs import EnvConfig, TrackingEnv
-    from musclerl.motion.trajectory import Trajectory
 
-    motion = Trajectory.load(resolve_path(cfg["motion"]))
+    motion = resolve_path(cfg["motion"])  # a path: errors about the motion name its file
     env_cfg = EnvConfig.from_dict(cfg["env"], source="config: env")
     return TrackingEnv(
         model=cfg["model"],
