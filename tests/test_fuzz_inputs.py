@@ -224,6 +224,26 @@ def test_reference_refuses_bad_trajectory(variant, room, capsys, monkeypatch):
     _run(variant, ".npz", argv, room, capsys, monkeypatch)
 
 
+def test_train_refuses_a_one_frame_motion(room, capsys, monkeypatch):
+    folder, cwd = room
+    motion = folder / "one_frame.npz"
+    short_trajectory(1)(motion)
+    run = folder / "run"
+    outcome = check_call(
+        ["train", "--out", run, "--quiet", f"motion={motion}", "model=tiny", "threads=1"],
+        expect="refuse",
+        names=motion,
+        inputs=[motion],
+        outputs=[run],
+        folder=folder,
+        cwd=cwd,
+        capsys=capsys,
+        monkeypatch=monkeypatch,
+    )
+    assert outcome.ok, outcome.problems
+    assert "1 frame(s); tracking needs at least 2" in outcome.err
+
+
 @pytest.mark.parametrize("variant", _refused(TRAJECTORY), ids=_ids(_refused(TRAJECTORY)))
 def test_evaluate_refuses_bad_motion(variant, room, capsys, monkeypatch):
     def argv(path: Path, folder: Path):

@@ -53,6 +53,8 @@ from musclerl.errors import InputError
 from musclerl.motion.trajectory import Trajectory
 
 BACKENDS = ("cpu", "mjx")
+#: A clip needs a next frame to track and two frames for reference velocities.
+MIN_CLIP_FRAMES = 2
 
 
 class TrackingEnv:
@@ -79,6 +81,13 @@ class TrackingEnv:
         )
         if not isinstance(dataset, Trajectory):
             dataset = Trajectory.load(dataset)
+        lengths = dataset.clip_ends - dataset.clip_starts
+        if np.any(lengths < MIN_CLIP_FRAMES):
+            raise InputError(
+                source,
+                f"clip {int(np.argmin(lengths))} has {int(lengths.min())} frame(s); tracking needs at least "
+                f"{MIN_CLIP_FRAMES} per clip (reference velocities and the next frame)",
+            )
         if backend not in BACKENDS:
             raise InputError("TrackingEnv", f"unknown backend '{backend}'; choose one of {list(BACKENDS)}")
         if num_envs < 1:
