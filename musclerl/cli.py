@@ -5,7 +5,9 @@ Subcommands: ``info``, ``retarget markers``, ``retarget smpl``, ``train``, ``eva
 ``add_arguments(parser)`` (cheap: no jax import) and ``run(args) -> int``.
 
 Bad input anywhere raises :class:`musclerl.errors.InputError`; ``main`` prints its one-line message
-to stderr and returns 2, with no traceback and no partial output.
+to stderr and returns 2, with no traceback and no partial output. Warnings raised while a command
+runs (a header count that disagrees with the rows, ...) are printed as one
+``musclerl: warning: ...`` line each, so an error is always the last line.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import ctypes.util
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 from musclerl.errors import InputError
@@ -97,12 +100,19 @@ def check_gl_backend() -> None:
             raise InputError("MUJOCO_GL", problem)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the CLI: one line, no source location."""
+    print(f"musclerl: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         check_gl_backend()
-        return int(args._run(args) or 0)
+        with warnings.catch_warnings():  # restores the caller's warning display on exit
+            warnings.showwarning = _show_warning
+            return int(args._run(args) or 0)
     except InputError as err:
         print(f"musclerl: error: {err}", file=sys.stderr)
         return 2

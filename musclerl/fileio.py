@@ -1,7 +1,8 @@
 """Small file helpers shared by every writer: atomic outputs and input checks.
 
 A failed command must leave no partial output, so writers produce a temporary file next to the
-target and rename it into place only when everything succeeded.
+target and rename it into place only when everything succeeded; and every command checks its
+output paths with :func:`check_outputs` before it starts any work.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +42,62 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp.unlink()
 
 
+PathLike = str | os.PathLike
+
+
+def check_outputs(
+    files: Mapping[str, PathLike | None] | None = None,
+    folders: Mapping[str, PathLike | None] | None = None,
+    inputs: Iterable[PathLike | None] = (),
+) -> None:
+    """Refuse, before any work, output paths a command could not or must not write.
+
+    ``files`` and ``folders`` map an option name (``--out``) to the path it names (None: not
+    given); ``inputs`` are the files and folders the command reads. Refused, with one line naming
+    the output: an output that is an input (it would be overwritten) or a folder that holds an
+    input (``evaluate`` replaces its folder; others would mix outputs with inputs); a file output
+    that is an existing folder, a folder output that is an existing file; two options naming the
+    same path; a path below an existing file; a place this process cannot create files in (the
+    nearest existing folder is probed with an unnamed temporary file, so nothing is left there).
+    """
+    outputs = [(opt, Path(p), "file") for opt, p in (files or {}).items() if p is not None]
+    outputs += [(opt, Path(p), "folder") for opt, p in (folders or {}).items() if p is not None]
+    sources = [Path(p).resolve() for p in inputs if p is not None and Path(p).exists()]
+    seen: dict[Path, str] = {}
+    for option, path, kind in outputs:
+        resolved = path.resolve()
+        if resolved in seen:
+            raise InputError(path, f"{option} names the same path as {seen[resolved]}")
+        seen[resolved] = option
+        if resolved in sources:
+            raise InputError(path, f"{option} is also an input; writing it would destroy the input")
+        if kind == "folder":
+            inside = next((s for s in sources if resolved in s.parents), None)
+            if inside is not None:
+                raise InputError(path, f"{option} folder holds the input {inside}; choose another folder")
+            if path.exists() and not path.is_dir():
+                raise InputError(path, f"{option} must be a folder, but a file of that name exists")
+        elif path.is_dir():
+            raise InputError(path, f"{option} must be a file path, but it is an existing folder")
+        _check_writable(path, option)
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """The nearest existing ancestor of ``path`` must be a folder this process can create files in."""
+    ancestor = path.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InputError(path, f"{option}: {ancestor} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as err:
+        raise InputError(
+            path, f"{option}: cannot create files in {ancestor} ({err.strerror or type(err).__name__})"
+        ) from None
+
+
 def existing_file(path: str | os.PathLike, what: str = "file") -> Path:
     """Return ``Path(path)`` if it is a non-empty file, else raise :class:`InputError`."""
     p = Path(path)
@@ -53,15 +111,20 @@ def existing_file(path: str | os.PathLike, what: str = "file") -> Path:
 
 
 def read_text(path: str | os.PathLike, what: str = "file") -> str:
-    """Read a text file as UTF-8 (latin-1 fallback); missing/empty/binary files raise InputError."""
+    """Read a text file as UTF-8 (latin-1 fallback), without a byte-order mark; missing, empty,
+    blank or binary (NUL bytes, e.g. UTF-16) files raise InputError."""
     p = existing_file(path, what)
     raw = p.read_bytes()
     if b"\x00" in raw[:4096]:
-        raise InputError(p, f"{what} is binary, expected text")
+        raise InputError(p, f"{what} is binary (or UTF-16), expected UTF-8 text")
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return raw.decode("latin-1")
+        text = raw.decode("latin-1")
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise InputError(p, f"{what} holds only whitespace")
+    return text
 
 
 def read_xml(path: str | os.PathLike, what: str = "file") -> ET.Element:

@@ -23,6 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     target = str(args.target)
+    if args.plot:
+        from musclerl.fileio import check_outputs
+
+        check_outputs({"--plot": args.plot}, inputs=[target])
     if Path(target).suffix.lower() in MOTION_SUFFIXES:
         from musclerl.motion.summary import summarize_motion_file
 

@@ -10,7 +10,7 @@ import pytest
 from motion_samples import storage_text
 
 from musclerl.errors import InputError
-from musclerl.motion.storage import Table, read_storage, write_storage
+from musclerl.motion.storage import Table, parse_float, read_storage, write_storage
 
 
 def test_ik_mot(gait2354):
@@ -68,20 +68,21 @@ def test_round_trip_exact_random_and_nan(tmp_path):
     assert not back.in_degrees and back.name == "random"
 
 
-def test_legacy_counts_that_disagree_warn(tmp_path):
+def test_legacy_counts_that_disagree(tmp_path):
+    """nRows that disagrees: the rows win, with a warning; nColumns that disagrees: refused."""
     rows = np.column_stack([np.arange(4) / 100.0, np.ones(4), np.zeros(4)])
     path = tmp_path / "legacy.mot"
-    path.write_text(
-        storage_text(
-            ["q1", "q2"], rows, header=["legacy", "nRows=99", "nColumns=7", "inDegrees=yes", "endheader"]
-        )
-    )
+    header = ["legacy", "nRows=99", "nColumns=3", "inDegrees=yes", "endheader"]
+    path.write_text(storage_text(["q1", "q2"], rows, header=header))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         table = read_storage(path)
-    messages = " ".join(str(w.message) for w in caught)
-    assert "nRows=99 but the file has 4" in messages and "nColumns=7 but the file has 3" in messages
+    assert "nRows=99 but the file has 4 rows" in " ".join(str(w.message) for w in caught)
     assert table.data.shape == (4, 2)
+    header[1:3] = ["nRows=4", "nColumns=7"]
+    path.write_text(storage_text(["q1", "q2"], rows, header=header))
+    with pytest.raises(InputError, match="nColumns=7 but the file has 3 columns"):
+        read_storage(path)
 
 
 def test_simm_and_opensim4_headers(tmp_path):
@@ -152,6 +153,10 @@ def test_mot_first_column_other_than_time(tmp_path):
 
 def test_windows_nan_spellings(tmp_path):
     path = tmp_path / "win.sto"
-    path.write_text("name\ninDegrees=no\nendheader\ntime\ta\tb\n0.0\t-nan(ind)\t1.#INF\n0.1\t1.#QNAN\t2\n")
+    path.write_text("name\ninDegrees=no\nendheader\ntime\ta\tb\n0.0\t-nan(ind)\t1\n0.1\t1.#QNAN\t2\n")
     table = read_storage(path)
-    assert np.isnan(table.column("a")).all() and table.column("b")[0] == np.inf and not table.in_degrees
+    assert np.isnan(table.column("a")).all() and table.column("b")[0] == 1 and not table.in_degrees
+    assert parse_float("1.#INF") == np.inf  # read, then refused as a value:
+    path.write_text("name\nendheader\ntime\ta\tb\n0.0\t-nan(ind)\t1.#INF\n0.1\t1.#QNAN\t2\n")
+    with pytest.raises(InputError, match="line 4, column 'b': value inf is infinite or absurd"):
+        read_storage(path)

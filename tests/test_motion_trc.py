@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from motion_samples import simple_trc_rows, trc_text
 
+from musclerl.errors import InputError
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP
 from musclerl.motion.trc import MarkerData, read_trc, write_trc
 
@@ -76,15 +77,20 @@ def test_round_trip_with_gaps_and_units(tmp_path):
 
 def test_units_and_axes(tmp_path):
     path = tmp_path / "cm.trc"
-    path.write_text(trc_text(["A", "B"], simple_trc_rows(), units="cm"))
+    rows_cm = [[f"{float(v) / 10:.4f}" for v in row] for row in simple_trc_rows()]  # mm values / 10
+    path.write_text(trc_text(["A", "B"], rows_cm, units="cm"))
     data = read_trc(path)
-    np.testing.assert_allclose(data.marker("A")[1], [1.0, 0.0, 10.0])  # (100, 1000, 0) cm -> x 1 m, z 10 m
-    np.testing.assert_allclose(data.marker("B")[0], [0.0, -2.0, 5.0])
+    np.testing.assert_allclose(data.marker("A")[1], [0.1, 0.0, 1.0])  # (10, 100, 0) cm -> x 0.1 m, z 1 m
+    np.testing.assert_allclose(data.marker("B")[0], [0.0, -0.2, 0.5])
     raw = read_trc(path, y_up=False)
-    np.testing.assert_allclose(raw.marker("B")[0], [0.0, 5.0, 2.0])
+    np.testing.assert_allclose(raw.marker("B")[0], [0.0, 0.5, 0.2])
     assert not raw.z_up
-    path.write_text(trc_text(["A", "B"], simple_trc_rows(), units="meters"))
+    rows_m = [[f"{float(v) / 1000:.6f}" for v in row] for row in simple_trc_rows()]
+    path.write_text(trc_text(["A", "B"], rows_m, units="meters"))
     assert read_trc(path).units_in == "m"
+    path.write_text(trc_text(["A", "B"], simple_trc_rows(), units="meters"))  # millimetres headed m
+    with pytest.raises(InputError, match="span 500 m .*as mm they would span 0.5 m"):
+        read_trc(path)
 
 
 def test_gaps_blank_cells_and_zero_triples(tmp_path):

@@ -55,6 +55,30 @@ def test_bad_configs_raise_one_line_input_error(tmp_path, text, override, match)
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "text,override,match",
+    [
+        ("ppo: {total_env_steps: -100}\n", None, "ppo.total_env_steps must be a positive integer, got -100"),
+        ("ppo: {num_envs: -4}\n", None, "ppo.num_envs must be a positive integer"),
+        ("optimizer: {learning_rate: 0}\n", None, "optimizer.learning_rate must be > 0"),
+        ("optimizer: {eps: -1.0}\n", None, "optimizer.eps must be > 0"),
+        ("optimizer: {warmup_updates: -5}\n", None, "optimizer.warmup_updates must be an integer >= 0"),
+        ("ppo: {clip_eps: .inf}\n", None, "ppo.clip_eps must be a finite number"),
+        ("env: {control_hz: -50}\n", None, "control_hz must be a finite rate >= 0"),
+        ("env: {substeps: 0}\n", None, "substeps must be >= 1"),
+        ("seed: 1\n", "ppo.num_envs=-2", "ppo.num_envs must be a positive integer"),
+        ("seed: 1\n", "env.horizon=0", "horizon must be >= 1"),
+    ],
+)
+def test_out_of_range_values_name_the_file_or_override(tmp_path, text, override, match):
+    """Checked at load, before any work; the source is the file (or override) that set the value."""
+    base = _write(tmp_path / "base.yaml", "seed: 2\n")
+    path = _write(tmp_path / "run.yaml", text)
+    with pytest.raises(InputError, match=match.replace("(", r"\(")) as info:
+        load_config([base, path], [override] if override else [])
+    assert info.value.source == (override or str(path))
+
+
 def test_missing_config_file():
     with pytest.raises(InputError, match="config file not found"):
         load_config("/nonexistent/cfg.yaml")

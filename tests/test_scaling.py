@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
+import pytest
 from markers_fixtures import tiny_marker_set
 
+from musclerl.errors import InputError
 from musclerl.models.markers import add_markers
 from musclerl.models.opensim_setup import Measurement, read_ik_setup, read_scale_setup
 from musclerl.models.registry import compile_spec, load_model, load_spec
@@ -82,6 +84,9 @@ def test_measure_scale_factors_from_marker_pairs():
     factors = measure_scale_factors(model, measured, (measurement,))
     np.testing.assert_allclose(factors["femur_r"], [1.0, 1.25, 1.0])
     assert set(factors) == {"femur_r", "femur_l"}
+    too_long = {name: pos * 80.0 for name, pos in measured.items()}  # a segment 100x the model's
+    with pytest.raises(InputError, match="'thigh': the trial's marker pairs are 100 x the model's"):
+        measure_scale_factors(model, too_long, (measurement,), "static.trc")
 
 
 def test_gait2354_setups(gait2354):

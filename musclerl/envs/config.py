@@ -19,6 +19,7 @@ Unknown keys raise :class:`InputError` (a typo must not silently fall back to a 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from musclerl.errors import InputError
@@ -235,7 +236,13 @@ class EnvConfig:
             a.kp > 0 and a.kd_ratio >= 0 and a.offset_fraction > 0 and a.joint_offset_rad > 0,
             "action.kp, offset_fraction > 0, kd_ratio >= 0",
         )
-        need(self.control_hz >= 0, f"control_hz must be >= 0, got {self.control_hz}")
+        need(
+            math.isfinite(self.control_hz) and self.control_hz >= 0,
+            f"control_hz must be a finite rate >= 0 (0: use substeps), got {self.control_hz}",
+        )
+        floats = dataclasses.asdict(self)
+        bad = sorted(k for k, v in _flat(floats) if isinstance(v, float) and not math.isfinite(v))
+        need(not bad, f"settings must be finite numbers: {', '.join(bad[:3])}")
         need(
             self.initial_activation in ("static", "zero"),
             f"initial_activation must be 'static' or 'zero', got '{self.initial_activation}'",
@@ -258,6 +265,17 @@ class EnvConfig:
         return float(self.reward.scales.get(term, RewardConfig().scales[term]))
 
 
+def _flat(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) of every leaf of a nested dict."""
+    items: list[tuple[str, Any]] = []
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            items += _flat(value, f"{prefix}{key}.")
+        else:
+            items.append((f"{prefix}{key}", value))
+    return items
+
+
 def _from_dict(cls: type, data: dict[str, Any], source: str) -> Any:
     if not isinstance(data, dict):
         raise InputError(source, f"expected a mapping for {cls.__name__}, got {type(data).__name__}")
@@ -277,7 +295,10 @@ def _from_dict(cls: type, data: dict[str, Any], source: str) -> Any:
         elif isinstance(default, dict):
             if not isinstance(value, dict):
                 raise InputError(source, f"'{name}' must be a mapping")
-            kwargs[name] = {**default, **{str(k): float(v) for k, v in value.items()}}
+            try:
+                kwargs[name] = {**default, **{str(k): float(v) for k, v in value.items()}}
+            except (TypeError, ValueError) as err:
+                raise InputError(source, f"'{name}' values must be numbers") from err
         elif isinstance(default, bool):
             if not isinstance(value, bool):
                 raise InputError(source, f"'{name}' must be true or false, got {value!r}")

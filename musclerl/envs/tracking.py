@@ -53,6 +53,8 @@ from musclerl.errors import InputError
 from musclerl.motion.trajectory import Trajectory
 
 BACKENDS = ("cpu", "mjx")
+#: A clip needs a next frame to track and two frames for reference velocities.
+MIN_CLIP_FRAMES = 2
 
 
 class TrackingEnv:
@@ -74,8 +76,18 @@ class TrackingEnv:
     ):
         if dataset is None:
             raise InputError("TrackingEnv", "a dataset (Trajectory or .npz path) is required")
+        source = (
+            f"motion for model '{dataset.model_name}'" if isinstance(dataset, Trajectory) else str(dataset)
+        )
         if not isinstance(dataset, Trajectory):
             dataset = Trajectory.load(dataset)
+        lengths = dataset.clip_ends - dataset.clip_starts
+        if np.any(lengths < MIN_CLIP_FRAMES):
+            raise InputError(
+                source,
+                f"clip {int(np.argmin(lengths))} has {int(lengths.min())} frame(s); tracking needs at least "
+                f"{MIN_CLIP_FRAMES} per clip (reference velocities and the next frame)",
+            )
         if backend not in BACKENDS:
             raise InputError("TrackingEnv", f"unknown backend '{backend}'; choose one of {list(BACKENDS)}")
         if num_envs < 1:
@@ -92,6 +104,10 @@ class TrackingEnv:
             self.config.timestep_s,
         )
         self.model: mujoco.MjModel = self.world.model
+        try:  # the one line names the motion file (when given as a path) and this model
+            dataset.check_model(self.model, source)
+        except InputError as err:
+            raise InputError(err.source, f"{err.problem}; the environment's model is '{model}'") from err
         if self.config.control_hz > 0:  # a copy: the caller's config is not changed
             substeps = max(1, int(round(1.0 / (self.config.control_hz * self.model.opt.timestep))))
             self.config = dataclasses.replace(self.config, substeps=substeps)

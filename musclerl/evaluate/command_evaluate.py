@@ -144,6 +144,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "evaluate", "give --motion TRAJ.npz, --reference REF.npz, or both (files or folders)"
         )
+    from musclerl.fileio import check_outputs
+
+    inputs = [args.policy, args.motion, args.reference, args.activations, args.emg, args.emg_map]
+    check_outputs(folders={"--out": args.out}, inputs=inputs)
     options = _options(args)
     folders = [p for p in (args.motion, args.reference) if p and Path(p).is_dir()]
     if folders:

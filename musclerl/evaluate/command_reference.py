@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.fileio import check_outputs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +84,7 @@ def _parse_signs(items: list[str]) -> dict[str, float] | None:
 
 def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarray, list[str], dict]:
     """(qpos (T, nq), time_s (T,), notes, signs) from a Trajectory NPZ or a coordinates .mot."""
-    from musclerl.evaluate.coordinates import coordinates_to_qpos
+    from musclerl.evaluate.coordinates import check_angle_units, coordinates_to_qpos
     from musclerl.evaluate.inverse_dynamics import lowpass
     from musclerl.motion.storage import read_storage
     from musclerl.motion.trajectory import Trajectory
@@ -93,6 +94,10 @@ def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarra
     if path.suffix.lower() == ".npz":
         traj = Trajectory.load(path)
         traj.check_model(model, path)
+        if traj.num_frames < 3:
+            raise InputError(
+                path, f"{traj.num_frames} frame(s); inverse dynamics needs at least 3 (accelerations)"
+            )
         return traj.qpos, np.arange(traj.num_frames) / traj.rate_hz, notes, {}
     if path.suffix.lower() not in (".mot", ".sto"):
         raise InputError(path, "motion must be a Trajectory .npz or an OpenSim coordinates .mot")
@@ -102,6 +107,7 @@ def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarra
     values = np.asarray(table.data, dtype=float)
     if not np.all(np.isfinite(values)):
         raise InputError(path, "coordinates contain NaN or inf")
+    check_angle_units(model, list(table.columns), values, table.in_degrees, path)
     if args.lowpass_hz > 0:
         values = lowpass(values, table.rate_hz, args.lowpass_hz)
         notes.append(
@@ -165,6 +171,19 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix != ".npz":
         raise InputError(out, "--out must end in .npz")
+    stem = out.with_suffix("")
+    companions = (
+        {}
+        if args.no_static_optimisation
+        else {
+            "--out (activations)": f"{stem}_muscle_activation.sto",
+            "--out (muscle forces)": f"{stem}_muscle_force.sto",
+        }
+    )
+    check_outputs(
+        {"--out": out, **companions, "--save-trajectory": args.save_trajectory},
+        inputs=[args.motion, args.grf, args.loads],
+    )
     if args.grf and not args.loads:
         raise InputError(
             "--grf", "give both the GRF .mot and the ExternalLoads .xml (--loads) naming its bodies"

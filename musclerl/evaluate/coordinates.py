@@ -46,6 +46,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
+from musclerl.errors import InputError
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP
 from musclerl.retarget.ground import foot_geoms
 from musclerl.retarget.marker_ground import belt_velocity_mps as ground_velocity
@@ -201,6 +202,33 @@ class CoordinateConversion:
     ignored: tuple[str, ...]  # columns the model has no joint for (e.g. lumbar_* on myolegs)
     missing: tuple[str, ...]  # independent model coordinates the table lacks (left at qpos0)
     signs: dict[str, float]
+
+
+def check_angle_units(
+    model: mujoco.MjModel, columns: list[str], values: np.ndarray, in_degrees: bool, source
+) -> None:
+    """Refuse a radians table (``inDegrees=no``) whose joint angles exceed one turn.
+
+    ``values`` (T, C) by ``columns``. Checked: columns naming a hinge joint of ``model``, and the
+    pelvis tilt and list; the pelvis rotation (heading) may wind up over a long turning trial. A
+    joint angle beyond 2 pi rad is a table in degrees with a wrong header: read as radians, a 40
+    degree knee would turn 6 times.
+    """
+    if in_degrees:
+        return
+    values = np.asarray(values, dtype=float)
+    for k, name in enumerate(columns):
+        j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        hinge = j >= 0 and int(model.jnt_type[j]) == HINGE and name not in PELVIS_COLUMNS
+        if not (hinge or name in PELVIS_ROTATIONS[:2]):
+            continue
+        peak = float(np.nanmax(np.abs(values[:, k]))) if values.size else 0.0
+        if peak > 2 * np.pi:
+            raise InputError(
+                source,
+                f"column '{name}' reaches {peak:.4g} but the header says inDegrees=no: {peak:.4g} rad "
+                f"is {np.degrees(peak):.0f} degrees; the values look like degrees (set inDegrees=yes)",
+            )
 
 
 def coordinates_to_qpos(

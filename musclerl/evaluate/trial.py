@@ -113,6 +113,9 @@ def evaluate_trial(
     offset_s = options.time_offset_s
     if inputs.motion is not None:
         traj = Trajectory.load(inputs.motion)
+        from musclerl.rl.export import check_motion
+
+        check_motion(policy, traj, inputs.motion)
     else:
         model, model_name = policy_model(policy, "myolegs")
         signs = reference_signs(ref, options.signs)

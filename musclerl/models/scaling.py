@@ -235,6 +235,12 @@ def marker_pair_distance_m(positions_m: dict[str, np.ndarray], a: str, b: str) -
     return float(np.linalg.norm(np.asarray(positions_m[a]) - np.asarray(positions_m[b])))
 
 
+#: Segment scale factors a person can have against a generic adult model (a toddler to a giant,
+#: with margin); outside, the static trial's units or marker names are wrong.
+MIN_SCALE = 0.2
+MAX_SCALE = 5.0
+
+
 def measure_scale_factors(
     model: mujoco.MjModel,
     measured_m: dict[str, np.ndarray],
@@ -245,8 +251,8 @@ def measure_scale_factors(
 
     ``model`` carries the markers as sites (named as the markers) and is evaluated at ``qpos0``;
     ``measured_m`` maps marker name -> (3,) experimental position (metres, any common frame).
-    Pairs with a marker missing from either side are skipped; a measurement with no usable pair
-    raises :class:`InputError`.
+    Pairs with a marker missing from either side are skipped; a measurement with no usable pair,
+    or a factor outside [:data:`MIN_SCALE`, :data:`MAX_SCALE`], raises :class:`InputError`.
     """
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
@@ -271,6 +277,12 @@ def measure_scale_factors(
                 source, f"measurement {measurement.name!r}: no marker pair present in both model and trial"
             )
         ratio = float(np.mean(ratios))
+        if not MIN_SCALE <= ratio <= MAX_SCALE:
+            raise InputError(
+                source,
+                f"measurement {measurement.name!r}: the trial's marker pairs are {ratio:.3g} x the model's "
+                f"(a subject is {MIN_SCALE:g}-{MAX_SCALE:g} x a generic model): wrong Units or marker names",
+            )
         for body in measurement.bodies:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body) < 0:
                 continue

@@ -34,6 +34,8 @@ from musclerl.fileio import read_text
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP, KeypointMotion, quat_wxyz_to_matrix, y_up_to_z_up
 
 FRAME_WIDTH = 44
+#: No frame value reaches this: durations (s), root position (m), quaternion components, angles (rad).
+MAX_ABS_VALUE = 1.0e3
 
 # (name, parent, offset in the parent's frame (m, Y up), kind) in DeepMimic's joint order; kind is
 # 'quat' (4 numbers in the frame), 'revolute' (1 angle about local Z) or 'fixed' (none).
@@ -71,6 +73,16 @@ def _rot_z(angle: np.ndarray) -> np.ndarray:
     out = np.zeros((len(angle), 3, 3))
     out[:, 0, 0], out[:, 0, 1], out[:, 1, 0], out[:, 1, 1], out[:, 2, 2] = c, -s, s, c, 1.0
     return out
+
+
+def _quaternion_columns() -> list[int]:
+    """First column of each quaternion (root and 'quat' joints) in a frame's 44 values."""
+    starts, col = [], 4  # duration, root position (3)
+    for _, _, _, kind in _JOINTS:
+        if kind in ("root", "quat"):
+            starts.append(col)
+        col += {"root": 4, "quat": 4, "revolute": 1}.get(kind, 0)
+    return starts
 
 
 def deepmimic_forward_kinematics(frames: np.ndarray) -> np.ndarray:
@@ -117,6 +129,8 @@ def read_deepmimic(path: str | os.PathLike) -> KeypointMotion:
         clip = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(path, f"not valid JSON (line {err.lineno}: {err.msg})") from None
+    except RecursionError:
+        raise InputError(path, "not a DeepMimic clip: JSON nested too deeply") from None
     if not isinstance(clip, dict) or "Frames" not in clip:
         raise InputError(path, "not a DeepMimic clip: missing key 'Frames'")
     raw = clip["Frames"]
@@ -132,6 +146,14 @@ def read_deepmimic(path: str | os.PathLike) -> KeypointMotion:
         raise InputError(path, "'Frames' contains non-numeric values") from None
     if not np.all(np.isfinite(frames)):
         raise InputError(path, "'Frames' contains NaN or inf")
+    if np.max(np.abs(frames)) > MAX_ABS_VALUE:
+        f, k = np.unravel_index(np.argmax(np.abs(frames)), frames.shape)
+        raise InputError(path, f"frame {f}, value {k}: {frames[f, k]:.3g} is absurd (> {MAX_ABS_VALUE:g})")
+    for c in _quaternion_columns():
+        norms = np.linalg.norm(frames[:, c : c + 4], axis=1)
+        if np.any(norms < 1e-6):
+            f = int(np.argmax(norms < 1e-6))
+            raise InputError(path, f"frame {f}, values {c}-{c + 3}: a zero quaternion is not a rotation")
     loop_text = str(clip.get("Loop", "none")).lower()
     if loop_text not in ("wrap", "none", "clamp"):
         raise InputError(path, f"unknown Loop '{clip.get('Loop')}' (expected wrap, none or clamp)")

@@ -417,7 +417,7 @@ def read_amass(
         raise InputError(path, f"'{rate_key}' is not a number") from None
     if not (np.isfinite(rate_hz) and rate_hz > 0):
         raise InputError(path, f"frame rate must be > 0, got {rate_hz}")
-    betas = np.asarray(data.get("betas", np.zeros(10)), dtype=float).reshape(-1)
+    betas = _array(data, "betas", path, ndim=1) if "betas" in data else np.zeros(10)
     gender = _scalar_str(data.get("gender", "neutral")) or "neutral"
     body_pose = body.reshape(n, -1, 3)
 
@@ -446,16 +446,31 @@ def read_amass(
     )
 
 
-def _array(data: dict[str, np.ndarray], key: str, path: Path, width: int | None = None) -> np.ndarray:
+#: Magnitudes no AMASS file reaches: root translation (m, a capture volume is < 100 m across),
+#: axis-angle components (rad; a rotation needs at most pi), shape coefficients (standard
+#: deviations of the body-shape space; real bodies lie within a few).
+MAX_ABS = {"trans": 1.0e3, "poses": 1.0e2, "root_orient": 1.0e2, "pose_body": 1.0e2, "betas": 1.0e2}
+
+
+def _array(
+    data: dict[str, np.ndarray], key: str, path: Path, width: int | None = None, ndim: int = 2
+) -> np.ndarray:
     try:
         arr = np.asarray(data[key], dtype=float)
     except (TypeError, ValueError):
         raise InputError(path, f"'{key}' is not numeric") from None
-    if arr.ndim != 2 or (width is not None and arr.shape[1] != width):
+    if ndim == 1:
+        arr = arr.reshape(-1)
+    elif arr.ndim != 2 or (width is not None and arr.shape[1] != width):
         want = f"(T, {width})" if width else "(T, N)"
         raise InputError(path, f"'{key}' must be {want}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise InputError(path, f"'{key}' contains NaN or inf")
+    if arr.size and np.max(np.abs(arr)) > MAX_ABS.get(key, np.inf):
+        raise InputError(
+            path,
+            f"'{key}' reaches {np.max(np.abs(arr)):.3g}, absurd (> {MAX_ABS[key]:g}): corrupt or wrong units",
+        )
     return arr
 
 

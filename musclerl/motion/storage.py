@@ -12,12 +12,16 @@ Layout::
     time  col1  col2 ...         column labels, tab separated
     0.40  4.84  -1.84 ...        one row per time, any whitespace between numbers
 
-Irregularities handled: headers with trailing tabs (OpenSim's GRF files), legacy SIMM headers
-(``datacolumns N`` / ``datarows N`` / ``range a b``), ``nRows``/``nColumns`` that disagree with
-the file (the file wins, with a warning), Windows line endings, blank lines, NaN written the
-Windows way (``-nan(ind)``). A missing ``inDegrees`` means radians (OpenSim's assumption).
-A row with the wrong number of values, text in a numeric cell, a missing ``endheader`` or
-(in a ``.sto``) a first column other than ``time`` is an :class:`InputError` naming the line.
+Irregularities handled: headers with trailing tabs (OpenSim's GRF files), ``key = value`` with
+spaces, legacy SIMM headers (``datacolumns N`` / ``datarows N`` / ``range a b``), an ``nRows``
+that disagrees with the rows (the rows win, with a one-line warning), Windows line endings, a
+UTF-8 byte-order mark, blank lines, NaN written the Windows way (``-nan(ind)``). A missing
+``inDegrees`` means radians (OpenSim's assumption).
+A row with the wrong number of values, text in a numeric cell, a missing ``endheader``, (in a
+``.sto``) a first column other than ``time``, an ``nColumns``/``datacolumns`` that disagrees
+with the labels (the header and the columns describe different tables: which one is right cannot
+be told), an infinite or absurd (above :data:`MAX_ABS_VALUE`) value, or a table whose every value
+is NaN is an :class:`InputError` naming the line or column.
 OpenSim allows a ``.mot`` to have another quantity in its first column: it is used as the
 (increasing) time axis, with a warning.
 
@@ -51,6 +55,9 @@ _MSVC_SPECIALS = {
     "1.#inf": np.inf,
     "-1.#inf": -np.inf,
 }
+
+#: No quantity a .mot/.sto holds (angles, metres, newtons, activations, EMG volts) reaches this.
+MAX_ABS_VALUE = 1.0e9
 
 # Header keys the writer produces itself (other keys from Table.header are written after them).
 _WRITER_KEYS = ("version", "nRows", "nColumns", "inDegrees")
@@ -174,6 +181,7 @@ def read_storage(path: str | os.PathLike) -> Table:
         bad = int(np.argmax(np.diff(time_s) <= 0)) + 1
         raise InputError(path, f"time is not increasing at line {body[bad + 1][0]} ({time_s[bad]:g} s)")
     _check_counts(header, rows.shape[0], width, path)
+    _check_values(rows[:, 1:], labels[1:], [lineno for lineno, _ in body[1:]], path)
     in_degrees = header.get("inDegrees", "no").strip().lower() in ("yes", "true", "1")
     return Table(
         columns=columns,
@@ -207,7 +215,7 @@ def is_float(text: str) -> bool:
 
 
 def _check_counts(header: dict[str, str], n_rows: int, width: int, path: Path) -> None:
-    """Warn when the header's row/column counts disagree with the file (the file wins)."""
+    """Refuse column counts that disagree with the labels; warn on row counts (the rows win)."""
     for key, actual in (("nRows", n_rows), ("datarows", n_rows), ("nColumns", width), ("datacolumns", width)):
         if key not in header:
             continue
@@ -216,10 +224,27 @@ def _check_counts(header: dict[str, str], n_rows: int, width: int, path: Path) -
         except ValueError:
             warnings.warn(f"{path}: header {key}={header[key]!r} is not a number; ignored", stacklevel=3)
             continue
+        if declared != actual and key in ("nColumns", "datacolumns"):
+            raise InputError(
+                path, f"header {key}={declared} but the file has {actual} columns (time included)"
+            )
         if declared != actual:
             warnings.warn(
-                f"{path}: header {key}={declared} but the file has {actual}; using the file", stacklevel=3
+                f"{path}: header {key}={declared} but the file has {actual} rows; using the rows",
+                stacklevel=3,
             )
+
+
+def _check_values(data: np.ndarray, columns: list[str], linenos: list[int], path: Path) -> None:
+    """Refuse infinite or absurd values, and a table without a single number (all NaN)."""
+    bad = np.isinf(data) | (np.abs(np.nan_to_num(data)) > MAX_ABS_VALUE)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise InputError(
+            path, f"line {linenos[r]}, column '{columns[c]}': value {data[r, c]:g} is infinite or absurd"
+        )
+    if data.size and np.all(np.isnan(data)):
+        raise InputError(path, "every value is NaN")
 
 
 def write_storage(path: str | os.PathLike, table: Table) -> None:

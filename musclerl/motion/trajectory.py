@@ -39,6 +39,10 @@ from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, read_npz
 
 FORMAT_VERSION = 1
+#: Bounds beyond which a Trajectory's numbers are corrupt, not motion: no capture runs at 100 kHz,
+#: and no coordinate (metres from the origin, radians) reaches 10 km or 10^4 rad.
+MAX_RATE_HZ = 1.0e5
+MAX_ABS_QPOS = 1.0e4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +146,15 @@ class Trajectory:
             bool(np.all(np.isfinite(self.qpos))) and bool(np.all(np.isfinite(self.qvel))),
             "qpos/qvel contain NaN or inf",
         )
-        need(np.isfinite(self.rate_hz) and self.rate_hz > 0, f"rate_hz must be > 0, got {self.rate_hz}")
+        need(
+            np.isfinite(self.rate_hz) and 0 < self.rate_hz <= MAX_RATE_HZ,
+            f"rate_hz must be in (0, {MAX_RATE_HZ:g}], got {self.rate_hz}",
+        )
+        peak = float(np.max(np.abs(self.qpos))) if self.qpos.size else 0.0
+        need(
+            peak <= MAX_ABS_QPOS,
+            f"qpos reaches {peak:.3g}: absurd for metres or radians (> {MAX_ABS_QPOS:g})",
+        )
         if self.site_pos_m is not None:
             need(
                 self.site_pos_m.shape == (self.num_frames, len(self.site_names), 3),
@@ -232,42 +244,48 @@ class Trajectory:
             qvel = np.asarray(data["qvel"], dtype=np.float64)
         except (TypeError, ValueError) as err:
             raise InputError(path, "qpos/qvel are not numeric arrays") from err
-        terrain = None
-        if "terrain_height_m" in data:
-            terrain = Terrain(
-                height_m=np.asarray(data["terrain_height_m"], dtype=np.float64),
-                origin_m=np.asarray(data["terrain_origin_m"], dtype=np.float64).reshape(2),
-                cell_m=float(data["terrain_cell_m"]),
-            )
-        starts = np.asarray(data.get("clip_starts", np.zeros(1, dtype=int)), dtype=int).reshape(-1)
-        kwargs = dict(
-            qpos=qpos,
-            qvel=qvel,
-            rate_hz=float(data["rate_hz"]),
-            joint_names=tuple(str(s) for s in np.atleast_1d(data["joint_names"])),
-            model_name=str(data["model_name"]),
-            site_names=tuple(str(s) for s in np.atleast_1d(data.get("site_names", np.array([], dtype=str)))),
-            site_pos_m=data.get("site_pos_m"),
-            contact_names=tuple(
-                str(s) for s in np.atleast_1d(data.get("contact_names", np.array([], dtype=str)))
-            ),
-            contact=data.get("contact"),
-            terrain=terrain,
-            clip_starts=starts,
-            clip_names=tuple(
-                str(s)
-                for s in np.atleast_1d(
-                    data.get("clip_names", np.array([f"clip{i}" for i in range(len(starts))]))
-                )
-            ),
-            clip_loop=np.asarray(
-                data.get("clip_loop", np.zeros(len(starts), dtype=bool)), dtype=bool
-            ).reshape(-1),
-        )
+        try:
+            kwargs = _fields(data)
+        except (TypeError, ValueError, IndexError, KeyError) as err:
+            raise InputError(path, f"malformed Trajectory field ({type(err).__name__}: {err})") from err
+        kwargs.update(qpos=qpos, qvel=qvel)
         try:
             return cls(**kwargs)
         except InputError as err:
             raise InputError(path, err.problem) from err
+
+
+def _fields(data: dict[str, np.ndarray]) -> dict:
+    """Trajectory keyword arguments (but qpos and qvel) from the arrays of an NPZ."""
+    terrain = None
+    if "terrain_height_m" in data:
+        terrain = Terrain(
+            height_m=np.asarray(data["terrain_height_m"], dtype=np.float64),
+            origin_m=np.asarray(data["terrain_origin_m"], dtype=np.float64).reshape(2),
+            cell_m=float(data["terrain_cell_m"]),
+        )
+    starts = np.asarray(data.get("clip_starts", np.zeros(1, dtype=int)), dtype=int).reshape(-1)
+    kwargs = dict(
+        rate_hz=float(data["rate_hz"]),
+        joint_names=tuple(str(s) for s in np.atleast_1d(data["joint_names"])),
+        model_name=str(data["model_name"]),
+        site_names=tuple(str(s) for s in np.atleast_1d(data.get("site_names", np.array([], dtype=str)))),
+        site_pos_m=data.get("site_pos_m"),
+        contact_names=tuple(
+            str(s) for s in np.atleast_1d(data.get("contact_names", np.array([], dtype=str)))
+        ),
+        contact=data.get("contact"),
+        terrain=terrain,
+        clip_starts=starts,
+        clip_names=tuple(
+            str(s)
+            for s in np.atleast_1d(data.get("clip_names", np.array([f"clip{i}" for i in range(len(starts))])))
+        ),
+        clip_loop=np.asarray(data.get("clip_loop", np.zeros(len(starts), dtype=bool)), dtype=bool).reshape(
+            -1
+        ),
+    )
+    return kwargs
 
 
 def finite_difference_qvel(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float) -> np.ndarray:

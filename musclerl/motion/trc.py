@@ -16,16 +16,27 @@ What the reader does with the usual irregularities:
   :class:`InputError`.
 * Missing markers — blank cells, short rows, or an all-zero triple (how many systems write a
   gap) — become NaN.
+* Header keys and values (lines 2 and 3) are whitespace tokens, as OpenSim reads them (repeated
+  tabs or spaces between values); when both lines have the same number of tab cells, the cells
+  are paired instead, so a blank value keeps its key.
 * ``NumFrames`` or ``NumMarkers`` that disagree with the file: the rows and names actually
-  present win, with a :func:`warnings.warn`.
+  present win, with a one-line :func:`warnings.warn` (a file cut at a row boundary reads as the
+  rows it has). A file that ends inside a row (no final newline, and its last row shorter than
+  the one before or fewer rows than ``NumFrames``) is refused: it was cut while being copied,
+  and its last frame would be wrong without anyone noticing.
+* Units must agree with the magnitudes: the markers of one frame must span between
+  :data:`MIN_SPAN_M` and :data:`MAX_SPAN_M` (median over frames, in metres after the declared
+  unit is applied: a person, not a coin or a building), and no coordinate may exceed
+  :data:`MAX_ABS_M`; ``inf`` cells are refused (NaN is a gap).
 * The rate is ``DataRate``; when it is missing or not a number, ``CameraRate``; when both are
   missing, the time column. A file whose Time cells are all blank gets
   ``t = (Frame# - OrigDataStartFrame) / DataRate`` (the OpenSim documentation's definition).
   ``OrigDataStartFrame`` and the other header fields are kept in ``MarkerData.header``.
-* Trailing tabs, Windows line endings and blank lines between rows are accepted; cells may be
-  separated by spaces when a file (or a data row) has no tabs at all (then marker names must not
-  contain spaces and blank cells cannot be told apart). NaN as Windows writes it (``-nan(ind)``,
-  ``1.#QNAN``) is read as NaN.
+* Trailing tabs, Windows line endings, a UTF-8 byte-order mark and blank lines between rows are
+  accepted; cells may be separated by spaces when a file (or a data row) has no tabs at all (then
+  marker names must not contain spaces and blank cells cannot be told apart), and a tabbed row
+  with repeated tabs is read by whitespace tokens when that gives exactly one value per column.
+  NaN as Windows writes it (``-nan(ind)``, ``1.#QNAN``) is read as NaN.
 
 Frames: with ``y_up=True`` (the default; OpenSim labs are Y-up with X forward and Z to the right)
 positions are rotated into MuJoCo's Z-up world by ``(x, y, z)_mujoco = (x, -z, y)_lab``
@@ -58,6 +69,13 @@ UNITS: dict[str, tuple[str, float]] = {
     "meters": ("m", 1.0),
     "metres": ("m", 1.0),
 }
+
+#: Median over frames of the largest extent of one frame's markers, metres: a human body with
+#: its markers spans well inside this range; outside it the declared Units are wrong.
+MIN_SPAN_M = 0.01
+MAX_SPAN_M = 5.0
+#: No marker coordinate of a motion-capture volume is 10 km from the origin.
+MAX_ABS_M = 1.0e4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +133,8 @@ def _float_or_none(text: str) -> float | None:
 def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
     """Read a ``.trc`` file; positions in metres (Z-up when ``y_up``). See the module docstring."""
     path = Path(path)
-    lines = read_text(path, "marker file").splitlines()
+    raw_text = read_text(path, "marker file")
+    lines = raw_text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
     if len(lines) < 5:
@@ -123,9 +142,12 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
     if not lines[0].startswith("PathFileType"):
         raise InputError(path, "not a .trc file: the first line must start with 'PathFileType'")
     tabbed = "\t" in lines[1] or "\t" in lines[3]
-    keys = [k for k in _cells(lines[1], tabbed) if k]
-    values = _cells(lines[2], tabbed)
-    header = {k: (values[i] if i < len(values) else "") for i, k in enumerate(keys)}
+    key_cells, value_cells = _cells(lines[1], tabbed), _cells(lines[2], tabbed)
+    if tabbed and len(key_cells) == len(value_cells):  # aligned tab cells: blank values kept
+        header = {k: v for k, v in zip(key_cells, value_cells, strict=True) if k}
+    else:  # whitespace tokens, as OpenSim reads them (repeated tabs or spaces between values)
+        keys, values = lines[1].split(), lines[2].split()
+        header = {k: (values[i] if i < len(values) else "") for i, k in enumerate(keys)}
     units_text = header.get("Units", "").strip()
     if units_text.lower() not in UNITS:
         raise InputError(path, f"unknown Units '{units_text}' (expected mm, cm or m)")
@@ -152,10 +174,16 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
     width = 2 + 3 * n_markers
     first = 5 if "X1" in lines[4] or not lines[4].strip() else 4  # the X1 Y1 Z1 line is optional
     rows: list[list[float]] = []
+    linenos: list[int] = []
+    lengths: list[int] = []
     for lineno, line in enumerate(lines[first:], start=first + 1):
         if not line.strip():
             continue
         cells = _cells(line, tabbed)
+        if len(cells) > width and len(line.split()) == width:  # repeated tabs between values
+            cells = line.split()
+        lengths.append(len([c for c in cells if c]))
+        linenos.append(lineno)
         if len(cells) > width:
             if any(cells[width:]):
                 raise InputError(
@@ -186,6 +214,7 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
         bad = int(np.argmax(np.diff(time_s) <= 0)) + 1
         raise InputError(path, f"Time is not increasing at data row {bad + 1} ({time_s[bad]:g} s)")
     declared_frames = _float_or_none(header.get("NumFrames", ""))
+    _check_complete(path, raw_text, lengths, linenos, declared_frames)
     if declared_frames is not None and int(declared_frames) != len(rows):
         warnings.warn(
             f"{path}: NumFrames={int(declared_frames)} but {len(rows)} data rows; using the rows",
@@ -193,10 +222,12 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
         )
 
     xyz = table[:, 2:].reshape(len(rows), n_markers, 3) * scale
+    _check_finite(path, xyz, linenos, names)
     xyz[np.all(xyz == 0.0, axis=-1)] = np.nan  # all-zero triple = gap
     xyz[np.any(np.isnan(xyz), axis=-1)] = np.nan  # a partly blank triple is a gap too
     if np.all(np.isnan(xyz)):
         raise InputError(path, "every marker is missing in every frame (all cells blank, zero or NaN)")
+    _check_units(path, xyz, linenos, names, units_text)
     empty = [names[m] for m in range(n_markers) if np.all(np.isnan(xyz[:, m, 0]))]
     if empty:
         warnings.warn(f"{path}: markers with no data in any frame: {', '.join(empty[:8])}", stacklevel=2)
@@ -213,6 +244,59 @@ def read_trc(path: str | os.PathLike, *, y_up: bool = True) -> MarkerData:
         z_up=y_up,
         header=header,
     )
+
+
+def _check_complete(
+    path: Path, text: str, lengths: list[int], linenos: list[int], declared_frames: float | None
+) -> None:
+    """Refuse a file that ends inside a row (see the module docstring)."""
+    if text.endswith(("\n", "\r")) or not lengths:
+        return
+    short = len(lengths) > 1 and lengths[-1] < lengths[-2]
+    missing_rows = declared_frames is not None and len(lengths) < int(declared_frames)
+    if short or missing_rows:
+        raise InputError(
+            path,
+            f"the file ends inside line {linenos[-1]} ({lengths[-1]} values"
+            + (f", the row before has {lengths[-2]}" if len(lengths) > 1 else "")
+            + (f"; NumFrames={int(declared_frames)}, {len(lengths)} rows" if declared_frames else "")
+            + "): truncated while copied? Cut it at a row boundary to use the complete rows",
+        )
+
+
+def _check_finite(path: Path, xyz: np.ndarray, linenos: list[int], names: tuple[str, ...]) -> None:
+    """Refuse infinite cells (NaN is a gap, inf is a corrupt value)."""
+    bad = np.isinf(xyz)
+    if bad.any():
+        t, m, _ = np.argwhere(bad)[0]
+        raise InputError(path, f"line {linenos[t]}: marker '{names[m]}' has an infinite coordinate")
+
+
+def _check_units(path: Path, xyz: np.ndarray, linenos: list[int], names: tuple[str, ...], units: str) -> None:
+    """Refuse magnitudes that contradict the declared Units (see :data:`MIN_SPAN_M`)."""
+    far = np.max(np.abs(np.nan_to_num(xyz, nan=0.0)), axis=-1)  # (T, M), gaps as 0
+    if np.max(far) > MAX_ABS_M:
+        t, m = np.unravel_index(np.argmax(far), far.shape)
+        raise InputError(
+            path,
+            f"line {linenos[t]}: marker '{names[m]}' is {far[t, m]:.3g} m from the origin "
+            f"(Units '{units}'): corrupt values or wrong Units",
+        )
+    present = ~np.isnan(xyz[..., 0])
+    frames = present.sum(axis=1) >= 2
+    if not frames.any():
+        return
+    with np.errstate(invalid="ignore"):
+        extent = np.nanmax(xyz[frames], axis=1) - np.nanmin(xyz[frames], axis=1)
+    span_m = float(np.median(np.max(extent, axis=-1)))
+    if span_m > MAX_SPAN_M or (span_m < MIN_SPAN_M and present.shape[1] >= 3):
+        per_m = UNITS[units.lower()][1]
+        raise InputError(
+            path,
+            f"the markers of one frame span {span_m:.3g} m (median) with Units '{units}': a body spans "
+            f"{MIN_SPAN_M:g}-{MAX_SPAN_M:g} m, so the values are in other units "
+            f"(as mm they would span {span_m / per_m * 1e-3:.3g} m, as m {span_m / per_m:.3g} m)",
+        )
 
 
 def _time_from_frames(frames: np.ndarray, header: dict[str, str], path: Path) -> np.ndarray:

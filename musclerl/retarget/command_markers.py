@@ -127,14 +127,21 @@ def _options(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.errors import InputError
+    from musclerl.fileio import check_outputs
     from musclerl.retarget import batch
     from musclerl.retarget.markers_pipeline import load_inputs, retarget_markers
 
+    trials = batch.expand_trials(args.trc)
+    single = len(trials) == 1 and Path(args.trc[0]).is_file() and Path(args.out).suffix == ".npz"
+    inputs = [*trials, *args.trc, args.markers, args.static, args.setup, args.scale_setup]
+    if single:
+        files = {"--out": args.out, "--report": args.report, "--mot": args.mot, "--plot": args.plot}
+        check_outputs(files, inputs=inputs)
+    else:
+        check_outputs(folders={"--out": args.out}, inputs=inputs)
     batch.configure_jax(args.jobs)
     options = _options(args)
     load_inputs(options)  # fail early, before any output, on a bad marker set / setup / static trial
-    trials = batch.expand_trials(args.trc)
-    single = len(trials) == 1 and Path(args.trc[0]).is_file() and Path(args.out).suffix == ".npz"
     if single:
         result = retarget_markers(trials[0], options)
         write_outputs(
@@ -146,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
         )
         if result.calibrated.missing_body:
             print(
-                f"warning: markers on bodies the model lacks were skipped: {result.calibrated.missing_body}",
+                "musclerl: warning: markers on bodies the model lacks were skipped: "
+                f"{result.calibrated.missing_body}",
                 file=sys.stderr,
             )
         rms = result.report["marker_rms_m"]["mean"]

@@ -27,6 +27,7 @@ import dataclasses
 from pathlib import Path
 
 MOTION_SUFFIXES = (".npz", ".txt")
+MIN_FRAMES = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,18 +67,27 @@ class SmplOptions:
 
 
 def read_motion(path: Path, y_up: bool = False):
-    """A :class:`~musclerl.motion.keypoints.KeypointMotion` from an AMASS .npz or a DeepMimic .txt."""
+    """A :class:`~musclerl.motion.keypoints.KeypointMotion` from an AMASS .npz or a DeepMimic .txt,
+    with at least :data:`MIN_FRAMES` frames (foot contact is found from velocities)."""
     from musclerl.errors import InputError
 
     if path.suffix.lower() == ".npz":
         from musclerl.motion.smpl import read_amass
 
-        return read_amass(path, y_up=y_up).keypoints()
-    if path.suffix.lower() in (".txt", ".json"):
+        motion = read_amass(path, y_up=y_up).keypoints()
+    elif path.suffix.lower() in (".txt", ".json"):
         from musclerl.motion.deepmimic import read_deepmimic
 
-        return read_deepmimic(path)
-    raise InputError(path, "unknown motion format: expected an AMASS .npz or a DeepMimic .txt")
+        motion = read_deepmimic(path)
+    else:
+        raise InputError(path, "unknown motion format: expected an AMASS .npz or a DeepMimic .txt")
+    if motion.num_frames < MIN_FRAMES:
+        raise InputError(
+            path,
+            f"{motion.num_frames} frame(s); retargeting needs at least {MIN_FRAMES} "
+            "(contact from velocities)",
+        )
+    return motion
 
 
 def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None):
@@ -230,17 +240,23 @@ def retarget_motion(path: Path, options: SmplOptions, out_dir: Path, plot: bool,
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.errors import InputError
+    from musclerl.fileio import check_outputs
     from musclerl.retarget import batch
 
-    batch.configure_jax(args.jobs)
     options = SmplOptions(
         model=args.model, scale=not args.no_scale, ground=not args.no_ground, y_up=args.y_up
     )
     motions = expand_motions(args.motion)
+    inputs = [*motions, *args.motion]
     if len(motions) == 1 and not Path(args.motion[0]).is_dir():
         out = Path(args.out)
         if out.suffix.lower() != ".npz":
             raise InputError(out, "--out must be a .npz file for one motion")
+        plot = Path(args.plot) if args.plot else None
+        terrain_plot = None if plot is None or args.no_ground else plot.with_name(plot.stem + "_terrain.png")
+        files = {"--out": out, "--report": args.report, "--plot": plot, "--plot (terrain)": terrain_plot}
+        check_outputs(files, inputs=inputs)
+        batch.configure_jax(args.jobs)
         write_outputs(
             motions[0],
             options,
@@ -252,6 +268,8 @@ def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     if out_dir.suffix.lower() == ".npz":
         raise InputError(out_dir, "--out must be a folder when several motions are given")
+    check_outputs(folders={"--out": out_dir}, inputs=inputs)
+    batch.configure_jax(args.jobs)
     stems = [m.stem for m in motions]
     if len(set(stems)) != len(stems):
         raise InputError(out_dir, "two motions share a file name; outputs would collide")

@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.errors import InputError
+    from musclerl.fileio import check_outputs
     from musclerl.rl.config import CONFIG_DIR, load_config
 
     configs = args.config or [str(CONFIG_DIR / "demo.yaml")]
@@ -43,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--resume", "needs --out naming the run folder to continue")
     else:
         out = Path("runs") / f"{Path(configs[-1]).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    # a resumed run folder is an input by design; a new one must not hold (and overwrite) a config
+    check_outputs(folders={"--out": out}, inputs=[] if args.resume else configs)
     if args.resume and not (out / "checkpoints").is_dir():
         raise InputError(out, "no checkpoints folder to resume from")
     if args.resume and args.init_from:

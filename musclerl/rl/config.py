@@ -13,8 +13,9 @@ which validates it. Every other key must exist in ``DEFAULTS`` — a typo is an 
 from __future__ import annotations
 
 import copy
+import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -186,15 +187,28 @@ def apply_overrides(cfg: Mapping[str, Any], overrides: Iterable[str]) -> dict[st
     return out
 
 
+def _dotted(tree: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
+    """Every key of a nested mapping, dotted (``ppo``, ``ppo.num_envs``, ...)."""
+    for key, value in tree.items():
+        yield f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _dotted(value, f"{prefix}{key}.")
+
+
 def load_config(
     paths: str | os.PathLike | Sequence[str | os.PathLike] | None = None, overrides: Iterable[str] = ()
 ) -> dict[str, Any]:
-    """DEFAULTS <- YAML file(s) (with their ``base`` chains, later files overlaid) <- overrides."""
+    """DEFAULTS <- YAML file(s) (with their ``base`` chains, later files overlaid) <- overrides.
+
+    Checked at once (:func:`validate`, the ``env`` section by :class:`~musclerl.envs.EnvConfig`);
+    an error names the file (or the ``key=value`` override) that set the bad value last.
+    """
     if paths is None:
         paths = []
     elif isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     cfg = copy.deepcopy(DEFAULTS)
+    origins: dict[str, str] = {}
     for p in paths:
         path = _resolve_file(p, None)
         if not path.is_file():
@@ -202,41 +216,59 @@ def load_config(
         layer = _load_with_bases(path, ())
         _check_keys(layer, DEFAULTS, str(p))
         cfg = deep_merge(cfg, layer)
+        origins.update(dict.fromkeys(_dotted(layer), str(p)))
+    overrides = list(overrides)
     cfg = apply_overrides(cfg, overrides)
-    validate(cfg, "config")
+    for text in overrides:
+        parts, _ = parse_override(text)
+        origins.update({".".join(parts[: i + 1]): text for i in range(len(parts))})
+    validate(cfg, "config", origins)
     return cfg
 
 
-def validate(cfg: Mapping[str, Any], source: str) -> None:
-    """Check types and ranges of the trainer's settings (the env section is checked by the env)."""
+def validate(cfg: Mapping[str, Any], source: str, origins: Mapping[str, str] | None = None) -> None:
+    """Check types and ranges of every setting, the ``env`` section through
+    :meth:`musclerl.envs.config.EnvConfig.from_dict`. ``origins`` maps dotted keys to the file or
+    override that set them (the error's source); unset keys are attributed to ``source``."""
+    from musclerl.envs.config import EnvConfig
+
+    origins = origins or {}
     _check_keys(cfg, DEFAULTS, source)
     ppo, net, opt = cfg["ppo"], cfg["network"], cfg["optimizer"]
 
-    def need(cond: bool, problem: str) -> None:
+    def need(key: str, cond: bool, problem: str) -> None:
         if not cond:
-            raise InputError(source, problem)
+            raise InputError(origins.get(key, source), f"{key} {problem}")
 
-    def positive_int(section: str, key: str, value: Any) -> None:
-        need(
-            isinstance(value, int) and not isinstance(value, bool) and value > 0,
-            f"{section}.{key} must be a positive integer, got {value!r}",
-        )
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    def positive_int(key: str, value: Any) -> None:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+        need(key, ok, f"must be a positive integer, got {value!r}")
 
     for key in ("num_envs", "rollout_steps", "total_env_steps", "update_epochs", "num_minibatches"):
-        positive_int("ppo", key, ppo[key])
+        positive_int(f"ppo.{key}", ppo[key])
     for key in ("every_updates", "keep"):
-        positive_int("checkpoint", key, cfg["checkpoint"][key])
-    positive_int("log", "every_updates", cfg["log"]["every_updates"])
-    positive_int("", "threads", cfg["threads"])
-    need(isinstance(cfg["seed"], int), f"seed must be an integer, got {cfg['seed']!r}")
-    need(cfg["backend"] in ("cpu", "mjx"), f"backend must be 'cpu' or 'mjx', got {cfg['backend']!r}")
+        positive_int(f"checkpoint.{key}", cfg["checkpoint"][key])
+    positive_int("log.every_updates", cfg["log"]["every_updates"])
+    positive_int("threads", cfg["threads"])
+    need(
+        "seed",
+        isinstance(cfg["seed"], int) and not isinstance(cfg["seed"], bool),
+        f"must be an integer, got {cfg['seed']!r}",
+    )
+    need("backend", cfg["backend"] in ("cpu", "mjx"), f"must be 'cpu' or 'mjx', got {cfg['backend']!r}")
     batch = ppo["num_envs"] * ppo["rollout_steps"]
     need(
+        "ppo.num_minibatches",
         batch % ppo["num_minibatches"] == 0,
-        f"ppo.num_envs*ppo.rollout_steps ({batch}) must be divisible by ppo.num_minibatches",
+        f"= {ppo['num_minibatches']}: ppo.num_envs*ppo.rollout_steps ({batch}) must be divisible by it",
     )
     for key in ("gamma", "gae_lambda"):
-        need(isinstance(ppo[key], (int, float)) and 0.0 <= ppo[key] <= 1.0, f"ppo.{key} must be in [0, 1]")
+        need(
+            f"ppo.{key}", number(ppo[key]) and 0.0 <= ppo[key] <= 1.0, f"must be in [0, 1], got {ppo[key]!r}"
+        )
     for key in (
         "clip_eps",
         "value_clip",
@@ -248,38 +280,55 @@ def validate(cfg: Mapping[str, Any], source: str) -> None:
         "obs_clip",
         "target_kl",
     ):
-        need(isinstance(ppo[key], (int, float)) and ppo[key] >= 0, f"ppo.{key} must be a number >= 0")
+        need(
+            f"ppo.{key}",
+            number(ppo[key]) and ppo[key] >= 0,
+            f"must be a finite number >= 0, got {ppo[key]!r}",
+        )
     for key in ("policy_hidden", "value_hidden"):
         sizes = net[key]
         need(
-            isinstance(sizes, list) and all(isinstance(s, int) and s > 0 for s in sizes),
-            f"network.{key} must be a list of positive integers, got {sizes!r}",
+            f"network.{key}",
+            isinstance(sizes, list)
+            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes),
+            f"must be a list of positive integers, got {sizes!r}",
         )
+    choices = {
+        "network.activation": (net["activation"], ("tanh", "relu", "elu", "swish", "gelu")),
+        "network.squash": (net["squash"], ("sigmoid", "clip")),
+        "network.noise": (net["noise"], ("diagonal", "lattice")),
+        "optimizer.name": (opt["name"], ("adam", "adamw", "muon")),
+        "optimizer.schedule": (opt["schedule"], ("constant", "linear", "cosine")),
+    }
+    for key, (value, allowed) in choices.items():
+        need(key, value in allowed, f"must be {'|'.join(allowed)}, got {value!r}")
     need(
-        net["activation"] in ("tanh", "relu", "elu", "swish", "gelu"),
-        f"network.activation must be tanh|relu|elu|swish|gelu, got {net['activation']!r}",
+        "network.init_log_std",
+        number(net["init_log_std"]),
+        f"must be a finite number, got {net['init_log_std']!r}",
     )
-    need(net["squash"] in ("sigmoid", "clip"), f"network.squash must be sigmoid|clip, got {net['squash']!r}")
+    need("ppo.lr_max", number(ppo["lr_max"]) and ppo["lr_max"] > 0, f"must be > 0, got {ppo['lr_max']!r}")
     need(
-        net["noise"] in ("diagonal", "lattice"),
-        f"network.noise must be diagonal|lattice, got {net['noise']!r}",
+        "ppo.lr_min",
+        number(ppo["lr_min"]) and 0 < ppo["lr_min"] <= ppo["lr_max"],
+        f"must be > 0 and <= ppo.lr_max, got {ppo['lr_min']!r}",
     )
+    for key, low, low_open in (("learning_rate", 0, True), ("eps", 0, True), ("weight_decay", 0, False)):
+        value = opt[key]
+        ok = number(value) and (value > low if low_open else value >= low)
+        need(f"optimizer.{key}", ok, f"must be {'>' if low_open else '>='} {low}, got {value!r}")
     need(
-        isinstance(ppo["lr_min"], (int, float)) and 0 < ppo["lr_min"] <= ppo["lr_max"],
-        "ppo.lr_min must be > 0 and <= ppo.lr_max",
+        "optimizer.final_fraction",
+        number(opt["final_fraction"]) and 0 <= opt["final_fraction"] <= 1,
+        f"must be in [0, 1], got {opt['final_fraction']!r}",
     )
+    warmup = opt["warmup_updates"]
     need(
-        opt["name"] in ("adam", "adamw", "muon"),
-        f"optimizer.name must be adam|adamw|muon, got {opt['name']!r}",
+        "optimizer.warmup_updates",
+        isinstance(warmup, int) and not isinstance(warmup, bool) and warmup >= 0,
+        f"must be an integer >= 0, got {warmup!r}",
     )
-    need(
-        opt["schedule"] in ("constant", "linear", "cosine"),
-        f"optimizer.schedule must be constant|linear|cosine, got {opt['schedule']!r}",
-    )
-    need(
-        isinstance(opt["learning_rate"], (int, float)) and opt["learning_rate"] > 0,
-        "optimizer.learning_rate must be > 0",
-    )
+    EnvConfig.from_dict(cfg["env"], source=origins.get("env", source))
 
 
 def num_updates(cfg: Mapping[str, Any]) -> int:

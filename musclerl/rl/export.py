@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.fileio import atomic_path
+from musclerl.fileio import atomic_path, read_npz
 
 FORMAT_VERSION = 1
 
@@ -173,6 +173,19 @@ def load_policy(path: str | os.PathLike) -> Policy:
         raise InputError(path / "config.json", f"unreadable action bounds ({type(err).__name__})") from err
     if bounds.low.shape != (action_size,):
         raise InputError(path / "config.json", f"action bounds do not have action_size {action_size} entries")
+    stats = read_npz(path / "obs_stats.npz")
+    try:
+        mean, std = np.asarray(stats["mean"], np.float32), np.asarray(stats["std"], np.float32)
+    except (KeyError, TypeError, ValueError) as err:
+        raise InputError(
+            path / "obs_stats.npz", f"no numeric 'mean' and 'std' ({type(err).__name__})"
+        ) from err
+    if mean.shape != (obs_size,) or std.shape != (obs_size,):
+        raise InputError(
+            path / "obs_stats.npz", f"normaliser shape {mean.shape} does not match obs_size {obs_size}"
+        )
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)):
+        raise InputError(path / "obs_stats.npz", "normaliser mean/std must be finite with std > 0")
     net = networks.make_network(_network_config(config["train_config"]), bounds)
     template = jax.tree_util.tree_map(np.asarray, net.init(jax.random.PRNGKey(0), jnp.zeros((1, obs_size))))
     try:
@@ -181,10 +194,18 @@ def load_policy(path: str | os.PathLike) -> Policy:
         raise InputError(
             path / "params.msgpack", f"parameters do not match the config ({type(err).__name__})"
         ) from err
-    with np.load(path / "obs_stats.npz") as z:
-        mean, std = np.asarray(z["mean"], np.float32), np.asarray(z["std"], np.float32)
-    if mean.shape != (obs_size,) or std.shape != (obs_size,):
-        raise InputError(
-            path / "obs_stats.npz", f"normaliser shape {mean.shape} does not match obs_size {obs_size}"
-        )
     return Policy(path, config, params, mean, std)
+
+
+def check_motion(policy: Policy, motion, source) -> None:
+    """Refuse a Trajectory (``motion``, read from ``source``) made for another model than the one
+    ``policy`` was trained on; the one line names both files."""
+    from musclerl.models.registry import load_model
+
+    name = policy.config["train_config"].get("model", motion.model_name)
+    try:
+        motion.check_model(load_model(name), source)
+    except InputError as err:
+        raise InputError(
+            source, f"{err.problem}; the policy {policy.path / 'config.json'} was trained on model '{name}'"
+        ) from err

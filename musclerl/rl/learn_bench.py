@@ -45,7 +45,12 @@ def evaluation_env(policy, motion, seconds: float):
     """The cpu environment ``policy``'s training config describes, on ``motion`` (Trajectory or
     path), with its horizon lifted to the test's ``seconds``; returns (env, test length in steps)."""
     from musclerl.envs import EnvConfig, TrackingEnv
+    from musclerl.motion.trajectory import Trajectory
+    from musclerl.rl.export import check_motion
 
+    if not isinstance(motion, Trajectory):
+        source, motion = motion, Trajectory.load(motion)
+        check_motion(policy, motion, source)
     train_cfg = policy.config["train_config"]
     env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
     env = TrackingEnv(train_cfg["model"], motion, env_cfg, backend="cpu", num_envs=1)
@@ -95,10 +100,17 @@ def episode_lengths(run_dir: Path) -> tuple[float, float]:
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.benchmark import print_result
+    from musclerl.fileio import check_outputs
     from musclerl.rl.config import CONFIG_DIR, load_config, resolve_path
     from musclerl.rl.export import load_policy
 
     result: dict[str, Any] = {}
+    video = Path(args.video) if args.video else None
+    check_outputs(
+        {"--video": video, "--video (frame strip)": video and video.with_suffix(".png")},
+        folders={"--out": args.out},
+        inputs=[args.policy, args.motion, *(args.config or [])],
+    )
     if args.video:  # fail before the training, not after it
         from musclerl.envs.video import Frames
         from musclerl.models.registry import load_model
