@@ -50,11 +50,10 @@ from musclerl.envs.termination import (
 )
 from musclerl.envs.world import World, build_world
 from musclerl.errors import InputError
+from musclerl.motion.dataset import check_clip_lengths
 from musclerl.motion.trajectory import Trajectory
 
 BACKENDS = ("cpu", "mjx")
-#: A clip needs a next frame to track and two frames for reference velocities.
-MIN_CLIP_FRAMES = 2
 
 
 class TrackingEnv:
@@ -81,13 +80,7 @@ class TrackingEnv:
         )
         if not isinstance(dataset, Trajectory):
             dataset = Trajectory.load(dataset)
-        lengths = dataset.clip_ends - dataset.clip_starts
-        if np.any(lengths < MIN_CLIP_FRAMES):
-            raise InputError(
-                source,
-                f"clip {int(np.argmin(lengths))} has {int(lengths.min())} frame(s); tracking needs at least "
-                f"{MIN_CLIP_FRAMES} per clip (reference velocities and the next frame)",
-            )
+        check_clip_lengths(dataset, source)
         if backend not in BACKENDS:
             raise InputError("TrackingEnv", f"unknown backend '{backend}'; choose one of {list(BACKENDS)}")
         if num_envs < 1:

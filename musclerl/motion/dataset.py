@@ -198,6 +198,21 @@ def dataset_sources(spec: Any, source: str = "motion") -> tuple[list[ClipSource]
     raise InputError(source, f"expected a path, a list, or a mapping with 'clips', got {spec!r}")
 
 
+#: Frames a clip needs for tracking: reference velocities and the next frame.
+MIN_CLIP_FRAMES = 2
+
+
+def check_clip_lengths(traj: Trajectory, source: str | os.PathLike) -> None:
+    """Refuse (naming ``source``) a Trajectory with a clip shorter than :data:`MIN_CLIP_FRAMES`."""
+    lengths = traj.clip_ends - traj.clip_starts
+    if np.any(lengths < MIN_CLIP_FRAMES):
+        raise InputError(
+            source,
+            f"clip {int(np.argmin(lengths))} has {int(lengths.min())} frame(s); tracking needs at least "
+            f"{MIN_CLIP_FRAMES} per clip (reference velocities and the next frame)",
+        )
+
+
 def load_dataset(
     spec: Any, model: mujoco.MjModel, model_name: str, mirror: bool | None = None, source: str = "motion"
 ) -> Dataset:
@@ -209,7 +224,11 @@ def load_dataset(
     weights, tags, files = [], [], []
     for src in sources:
         traj = Trajectory.load(src.path)
-        traj.check_model(model, src.path)
+        try:
+            traj.check_model(model, src.path)
+        except InputError as err:
+            raise InputError(src.path, f"{err.problem}; the run's model is '{model_name}'") from err
+        check_clip_lengths(traj, src.path)
         if src.name is not None:
             names = (src.name,) if traj.num_clips == 1 else tuple(f"{src.name}/{n}" for n in traj.clip_names)
             traj = dataclasses.replace(traj, clip_names=names)

@@ -13,6 +13,7 @@ where the checkpoint was taken: on the CPU the resumed run is bit-identical to a
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,21 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from musclerl.errors import InputError
+
+_PATH_PART = re.compile(r"\.(\w+)|\['([^']*)'\]|\[(\d+)\]")
+
+
+def _nested(flat: dict[str, Any]) -> dict[str, Any]:
+    """Nested dicts from :func:`_flat`'s path keys (``.train.params['params']['w']`` ->
+    ``{"train": {"params": {"params": {"w": ...}}}}``; attribute, key and index parts alike)."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        parts = [next(g for g in m.groups() if g is not None) for m in _PATH_PART.finditer(key)]
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
 
 
 def _to_host(tree: Any) -> Any:
@@ -65,6 +81,19 @@ class Checkpointer:
             raise InputError(self.directory, "no checkpoint to resume from")
         restored = self.manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
         return dict(restored["meta"])
+
+    def read_tree(self, update: int | None = None) -> dict[str, Any]:
+        """Checkpoint ``update`` (default latest) without a template: the carry's non-empty
+        leaves as nested dicts keyed by field and key names (e.g. ``["train"]["obs_stats"]``)."""
+        step = self.latest_update() if update is None else update
+        if step is None:
+            raise InputError(self.directory, "no checkpoint to read")
+        try:
+            restored = self.manager.restore(step, args=ocp.args.Composite(carry=ocp.args.StandardRestore()))
+        except (ValueError, KeyError, TypeError) as err:
+            problem = f"unreadable checkpoint ({type(err).__name__})"
+            raise InputError(self.directory / str(step), problem) from err
+        return _nested({k: np.asarray(v) for k, v in restored["carry"].items()})
 
     def restore(self, like: Any, update: int | None = None) -> tuple[Any, dict[str, Any]]:
         """Restore checkpoint ``update`` (default latest) into the structure of ``like``.

@@ -49,18 +49,16 @@ def read_initial_weights(path: str | os.PathLike) -> InitialWeights:
 
 
 def _from_checkpoint(run: Path, ckpt: Path) -> InitialWeights:
-    import orbax.checkpoint as ocp
+    from musclerl.rl.checkpoint import Checkpointer
 
-    manager = ocp.CheckpointManager(ckpt.resolve())
-    step = manager.latest_step()
+    reader = Checkpointer(ckpt, keep=1)
     try:
-        restored = manager.restore(step, args=ocp.args.Composite(carry=ocp.args.StandardRestore()))
-        train = restored["carry"]["train"]
+        train = reader.read_tree()["train"]
         params, stats = train["params"], train["obs_stats"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise InputError(ckpt / str(step), f"unreadable checkpoint ({type(err).__name__})") from err
+    except KeyError as err:
+        raise InputError(ckpt, f"checkpoint holds no training state ({err})") from err
     finally:
-        manager.close()
+        reader.close()
     return InitialWeights(
         source=run,
         params=jax.tree_util.tree_map(np.asarray, params),
