@@ -4,9 +4,10 @@
     musclerl train --config configs/tiny.yaml --out RUN motion=CLIPS/ ...
     musclerl evaluate RUN/policy --motion CLIPS/ --out EVAL
 
-Fast tests check each link on its own input (two generated SMPL walks retargeted; a run trained
-on a folder of generated tiny clips, then evaluated on that folder); the slow test runs the whole
-chain from the retargeted folder (the retarget link compiles tiny's IK problem: most of its time).
+Fast tests check each link on its own input (two generated SMPL walks retargeted; conftest's
+``tiny_folder_run`` trained on a folder of generated tiny clips, then evaluated on that folder);
+the slow test runs the whole chain from the retargeted folder (the retarget link compiles tiny's
+IK problem: most of its time).
 """
 
 from __future__ import annotations
@@ -17,18 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from run_samples import train_tiny
 
 from musclerl.cli import main
-from musclerl.envs.motions import sine_gait
 from musclerl.models.registry import load_model
 from musclerl.motion.dataset import load_dataset
 from musclerl.retarget import synthetic_gait as sg
 from musclerl.retarget.synthetic_smpl import smpl_walk, write_walk_npz
 
-REPO = Path(__file__).resolve().parents[1]
-TINY = str(REPO / "configs" / "tiny.yaml")
-BUDGET = ["ppo.total_env_steps=256", "ppo.num_envs=8", "ppo.rollout_steps=32", "threads=1"]
-BUDGET += ["network.policy_hidden=[16]", "network.value_hidden=[16]"]
 MAX_STEPS = 10
 
 
@@ -54,12 +51,6 @@ def retargeted(tmp_path_factory):
     return clips
 
 
-def _train(motion: Path, out: Path) -> dict:
-    args = ["train", "--config", TINY, "--out", str(out), "--quiet", f"motion={motion}", *BUDGET]
-    assert main(args) == 0
-    return json.loads((out / "summary.json").read_text())
-
-
 def _evaluate(policy: Path, motion: Path, out: Path) -> list[dict]:
     args = ["evaluate", str(policy), "--motion", f"{motion}/", "--max-steps", str(MAX_STEPS)]
     assert main([*args, "--jobs", "1", "--out", str(out)]) == 0
@@ -79,36 +70,20 @@ def test_retarget_a_folder_gives_a_training_dataset(retargeted):
     assert np.all(np.diff(np.r_[traj.clip_starts, traj.num_frames]) / traj.rate_hz > 1.0)
 
 
-@pytest.fixture(scope="module")
-def clip_folder(tmp_path_factory):
-    """Two generated tiny clips (different phases and speeds) in one folder."""
-    folder = tmp_path_factory.mktemp("clips")
-    for k in range(2):
-        clip = sine_gait("tiny", duration_s=1.0, speed_mps=0.4 + 0.2 * k, phase_rad=k, name=f"s{k}")
-        clip.save(folder / f"s{k}.npz")
-    return folder
-
-
-@pytest.fixture(scope="module")
-def folder_run(clip_folder, tmp_path_factory):
-    out = tmp_path_factory.mktemp("run") / "run"
-    return out, _train(clip_folder, out)
-
-
-def test_train_on_a_folder(folder_run, clip_folder):
+def test_train_on_a_folder(tiny_folder_run, tiny_clip_folder):
     """Link 2: one run on every clip of the folder, with per-clip results."""
-    out, summary = folder_run
+    out, summary = tiny_folder_run
     clips = summary["clip_results"]["clips"]
     assert set(clips) == {"s0", "s1"}
     assert sum(c["steps"] for c in clips.values()) == summary["env_steps"] == 256
     policy_cfg = json.loads((out / "policy" / "config.json").read_text())
-    assert policy_cfg["train_config"]["motion"] == str(clip_folder)
+    assert policy_cfg["train_config"]["motion"] == str(tiny_clip_folder)
 
 
-def test_evaluate_on_a_folder(folder_run, clip_folder, tmp_path):
+def test_evaluate_on_a_folder(tiny_folder_run, tiny_clip_folder, tmp_path):
     """Link 3: every motion of the folder evaluated, per-trial outputs and the tables."""
-    out, _ = folder_run
-    trials = _evaluate(out / "policy", clip_folder, tmp_path / "eval")
+    out, _ = tiny_folder_run
+    trials = _evaluate(out / "policy", tiny_clip_folder, tmp_path / "eval")
     assert [(r["trial"], r["status"]) for r in trials] == [("s0", "done"), ("s1", "done")]
     for r in trials:
         assert 1 < int(r["frames"]) <= MAX_STEPS + 1 and float(r["mpjpe_global_m"]) >= 0.0
@@ -122,7 +97,7 @@ def test_evaluate_on_a_folder(folder_run, clip_folder, tmp_path):
 @pytest.mark.slow
 def test_chain_retarget_train_evaluate(retargeted, tmp_path):
     """The whole chain: the retargeted folder trains one run and is evaluated in one command."""
-    summary = _train(retargeted, tmp_path / "run")
+    summary = train_tiny(retargeted, tmp_path / "run")
     assert set(summary["clip_results"]["clips"]) == {"walk_long", "walk_short"}
     trials = _evaluate(tmp_path / "run" / "policy", retargeted, tmp_path / "eval")
     assert {(r["trial"], r["status"]) for r in trials} == {("walk_long", "done"), ("walk_short", "done")}
