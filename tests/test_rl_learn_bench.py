@@ -67,9 +67,20 @@ def test_bench_learn_of_a_policy_tests_its_training_dataset_or_one_clip(tiny_run
     assert one["mpjpe_m"] == trained["clips"]["sine"]["mpjpe_m"]
     by_index = _bench(["--policy", str(out / "policy"), "--seconds", "0.2", "--clip", "0", "--json"])
     assert list(by_index["clips"]) == ["humanoid3d_walk"]
+    policy = ["--policy", str(out / "policy")]
+    folder = _bench([*policy, "--motion", str(out.parent), "--seconds", "0.2", "--json"])
+    assert list(folder["clips"]) == ["sine"]  # --motion as a folder: its .npz files
     assert main(["bench", "learn", "--policy", str(out / "policy"), "--clip", "run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("musclerl: error: --clip") and "humanoid3d_walk" in err[0]
+
+
+def test_bad_clip_fails_before_training(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["bench", "learn", "--config", str(REPO / "configs" / "tiny.yaml"), "--out", str(out)]
+    assert main([*args, "--clip", "7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no clip '7'" in err[0] and not out.exists()
 
 
 def test_tracking_test_of_a_policy_folder_repeats(tiny_run):
