@@ -213,7 +213,7 @@ def _plot_worst(bars, curves, history, clip_results, worst: list[str], titles: l
         if pts:
             x, y = zip(*pts, strict=True)
             curves.plot(x, y, lw=1.0, marker=".", ms=3, label=_short(name))
-    if worst:
+    if curves.get_legend_handles_labels()[0]:
         curves.legend(fontsize=7)
     curves.set_title(titles[1], fontsize=10)
     curves.set_xlabel("env steps")
