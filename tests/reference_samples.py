@@ -1,6 +1,6 @@
-"""Generated reference NPZs (the schema of :mod:`musclerl.motion.reference`) from the bundled
-myolegs walk: its own coordinates as ``joint_angle`` and synthetic torques with NaN masks, for
-evaluating policies on reference folders without data files."""
+"""Generated reference NPZs (the schema of :mod:`musclerl.motion.reference`) from a bundled walk
+(myolegs, or tiny for fast tests): its own coordinates as ``joint_angle`` and synthetic torques
+with NaN masks, for evaluating policies on reference folders without data files."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from musclerl.motion.trajectory import Trajectory
 from musclerl.resources import assets_dir
 
 WALK = assets_dir() / "motions" / "walk_myolegs.npz"
+WALKS = {"myolegs": WALK, "tiny": assets_dir() / "motions" / "walk_tiny.npz"}
 TORQUE_COORDS = (
     "hip_flexion_r",
     "knee_angle_r",
@@ -25,10 +26,10 @@ TORQUE_COORDS = (
 )
 
 
-def walk_angles() -> tuple[list[str], np.ndarray, float]:
-    """(columns, joint_angle (T, A) degrees / m, rate_hz) of the bundled walk on myolegs."""
-    model = load_model("myolegs")
-    traj = Trajectory.load(WALK)
+def walk_angles(model_name: str = "myolegs") -> tuple[list[str], np.ndarray, float]:
+    """(columns, joint_angle (T, A) degrees / m, rate_hz) of the bundled walk of ``model_name``."""
+    model = load_model(model_name)
+    traj = Trajectory.load(WALKS[model_name])
     names, coords = qpos_to_coordinates(model, traj.qpos)
     pelvis = qpos_to_pelvis(model, traj.qpos)
     return [*PELVIS_COLUMNS, *names], np.hstack([pelvis, coords]), traj.rate_hz
@@ -42,12 +43,13 @@ def walk_reference(
     invalid_column: str | None = None,
     gap: tuple[int, int] | None = None,
     mass_kg: float = 70.0,
+    model_name: str = "myolegs",
 ) -> ReferenceData:
     """One reference trial: the walk's coordinates (knees negated in gait2354's convention when
     ``knee_negative``), sinusoidal ``<coord>_moment`` torques (N·m/kg, negated with the knee),
     ``invalid_column`` without any valid sample and the samples ``gap`` = (a, b) of every torque
     column invalid; GRF columns all zero and valid. Time starts at ``start_s``."""
-    columns, angles, rate_hz = walk_angles()
+    columns, angles, rate_hz = walk_angles(model_name)
     angles = angles.copy()
     n = len(angles)
     time_s = start_s + np.arange(n) / rate_hz
@@ -93,9 +95,12 @@ def walk_reference(
     )
 
 
-def write_reference_folder(folder: Path, subjects: int, trials_per_subject: int) -> list[Path]:
-    """``subjects`` x ``trials_per_subject`` references in ``folder`` (``S<k>_T<j>.npz``): start
-    times, masks and the knee convention vary by trial. Returns the paths."""
+def write_reference_folder(
+    folder: Path, subjects: int, trials_per_subject: int, model_name: str = "myolegs"
+) -> list[Path]:
+    """``subjects`` x ``trials_per_subject`` references in ``folder`` (``S<k>_T<j>.npz``) from the
+    walk of ``model_name``: start times, masks and the knee convention vary by trial. Returns the
+    paths."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for s in range(subjects):
@@ -108,6 +113,7 @@ def write_reference_folder(folder: Path, subjects: int, trials_per_subject: int)
                 invalid_column="ankle_angle_l_moment" if j == 0 else None,
                 gap=(5, 12) if j == 1 else None,
                 mass_kg=60.0 + 5 * s,
+                model_name=model_name,
             )
             path = folder / f"S{s:02d}_T{j}.npz"
             write_reference(path, ref)

@@ -172,6 +172,37 @@ def test_evaluate_reference_folder(tmp_path):
     assert "## Subjects" in (out / "report.md").read_text()
 
 
+def test_evaluate_tiny_reference_folder(tiny_folder_run, tmp_path):
+    """Fast: two subjects' references of tiny's walk (one in gait2354's knee convention, the left
+    ankle torque invalid throughout), a broken file, a tiny policy and 10-step episodes."""
+    folder = tmp_path / "refs"
+    write_reference_folder(folder, subjects=2, trials_per_subject=1, model_name="tiny")
+    (folder / "broken.npz").write_bytes(b"not a zip file")
+    run, _ = tiny_folder_run
+    out = tmp_path / "eval"
+    args = ["evaluate", str(run / "policy"), "--reference", str(folder), "--max-steps", "10", "--jobs", "1"]
+    assert main([*args, "--out", str(out)]) == 0
+    status = {r["trial"]: r for r in csv.DictReader(open(out / "trials.csv"))}
+    want = {"S00_T0": "done", "S01_T0": "done", "broken": "error"}
+    assert {k: r["status"] for k, r in status.items()} == want
+    assert "broken.npz" in status["broken"]["error"]
+    assert all(int(status[t]["frames"]) <= 11 for t in ("S00_T0", "S01_T0"))
+    subjects = list(csv.DictReader(open(out / "subjects.csv")))
+    assert [(r["subject"], r["trials"]) for r in subjects] == [("S00", "1"), ("S01", "1")]
+    agg = {(r["kind"], r["column"], r["metric"]): r for r in csv.DictReader(open(out / "aggregate.csv"))}
+    assert agg[("torque", "hip_flexion_r", "r")]["n"] == "2"
+    assert agg[("torque", "hip_flexion_r", "rmse")]["n"] == "2"
+    columns = list(csv.DictReader(open(out / "columns.csv")))
+    ankle_l = [r["n_valid"] for r in columns if r["column"] == "ankle_angle_l" and r["kind"] == "torque"]
+    assert ankle_l == ["0", "0"]  # invalid throughout: no sample compared
+    # S01's knees are in gait2354's convention: detected, so both trials track the same walk
+    knee = {r["trial"]: r["r"] for r in columns if r["column"] == "knee_angle_r" and r["kind"] == "angle"}
+    assert knee["S00_T0"] == knee["S01_T0"] != ""
+    doc = json.loads((out / "summary.json").read_text())
+    assert len(doc["failures"]) == 1 and (out / "plots" / "r_distribution.png").is_file()
+    assert (out / "trials" / "S01_T0" / "metrics.json").is_file()
+
+
 def test_evaluate_folder_with_nothing_usable_exits_2(tmp_path, capsys):
     folder = tmp_path / "refs"
     folder.mkdir()

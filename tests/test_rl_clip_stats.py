@@ -11,6 +11,7 @@ import pytest
 from musclerl.envs.motions import sine_gait
 from musclerl.rl.clip_stats import ClipLog, clip_sums
 from musclerl.rl.config import load_config
+from musclerl.rl.logging import plot_curves
 from musclerl.rl.runner import train
 
 
@@ -92,6 +93,54 @@ def test_training_logs_per_clip_and_per_tag_results(tmp_path):
     assert any("clip/s0/site_err_m" in r for r in rows) and all("tag/all/site_err_m" in r for r in rows)
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert saved["clip_results"]["clips"]["s1"]["tags"] == ["flat", "fast"]
+    # the run's curves.png has the worst-clips panels: drawn again from the run's own files, the
+    # figure has the same size, and without the per-clip results it is a row shorter
+    again = plot_curves(rows, tmp_path / "again.png", saved["clip_results"])
+    assert WORST in again
+    assert _png_size(tmp_path / "run" / "curves.png") == _png_size(tmp_path / "again.png")
+    plot_curves(rows, tmp_path / "plain.png")
+    assert _png_size(tmp_path / "plain.png")[1] < _png_size(tmp_path / "again.png")[1]
+
+
+WORST = "worst clips: failure rate over the run"
+
+
+def _png_size(path) -> tuple[int, int]:
+    """(width, height) in pixels from a PNG's IHDR chunk."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def _history(names, updates=3):
+    return [
+        {
+            "update": u,
+            "env_steps": 64 * u,
+            "episode/return": float(u),
+            **{f"clip/{n}/failure_rate": (k + 1) / (len(names) + 1) for k, n in enumerate(names)},
+        }
+        for u in range(1, updates + 1)
+    ]
+
+
+def test_curves_show_the_worst_clips_only_with_more_than_one_clip(tmp_path):
+    names = ("walk", "run", "slope")
+    log = ClipLog(names)
+    log.add(np.array([[4, 4, 4], [1, 3, 2], [40, 40, 40], [1.0, 1.0, 1.0]]))
+    results = log.summary()
+    assert results["worst_clips"] == ["run", "slope", "walk"]
+    titles = plot_curves(_history(names), tmp_path / "many.png", results)
+    assert titles[-2:] == [WORST, "worst clips: failure rate during training"]
+    one = ClipLog(("walk",))
+    one.add(np.array([[4], [1], [40], [1.0]]))
+    titles = plot_curves(_history(("walk",)), tmp_path / "one.png", one.summary())
+    assert WORST not in titles and titles == ["episode return"]
+    # several clips, none ended an episode yet: the panel says so instead of ranking
+    fresh = ClipLog(names)
+    assert WORST in plot_curves(_history(()), tmp_path / "fresh.png", fresh.summary())
+    for name in ("many", "one", "fresh"):
+        assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @pytest.mark.slow

@@ -1,4 +1,7 @@
-"""``musclerl bench learn`` and its deterministic tracking test, on the tiny model (fast)."""
+"""``musclerl bench learn`` and its deterministic tracking test, on the tiny model (fast).
+
+The run trains on a two-clip list (the bundled looping walk and a generated 0.6 s clip that does
+not loop), so the test covers a ``motion:`` list in training and a test of every clip."""
 
 from __future__ import annotations
 
@@ -11,37 +14,73 @@ import numpy as np
 import pytest
 
 from musclerl.cli import main
+from musclerl.envs.motions import sine_gait
 from musclerl.rl.learn_bench import tracking_test
 
 REPO = Path(__file__).resolve().parents[1]
+WALK = REPO / "assets" / "motions" / "walk_tiny.npz"
+
+
+def _bench(args: list[str]) -> dict:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["bench", "learn", *args]) == 0
+    return json.loads(printed.getvalue().strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("learn") / "run"
-    args = ["bench", "learn", "--config", str(REPO / "configs" / "tiny.yaml"), "--out", str(out)]
-    args += [
-        "--seconds",
-        "1.0",
-        "--json",
-        "ppo.total_env_steps=2048",
-        "ppo.num_envs=32",
-        "ppo.rollout_steps=32",
-    ]
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert main(args) == 0
-    return out, json.loads(printed.getvalue().strip().splitlines()[-1])
+    folder = tmp_path_factory.mktemp("learn")
+    sine = folder / "sine.npz"
+    sine_gait("tiny", duration_s=0.6, name="sine").save(sine)
+    out = folder / "run"
+    args = ["--config", str(REPO / "configs" / "tiny.yaml"), "--out", str(out), "--seconds", "1.0", "--json"]
+    args += [f"motion=[{WALK},{sine}]", "ppo.total_env_steps=2048", "ppo.num_envs=32", "ppo.rollout_steps=32"]
+    return out, _bench(args)
 
 
-def test_bench_learn_trains_then_tests_from_the_first_frame(tiny_run):
+def test_bench_learn_trains_then_tests_every_clip_from_the_first_frame(tiny_run):
     out, result = tiny_run
     assert result["env_steps"] == 2048 and result["wall_s"] > 0
-    assert result["test_s"] == pytest.approx(1.0)
-    assert 0 < result["tracked_s"] <= result["test_s"] + 1e-9
-    assert result["success"] == (result["tracked_s"] >= result["test_s"] - 1e-9)
-    assert np.isfinite(result["mpjpe_m"]) and result["mpjpe_m"] <= result["site_err_world_m"] + 0.5
+    clips = result["clips"]
+    assert list(clips) == ["humanoid3d_walk", "sine"]
+    walk, sine = clips["humanoid3d_walk"], clips["sine"]
+    assert walk["test_s"] == pytest.approx(1.0)  # the walk loops: the whole test
+    assert 0.5 < sine["test_s"] <= 0.6 + 1e-9  # the clip that does not loop ends its test
+    for r in clips.values():
+        assert 0 < r["tracked_s"] <= r["test_s"] + 1e-9
+        assert r["success"] == (r["tracked_s"] >= r["test_s"] - 1e-9)
+        assert np.isfinite(r["mpjpe_m"]) and r["mpjpe_m"] <= r["site_err_world_m"] + 0.5
+    for key in ("tracked_s", "test_s", "mpjpe_m", "site_err_world_m"):
+        assert result[key] == pytest.approx((walk[key] + sine[key]) / 2)
+    assert result["success_rate"] == pytest.approx((walk["success"] + sine["success"]) / 2)
+    assert result["success"] == (walk["success"] and sine["success"])
     assert (out / "curves.png").is_file() and result["episode_length_first"] > 0
+
+
+def test_bench_learn_of_a_policy_tests_its_training_dataset_or_one_clip(tiny_run, capsys):
+    out, trained = tiny_run
+    again = _bench(["--policy", str(out / "policy"), "--seconds", "1.0", "--json"])
+    assert again["clips"] == trained["clips"]  # the policy's own dataset, deterministically
+    one = _bench(["--policy", str(out / "policy"), "--seconds", "1.0", "--clip", "sine", "--json"])
+    assert list(one["clips"]) == ["sine"] and one["clips"]["sine"] == trained["clips"]["sine"]
+    assert one["mpjpe_m"] == trained["clips"]["sine"]["mpjpe_m"]
+    by_index = _bench(["--policy", str(out / "policy"), "--seconds", "0.2", "--clip", "0", "--json"])
+    assert list(by_index["clips"]) == ["humanoid3d_walk"]
+    policy = ["--policy", str(out / "policy")]
+    folder = _bench([*policy, "--motion", str(out.parent), "--seconds", "0.2", "--json"])
+    assert list(folder["clips"]) == ["sine"]  # --motion as a folder: its .npz files
+    assert main(["bench", "learn", "--policy", str(out / "policy"), "--clip", "run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("musclerl: error: --clip") and "humanoid3d_walk" in err[0]
+
+
+def test_bad_clip_fails_before_training(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["bench", "learn", "--config", str(REPO / "configs" / "tiny.yaml"), "--out", str(out)]
+    assert main([*args, "--clip", "7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no clip '7'" in err[0] and not out.exists()
 
 
 def test_tracking_test_of_a_policy_folder_repeats(tiny_run):
@@ -49,7 +88,6 @@ def test_tracking_test_of_a_policy_folder_repeats(tiny_run):
 
     out, _ = tiny_run
     policy = load_policy(out / "policy")
-    motion = REPO / "assets" / "motions" / "walk_tiny.npz"
-    a = tracking_test(policy, motion, seconds=0.5)
-    b = tracking_test(policy, motion, seconds=0.5)
+    a = tracking_test(policy, WALK, seconds=0.5)
+    b = tracking_test(policy, WALK, seconds=0.5)
     assert a == b  # deterministic: the policy's mean from the clip's first frame

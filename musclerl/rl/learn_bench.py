@@ -1,8 +1,9 @@
 """``musclerl bench learn``: does a policy learn to imitate? Train on a fixed budget, then test.
 
-The test is what a user looks at: the trained policy's **deterministic** rollout from the clip's
-first frame (t = 0, no reference-state initialisation) on the MuJoCo C backend, for up to
-``--seconds`` of simulated time with the episode horizon lifted to that length, and:
+The test is what a user looks at: the trained policy's **deterministic** rollout from each
+clip's first frame (t = 0, no reference-state initialisation) on the MuJoCo C backend, for up to
+``--seconds`` of simulated time with the episode horizon lifted to that length (a clip that does
+not loop ends the test at its last frame), and per clip:
 
 - ``tracked_s``: simulated seconds before the first termination (fall or deviation), or the
   whole test if none;
@@ -11,6 +12,12 @@ first frame (t = 0, no reference-state initialisation) on the MuJoCo C backend, 
   the root position, simulated against reference: MPJPE as in motion imitation papers);
   ``site_err_world_m``: the same without removing the root (global drift included);
 - plus the training's wall time, env steps and the first/last logged episode lengths.
+
+The clips are the training config's dataset (``motion:`` as a file, list, folder, glob or
+manifest, mirroring included: :func:`musclerl.motion.dataset.load_dataset`, as training loads it)
+or ``--motion``'s; every clip is tested unless ``--clip`` picks one (index or name). The result
+holds ``clips`` (name -> the numbers above, and ``test_s``) and their means over the clips:
+``tracked_s``, ``mpjpe_m``, ``site_err_world_m``, ``success_rate``; ``success`` is every clip's.
 
 ``python -m musclerl.rl.learn_bench`` is not needed: ``musclerl bench learn --config CFG
 [key=value ...]`` does it all and prints one line per number (``--json``: one object).
@@ -33,7 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="run folder (default runs/bench-learn-<time>)")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of the deterministic test, s")
     parser.add_argument("--policy", default=None, help="skip training: test this policy (or run folder)")
-    parser.add_argument("--motion", default=None, help="test on this Trajectory (default: the config's)")
+    parser.add_argument(
+        "--motion",
+        default=None,
+        help="test on this dataset: Trajectory file, folder, glob or manifest (default: the config's)",
+    )
+    parser.add_argument("--clip", default=None, help="test only this clip (index or name; default: all)")
     parser.add_argument(
         "--video", default=None, help="also write an MP4 of the test (and a PNG frame strip beside it)"
     )
@@ -59,18 +71,17 @@ def evaluation_env(policy, motion, seconds: float):
     return env, steps
 
 
-def tracking_test(policy, motion, seconds: float = 10.0, clip: int = 0) -> dict[str, Any]:
-    """Deterministic rollout of ``policy`` (a loaded export) from t = 0 of ``clip`` of ``motion``
-    (Trajectory or path), in the environment its training config describes."""
-    from musclerl.evaluate.rollout import rollout
+def _test_clip(env, policy, steps: int, clip: int) -> dict[str, Any]:
+    """The deterministic test of ``clip`` in ``env`` (horizon already lifted) for up to ``steps``."""
+    from musclerl.evaluate.rollout import episode_steps, rollout
 
-    env, steps = evaluation_env(policy, motion, seconds)
+    steps = min(steps, episode_steps(env, clip, 0.0))
     rec = rollout(env, lambda obs: policy.act(obs, deterministic=True), clip=clip, max_steps=steps)
     tracked = rec.time_s[1:]  # frame 0 is the reset state
     local = rec.mpjpe_local_m[1:]
     world = rec.mpjpe_m[1:]
     return {
-        "tracked_s": float(tracked[-1] - rec.time_s[0] + env.control_dt_s) if len(tracked) else 0.0,
+        "tracked_s": float(len(tracked) * env.control_dt_s),  # whole steps survived
         "test_s": float(steps * env.control_dt_s),
         "success": bool(not rec.early_termination and len(tracked) >= steps),
         "mpjpe_m": float(np.mean(local)) if len(local) else float("nan"),
@@ -78,15 +89,74 @@ def tracking_test(policy, motion, seconds: float = 10.0, clip: int = 0) -> dict[
     }
 
 
-def record_test(policy, motion, seconds: float, video: Path) -> dict[str, Any]:
-    """The same deterministic test as :func:`tracking_test`, rendered with the reference as a
-    ghost: ``video`` (MP4) and ``<video>.png`` (a strip of six frames)."""
+def tracking_test(policy, motion, seconds: float = 10.0, clip: int = 0) -> dict[str, Any]:
+    """Deterministic rollout of ``policy`` (a loaded export) from t = 0 of ``clip`` of ``motion``
+    (Trajectory or path), in the environment its training config describes."""
+    env, steps = evaluation_env(policy, motion, seconds)
+    return _test_clip(env, policy, steps, clip)
+
+
+def dataset_test(policy, motion, seconds: float = 10.0, clip: str | None = None) -> dict[str, Any]:
+    """:func:`tracking_test` of every clip of ``motion`` (a Trajectory), or of ``clip`` (index or
+    name) alone, in one environment: ``{"clips": {name: result}}`` plus the means over the clips
+    (see the module docstring)."""
+    env, steps = evaluation_env(policy, motion, seconds)
+    names = env.reference.clip_names
+    chosen = range(len(names)) if clip is None else [clip_index(names, clip)]
+    clips = {names[c]: _test_clip(env, policy, steps, c) for c in chosen}
+    rows = list(clips.values())
+
+    def mean(key: str) -> float:
+        return float(np.mean([r[key] for r in rows]))
+
+    return {
+        "tracked_s": mean("tracked_s"),
+        "test_s": mean("test_s"),
+        "success": all(r["success"] for r in rows),
+        "success_rate": mean("success"),
+        "mpjpe_m": mean("mpjpe_m"),
+        "site_err_world_m": mean("site_err_world_m"),
+        "clips": clips,
+    }
+
+
+def clip_index(names: tuple[str, ...], clip: str) -> int:
+    """Index of ``clip`` (a clip name, or an index as text) among ``names``; InputError if none."""
+    from musclerl.errors import InputError
+
+    if clip in names:
+        return names.index(clip)
+    if clip.lstrip("-").isdigit() and 0 <= int(clip) < len(names):
+        return int(clip)
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    raise InputError(
+        "--clip", f"no clip {clip!r}: {len(names)} clips ({shown}), or an index 0..{len(names) - 1}"
+    )
+
+
+def bench_dataset(spec, model_name: str):
+    """The Trajectory of a ``motion:`` value (file, list, folder, glob, manifest), packed as
+    training packs it."""
+    from musclerl.models.registry import load_model
+    from musclerl.motion.dataset import load_dataset
+
+    return load_dataset(spec, load_model(model_name), model_name).trajectory
+
+
+def record_test(policy, motion, seconds: float, video: Path, clip: int = 0) -> dict[str, Any]:
+    """The same deterministic test as :func:`tracking_test` of ``clip``, rendered with the
+    reference as a ghost: ``video`` (MP4) and ``<video>.png`` (a strip of six frames)."""
     from musclerl.envs.video import record_rollout
 
     env, steps = evaluation_env(policy, motion, seconds)
     strip = video.with_suffix(".png")
     record_rollout(
-        env, lambda obs: policy.act(obs, deterministic=True), video, num_steps=steps, clip=0, strip_path=strip
+        env,
+        lambda obs: policy.act(obs, deterministic=True),
+        video,
+        num_steps=steps,
+        clip=clip,
+        strip_path=strip,
     )
     return {"video": str(video), "frame_strip": str(strip)}
 
@@ -101,7 +171,7 @@ def episode_lengths(run_dir: Path) -> tuple[float, float]:
 def run(args: argparse.Namespace) -> int:
     from musclerl.benchmark import print_result
     from musclerl.fileio import check_outputs
-    from musclerl.rl.config import CONFIG_DIR, load_config, resolve_path
+    from musclerl.rl.config import CONFIG_DIR, load_config
     from musclerl.rl.export import load_policy
 
     result: dict[str, Any] = {}
@@ -121,6 +191,9 @@ def run(args: argparse.Namespace) -> int:
 
         configs = args.config or [str(CONFIG_DIR / "demo.yaml")]
         cfg = load_config(configs, args.overrides)
+        motion = bench_dataset(args.motion or cfg["motion"], cfg["model"])  # bad input: before training
+        if args.clip is not None:
+            clip_index(motion.clip_names, args.clip)
         out = Path(args.out or Path("runs") / f"bench-learn-{time.strftime('%Y%m%d-%H%M%S')}")
         t0 = time.perf_counter()
         summary = train(cfg, out, quiet=True)
@@ -130,15 +203,21 @@ def run(args: argparse.Namespace) -> int:
         result["episode_length_first"] = first
         result["episode_length_last"] = last
         result["curves"] = str(out / "curves.png")
-        policy_dir = out / "policy"
-        motion = args.motion or resolve_path(cfg["motion"])
+        policy = load_policy(out / "policy")
     else:
-        policy_dir = Path(args.policy)
-        policy = load_policy(policy_dir)
-        motion = args.motion or resolve_path(policy.config["train_config"]["motion"])
-    policy = load_policy(policy_dir)
-    result.update(tracking_test(policy, motion, args.seconds))
+        policy = load_policy(Path(args.policy))
+        train_cfg = policy.config["train_config"]
+        motion = bench_dataset(args.motion or train_cfg["motion"], train_cfg["model"])
+    result.update(dataset_test(policy, motion, args.seconds, args.clip))
     if args.video:
-        result.update(record_test(policy, motion, args.seconds, Path(args.video)))
-    print_result(result, args.json, 22)
+        first_clip = clip_index(motion.clip_names, args.clip) if args.clip is not None else 0
+        result.update(record_test(policy, motion, args.seconds, Path(args.video), first_clip))
+    if args.json:
+        print_result(result, True, 22)
+        return 0
+    clips = result.pop("clips")
+    print_result(result, False, 22)
+    print(f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'mpjpe_m':>8s} success")
+    for name, r in clips.items():
+        print(f"{name:32s} {r['tracked_s']:9.3f} {r['test_s']:7.3f} {r['mpjpe_m']:8.4f} {r['success']}")
     return 0

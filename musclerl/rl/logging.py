@@ -4,7 +4,9 @@ Per logged update, every metric (episode return/length/termination rate, each ``
 ``env/nan_reset``, losses, KL, entropy, learning rate, ``perf/env_steps_per_s``) goes to
 ``DIR/tb/`` and as one JSON line to ``DIR/metrics.jsonl``. On resume the lines after the
 checkpoint are dropped and TensorBoard purges its later events, so the curves have no duplicates.
-:meth:`RunLogger.close` writes ``DIR/summary.json`` and ``DIR/curves.png``.
+:meth:`RunLogger.close` writes ``DIR/summary.json`` and ``DIR/curves.png``; with more than one
+clip the PNG also shows the worst clips (highest failure rate over the run, from the summary's
+``clip_results``) and their failure rate per log interval (``clip/<name>/failure_rate``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ CURVES = [  # (metric, title) drawn in curves.png when present
     ("policy/std", "policy std"),
     ("perf/env_steps_per_s", "env steps / s"),
 ]
+WORST_BARS = 10  # clips in the worst-clips bar panel
+WORST_CURVES = 5  # of which drawn over training
 
 
 def _finite(x: Any) -> float | None:
@@ -130,22 +134,31 @@ class RunLogger:
             }
         with atomic_path(self.out_dir / "summary.json") as tmp:
             tmp.write_text(json.dumps(summary, indent=2))
-        plot_curves(self.history, self.out_dir / "curves.png")
+        plot_curves(self.history, self.out_dir / "curves.png", summary.get("clip_results"))
         return summary
 
 
-def plot_curves(history: list[dict[str, float | None]], path: Path) -> None:
-    """One panel per metric in ``CURVES`` found in ``history``, against env steps."""
+def plot_curves(
+    history: list[dict[str, float | None]], path: Path, clip_results: dict[str, Any] | None = None
+) -> list[str]:
+    """One panel per metric in ``CURVES`` found in ``history``, against env steps; with
+    ``clip_results`` (:meth:`musclerl.rl.clip_stats.ClipLog.summary`) of more than one clip, two
+    more: the worst clips' failure rate over the run (bars) and per log interval (curves).
+    Returns the panel titles, in drawing order."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     panels = [(k, t) for k, t in CURVES if any(r.get(k) is not None for r in history)] or CURVES[:1]
-    cols = 2 if len(panels) > 1 else 1
-    rows = math.ceil(len(panels) / cols)
+    worst = _worst_clips(clip_results)
+    extra = ["worst clips: failure rate over the run", "worst clips: failure rate during training"]
+    titles = [t for _, t in panels] + (extra if worst is not None else [])
+    cols = 2 if len(titles) > 1 else 1
+    rows = math.ceil(len(titles) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 2.8 * rows), squeeze=False)
-    for ax, (key, title) in zip(axes.flat, panels, strict=False):
+    flat = list(axes.flat)
+    for ax, (key, title) in zip(flat, panels, strict=False):
         pts = [(r["env_steps"], r[key]) for r in history if r.get(key) is not None]
         if pts:
             x, y = zip(*pts, strict=True)
@@ -153,9 +166,56 @@ def plot_curves(history: list[dict[str, float | None]], path: Path) -> None:
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(panels) :]:
+    if worst is not None:
+        _plot_worst(flat[len(panels)], flat[len(panels) + 1], history, clip_results, worst, extra)
+    for ax in flat[len(titles) :]:
         ax.axis("off")
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110)
     plt.close(fig)
+    return titles
+
+
+def _worst_clips(clip_results: dict[str, Any] | None) -> list[str] | None:
+    """Names of the worst clips (up to ``WORST_BARS``, highest failure rate first), or None when
+    there are no per-clip results or only one clip."""
+    if not clip_results or len(clip_results.get("clips", {})) <= 1:
+        return None
+    return list(clip_results.get("worst_clips", []))[:WORST_BARS]
+
+
+def _short(name: str) -> str:
+    """A clip name cut to 28 characters (keeping its end, where clip names differ) for labels."""
+    return name if len(name) <= 28 else "..." + name[-25:]
+
+
+def _plot_worst(bars, curves, history, clip_results, worst: list[str], titles: list[str]) -> None:
+    """Bars: run failure rate (and episodes) of ``worst``; curves: the first ``WORST_CURVES`` of
+    them per log interval."""
+    clips = clip_results["clips"]
+    if worst:
+        y = np.arange(len(worst))
+        rates = [clips[n]["failure_rate"] for n in worst]
+        bars.barh(y, rates, color="tab:red", alpha=0.7)
+        bars.set_yticks(y, [_short(n) for n in worst], fontsize=7)
+        bars.invert_yaxis()
+        for k, n in enumerate(worst):
+            bars.text(rates[k], k, f" {clips[n]['episodes']} ep.", va="center", fontsize=7)
+        bars.set_xlim(0, 1.15)
+    else:
+        bars.text(0.5, 0.5, "no episode ended yet", ha="center", va="center", transform=bars.transAxes)
+    bars.set_xlabel("failure rate (terminated / ended episodes)")
+    bars.set_title(f"{titles[0]} ({len(clips)} clips)", fontsize=10)
+    for name in worst[:WORST_CURVES]:
+        key = f"clip/{name}/failure_rate"
+        pts = [(r["env_steps"], r[key]) for r in history if r.get(key) is not None]
+        if pts:
+            x, y = zip(*pts, strict=True)
+            curves.plot(x, y, lw=1.0, marker=".", ms=3, label=_short(name))
+    if curves.get_legend_handles_labels()[0]:
+        curves.legend(fontsize=7)
+    curves.set_title(titles[1], fontsize=10)
+    curves.set_xlabel("env steps")
+    curves.set_ylim(-0.05, 1.05)
+    curves.grid(alpha=0.3)
