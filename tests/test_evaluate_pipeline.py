@@ -12,8 +12,8 @@ import pytest
 from musclerl.cli import main
 from musclerl.errors import InputError
 from musclerl.evaluate import compare, emg, plots, report
-from musclerl.evaluate.coordinates import coupling_matrix
 from musclerl.evaluate.rollout import foot_forces, foot_owner, rollout
+from musclerl.models.couplings import coupling_matrix
 from musclerl.models.introspect import total_mass_kg
 from musclerl.models.registry import load_model
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from musclerl.cli import main
+from musclerl.dynamics import inverse_dynamics as idyn
+from musclerl.dynamics.static_optimisation import muscle_gain_bias, static_optimisation
 from musclerl.errors import InputError
-from musclerl.evaluate import inverse_dynamics as idyn
-from musclerl.evaluate.coordinates import coordinates_to_qpos, independent_coordinates
-from musclerl.evaluate.static_optimisation import muscle_gain_bias, static_optimisation
+from musclerl.evaluate.coordinates import coordinates_to_qpos
+from musclerl.models.couplings import independent_coordinates
 from musclerl.models.registry import load_model
 
 SIX = ["hip_flexion_r", "knee_angle_r", "ankle_angle_r", "hip_flexion_l", "knee_angle_l", "ankle_angle_l"]

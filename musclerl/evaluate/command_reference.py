@@ -83,8 +83,8 @@ def _parse_signs(items: list[str]) -> dict[str, float] | None:
 
 def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarray, list[str], dict]:
     """(qpos (T, nq), time_s (T,), notes, signs) from a Trajectory NPZ or a coordinates .mot."""
+    from musclerl.dynamics.inverse_dynamics import lowpass
     from musclerl.evaluate.coordinates import coordinates_to_qpos
-    from musclerl.evaluate.inverse_dynamics import lowpass
     from musclerl.motion.storage import read_storage
     from musclerl.motion.trajectory import Trajectory
 
@@ -149,14 +149,10 @@ def _save_trajectory(
 def run(args: argparse.Namespace) -> int:
     import mujoco
 
-    from musclerl.evaluate import inverse_dynamics as idyn
-    from musclerl.evaluate.coordinates import (
-        PELVIS_COLUMNS,
-        independent_coordinates,
-        qpos_to_coordinates,
-        qpos_to_pelvis,
-    )
-    from musclerl.evaluate.static_optimisation import static_optimisation
+    from musclerl.dynamics import inverse_dynamics as idyn
+    from musclerl.dynamics.static_optimisation import static_optimisation
+    from musclerl.evaluate.coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
+    from musclerl.models.couplings import independent_coordinates
     from musclerl.models.introspect import total_mass_kg
     from musclerl.models.registry import load_model
     from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, write_reference

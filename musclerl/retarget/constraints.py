@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import mujoco
@@ -43,9 +43,6 @@ from musclerl.errors import require
 from musclerl.models.introspect import muscle_ids
 from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
 from musclerl.retarget.rotations import quat_left_matrix
-
-if TYPE_CHECKING:
-    from musclerl.retarget.solver import IKProblem, IKResult
 
 
 class Previous(NamedTuple):
@@ -93,11 +90,14 @@ class Constraint:
 
     def finalize(
         self,
-        problem: IKProblem,
+        problem,
         targets: dict[str, np.ndarray],
-        result: IKResult,
+        result,
         resolve: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
-    ) -> IKResult:
+    ):
+        """``problem``: the :class:`~musclerl.retarget.solver.IKProblem` solved; ``result``: its
+        :class:`~musclerl.retarget.solver.IKResult`, returned (or a replaced copy). Left untyped:
+        this module sits below the solver, which imports it."""
         return result
 
 

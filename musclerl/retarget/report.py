@@ -49,10 +49,10 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.evaluate.plausibility import plausibility
 from musclerl.fileio import atomic_path
+from musclerl.models.geoms import body_collision_geoms, foot_geoms, geom_lowest_z
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget.constraints import muscle_tendon_ids, predicted_tendon_changes, tendon_jumps
 from musclerl.retarget.contact import detect_contacts
-from musclerl.retarget.ground import body_collision_geoms, foot_geoms, geom_lowest_z
 from musclerl.retarget.marker_fit import joint_couplings
 from musclerl.retarget.terrain import terrain_summary
 

@@ -53,6 +53,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import scale_spec
 from musclerl.motion.keypoints import KeypointMotion
@@ -64,7 +65,6 @@ from musclerl.retarget.ground import (
     GeomSurface,
     GroundContact,
     GroundParams,
-    collision_geoms,
     penetration_m,
     site_positions_m,
     skating_mps,

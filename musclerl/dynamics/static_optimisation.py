@@ -27,7 +27,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.evaluate.coordinates import coupling_matrix
+from musclerl.models.couplings import coupling_matrix
 from musclerl.models.introspect import muscle_ids
 
 
