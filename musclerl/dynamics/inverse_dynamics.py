@@ -33,6 +33,7 @@ from musclerl.errors import InputError
 from musclerl.fileio import read_text
 from musclerl.models.couplings import coupling_matrix
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP
+from musclerl.motion.trajectory import finite_difference_qvel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,10 +169,7 @@ def velocities(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray) -> t
     T = qpos.shape[0]
     if T < 3:
         raise ValueError("need at least 3 frames for accelerations")
-    qvel = np.zeros((T, model.nv))
-    for t in range(T):
-        a, b = max(t - 1, 0), min(t + 1, T - 1)
-        mujoco.mj_differentiatePos(model, qvel[t], float(time_s[b] - time_s[a]), qpos[a], qpos[b])
+    qvel = finite_difference_qvel(model, qpos, time_s=time_s)
     qacc = np.gradient(qvel, np.asarray(time_s, dtype=float), axis=0)
     return qvel, qacc
 

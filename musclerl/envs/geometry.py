@@ -9,9 +9,14 @@ from typing import Any
 
 
 def quat_to_mat(q: Any, xp: Any) -> Any:
-    """(N, 4) unit quaternions -> (N, 3, 3) rotation matrices."""
+    """(..., 4) quaternions (normalised here) -> (..., 3, 3) rotation matrices.
+
+    The one quaternion-to-matrix formula for jax code (the IK's :mod:`musclerl.retarget.rotations`
+    uses it too); numpy code outside ``xp`` functions uses
+    :func:`musclerl.motion.keypoints.quat_wxyz_to_matrix`.
+    """
     q = q / xp.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     rows = [
         [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],

@@ -16,12 +16,31 @@ import numpy as np
 SCALAR_JOINTS = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
+def polynomial(coef, dx, xp=np):
+    """``sum_k coef[..., k] dx^k`` for k = 0..4: coef (..., 5) (or (5,)), dx (...) -> (...).
+
+    ``xp`` is ``numpy`` or ``jax.numpy`` (the IK constraint evaluates it inside the Jacobian).
+    """
+    powers = xp.stack([xp.ones_like(dx), dx, dx * dx, dx * dx * dx, dx * dx * dx * dx], axis=-1)
+    return xp.sum(powers * coef, axis=-1)
+
+
+def polynomial_slope(coef, dx, xp=np):
+    """d/d(dx) of :func:`polynomial`: coef (..., 5), dx (...) -> (...)."""
+    powers = xp.stack([xp.ones_like(dx), 2 * dx, 3 * dx * dx, 4 * dx * dx * dx], axis=-1)
+    return xp.sum(powers * coef[..., 1:], axis=-1)
+
+
 @dataclasses.dataclass(frozen=True)
 class Coupling:
-    """Dependent joint ``y`` driven by independent joint ``x`` through a quartic polynomial."""
+    """Dependent joint ``y`` driven by independent joint ``x`` through a quartic polynomial.
+
+    A joint fixed at a constant (no ``joint2``) has ``independent`` None, ``x_qpos = x_dof = -1``,
+    ``x0 = 0`` and only ``coef[0]`` set.
+    """
 
     dependent: str
-    independent: str
+    independent: str | None
     y_qpos: int
     y_dof: int
     x_qpos: int
@@ -31,37 +50,50 @@ class Coupling:
     y0: float
 
     def value(self, x: np.ndarray) -> np.ndarray:
-        dx = np.asarray(x, dtype=float) - self.x0
-        return self.y0 + np.polynomial.polynomial.polyval(dx, self.coef)
+        """Dependent coordinate (...) for independent values ``x`` (...)."""
+        return self.y0 + polynomial(self.coef, np.asarray(x, dtype=float) - self.x0)
 
     def slope(self, x: np.ndarray) -> np.ndarray:
-        dx = np.asarray(x, dtype=float) - self.x0
-        return np.polynomial.polynomial.polyval(dx, np.polynomial.polynomial.polyder(self.coef))
+        """dy/dx (...) at independent values ``x`` (...)."""
+        return polynomial_slope(self.coef, np.asarray(x, dtype=float) - self.x0)
 
 
-def couplings(model: mujoco.MjModel) -> list[Coupling]:
-    """Active joint-equality constraints between two scalar joints, as :class:`Coupling`."""
+def couplings(model: mujoco.MjModel, fixed: bool = False) -> list[Coupling]:
+    """Active joint-equality constraints as :class:`Coupling`, in model order: those between two
+    joints, and with ``fixed`` also those holding one joint at a constant."""
     out = []
     for e in range(model.neq):
         is_joint = int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT)
-        if not is_joint or not model.eq_active0[e] or model.eq_obj2id[e] < 0:
+        if not is_joint or not model.eq_active0[e] or (model.eq_obj2id[e] < 0 and not fixed):
             continue
         j1, j2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
-        q1, q2 = int(model.jnt_qposadr[j1]), int(model.jnt_qposadr[j2])
+        q1 = int(model.jnt_qposadr[j1])
+        common = dict(dependent=model.joint(j1).name, y_qpos=q1, y_dof=int(model.jnt_dofadr[j1]))
+        common["y0"] = float(model.qpos0[q1])
+        if j2 < 0:
+            coef = np.array([model.eq_data[e, 0], 0, 0, 0, 0], dtype=float)
+            out.append(Coupling(independent=None, x_qpos=-1, x_dof=-1, coef=coef, x0=0.0, **common))
+            continue
+        q2 = int(model.jnt_qposadr[j2])
         out.append(
             Coupling(
-                dependent=model.joint(j1).name,
                 independent=model.joint(j2).name,
-                y_qpos=q1,
-                y_dof=int(model.jnt_dofadr[j1]),
                 x_qpos=q2,
                 x_dof=int(model.jnt_dofadr[j2]),
                 coef=np.array(model.eq_data[e, :5], dtype=float),
                 x0=float(model.qpos0[q2]),
-                y0=float(model.qpos0[q1]),
+                **common,
             )
         )
     return out
+
+
+def equality_residual(coups: list[Coupling], qpos: np.ndarray) -> np.ndarray:
+    """Residual ``y - value(x)`` of each coupling between two joints for poses ``qpos`` (..., nq)
+    -> (..., len(coups)) (rad or m)."""
+    qpos = np.asarray(qpos, dtype=float)
+    cols = [qpos[..., c.y_qpos] - c.value(qpos[..., c.x_qpos]) for c in coups]
+    return np.stack(cols, axis=-1) if cols else np.zeros(qpos.shape[:-1] + (0,))
 
 
 def independent_coordinates(model: mujoco.MjModel) -> list[str]:

@@ -122,6 +122,14 @@ class GeomSurface:
             out[i] = pts[sel[np.argmin(height[sel])]]
         return out
 
+    def depth_m(self, data: mujoco.MjData, terrain: Terrain | None = None) -> np.ndarray:
+        """Per geom (G,): how far its deepest sample lies below ``terrain`` (flat z = 0 without
+        one), metres, 0 when above. The ground constraint, the marker pipeline's lift and the
+        quality report all measure penetration with this."""
+        low = self.lowest_points(data, terrain)
+        ground = terrain.height_at(low[:, :2]) if terrain is not None else 0.0
+        return np.maximum(ground - low[:, 2], 0.0)
+
 
 @dataclasses.dataclass(frozen=True)
 class GroundParams:
@@ -179,8 +187,7 @@ def penetration_m(
     for t, q in enumerate(qpos):
         data.qpos[:] = q
         mujoco.mj_kinematics(model, data)
-        low = surface.lowest_points(data, terrain)
-        out[t] = np.maximum(terrain.height_at(low[:, :2]) - low[:, 2], 0.0)
+        out[t] = surface.depth_m(data, terrain)
     return out
 
 

@@ -48,7 +48,7 @@ from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, re
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.storage import Table
-from musclerl.motion.trajectory import Trajectory
+from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 from musclerl.motion.trc import MarkerData, read_trc
 from musclerl.retarget.ground import site_positions_m
 from musclerl.retarget.joint_centres import (
@@ -459,18 +459,6 @@ def solve_trial(
     )
 
 
-def velocities(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float) -> np.ndarray:
-    """qvel (T, nv) by central differences of ``qpos`` (T, nq) through ``mj_differentiatePos``."""
-    n = len(qpos)
-    qvel = np.zeros((n, model.nv))
-    if n < 2:
-        return qvel
-    for t in range(n):
-        a, b = max(t - 1, 0), min(t + 1, n - 1)
-        mujoco.mj_differentiatePos(model, qvel[t], (b - a) / rate_hz, qpos[a], qpos[b])
-    return qvel
-
-
 def coordinate_table(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray, name: str) -> Table:
     """OpenSim-style table: hinge joints in degrees, slides in metres, free/ball roots as
     ``<joint>_tx/_ty/_tz`` (m) and ``<joint>_rx/_ry/_rz`` (deg, extrinsic x-y-z Euler angles)."""
@@ -554,7 +542,7 @@ def retarget_markers(
     markers_m = site_positions_m(model, qpos, np.array([model.site(n).id for n in solution.names]))
     trajectory = Trajectory(
         qpos=qpos,
-        qvel=velocities(model, qpos, rate),
+        qvel=finite_difference_qvel(model, qpos, rate),
         rate_hz=rate,
         joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
         model_name=options.model,

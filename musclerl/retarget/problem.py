@@ -27,7 +27,7 @@ from jax.sharding import PartitionSpec as P
 from musclerl.errors import require
 from musclerl.retarget.constraints import Constraint, Previous
 from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
-from musclerl.retarget.rotations import quat_left_matrix
+from musclerl.retarget.rotations import kabsch, quat_left_matrix
 from musclerl.retarget.tasks import MarkerTask, Task
 
 LAMBDA_INIT = 1e-3  # initial damping of cold starts and repairs
@@ -434,14 +434,10 @@ class IKProblem:
         pts, tgt, w = (np.concatenate(x, axis=1) for x in (pts, tgt, w))
         a = root.qpos_adr
         for c in range(n):
-            wsum = w[c].sum()
             if np.sum(w[c] > 0) < 3:
                 continue
             target = np.where(np.isfinite(tgt[c]), tgt[c], 0.0)
-            cp, ct = w[c] @ pts[c] / wsum, w[c] @ target / wsum
-            u, _, vt = np.linalg.svd(((pts[c] - cp) * w[c][:, None]).T @ (target - ct))
-            d = np.sign(np.linalg.det(vt.T @ u.T))
-            rot = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
+            rot, cp, ct = kabsch(pts[c], target, w[c])
             quat = np.empty(4)
             mujoco.mju_mat2Quat(quat, rot.reshape(-1))
             out[c, a : a + 3] = rot @ (out[c, a : a + 3] - cp) + ct

@@ -53,6 +53,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.models.couplings import couplings, equality_residual
 from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import scale_spec
@@ -70,7 +71,7 @@ from musclerl.retarget.ground import (
     skating_mps,
 )
 from musclerl.retarget.ground_constraint import ground_planes
-from musclerl.retarget.marker_fit import align_root, equality_residual, joint_couplings
+from musclerl.retarget.marker_fit import align_root
 from musclerl.retarget.soles import SOLE_POINTS, rest_points, sole_points, sole_site_name
 from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 
@@ -566,7 +567,7 @@ def measure(
     outside = np.zeros(len(q), dtype=bool)
     for adr, (lo, hi) in limited:
         outside |= (q[:, adr] < lo - 1e-9) | (q[:, adr] > hi + 1e-9)
-    eq = equality_residual(joint_couplings(model), q)
+    eq = equality_residual(couplings(model), q)
     out = {
         "frames": int(len(q)),
         "marker_rms_m": float(rms.mean()),
