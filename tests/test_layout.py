@@ -113,3 +113,20 @@ def test_envs_do_not_import_later_stages():
         if name.startswith("musclerl.envs")
     }
     assert not {k: v for k, v in bad.items() if v}
+
+
+def test_no_module_shadows_the_standard_library():
+    shadowing = sorted(
+        name for name in MODULES if name.rpartition(".")[2] in sys.stdlib_module_names and "__" not in name
+    )
+    assert not shadowing
+
+
+def test_envs_docstring_lists_every_module():
+    import musclerl.envs
+
+    listed = musclerl.envs.__doc__
+    missing = [
+        p.name for p in (PACKAGE / "envs").glob("*.py") if p.name != "__init__.py" and p.name not in listed
+    ]
+    assert not missing
