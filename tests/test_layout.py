@@ -4,6 +4,7 @@ retargeting and evaluation stages. Static (``ast``), so it sees function-level i
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "musclerl"

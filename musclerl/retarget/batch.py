@@ -35,7 +35,7 @@ from musclerl.fileio import atomic_path
 
 CACHE_ENV = "MUSCLERL_CACHE"
 #: Compiles shorter than this are not written to the persistent cache. 0: every compile, the
-#: ~30 small eager-op kernels of a solve too (50-75 ms each to compile, ~1 s per process).
+#: the small eager-op kernels of a solve too, whose compiles add up per process.
 CACHE_MIN_COMPILE_S = 0.0
 
 

@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated bodies whose markers are re-placed from the trial itself (mean body-frame "
         "position over a first IK pass), then IK again; off by default: it fits marker offsets to the "
         "trial measured. For a segment the model cannot bend whose posture differs from the static "
-        "trial's (myolegs' rigid trunk on gait2354's walk: 'torso' takes all-marker RMS 44.0 -> 13.8 mm)",
+        "trial's (e.g. 'torso' for myolegs' rigid trunk on a walk that leans forward)",
     )
     belt = parser.add_mutually_exclusive_group()
     belt.add_argument(

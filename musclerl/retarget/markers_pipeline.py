@@ -9,7 +9,7 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    root alone, then shifted onto the hip centres, then the limbs with the root held and the knees
    on their centres: :mod:`musclerl.retarget.joint_centres`), and every non-fixed marker is moved
    to where the static trial saw it (OpenSim's marker placement). That step is what makes generic
-   marker positions — 8-16 cm off on thighs and shanks — usable. With ``place_from_trial``
+   marker positions — centimetres off on thighs and shanks — usable. With ``place_from_trial``
    (off by default) the markers of the named bodies are then re-placed from the trial itself
    (:func:`place_from_trial`).
 2. :func:`solve_trial` — weighted least squares over the trial (OpenSim's IK objective, the IK
@@ -352,9 +352,8 @@ def place_from_trial(
     Off by default (``--place-from-trial``): it fits marker offsets to the trial being measured,
     so those markers' errors no longer test the calibration. Its use is a segment whose posture in
     the trial differs from the static trial's and that the model cannot bend: myolegs' trunk is
-    rigid on the pelvis, and gait2354's subject leans ~14 deg further forward walking than
-    standing (trunk markers 64-157 mm off; with ``("torso",)`` 13-25 mm, all-marker RMS 44.0 ->
-    13.8 mm, lower body 12.5 -> 12.7 mm).
+    rigid on the pelvis, and gait2354's subject leans further forward walking than standing,
+    so its trunk markers are far off until ``("torso",)`` re-places them.
     """
     model = calibrated.model
     on = trial_placed_markers(calibrated, bodies, solution.names)
