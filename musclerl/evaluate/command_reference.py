@@ -20,6 +20,10 @@ import numpy as np
 
 from musclerl.errors import InputError
 
+#: Fewest frames of a motion: central-difference accelerations need 3, and the low-pass filter
+#: and the accelerations' end frames make fewer meaningless.
+MIN_FRAMES = 5
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("motion", help="Trajectory .npz or coordinates .mot (degrees, OpenSim names)")
@@ -93,12 +97,14 @@ def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarra
     if path.suffix.lower() == ".npz":
         traj = Trajectory.load(path)
         traj.check_model(model, path)
+        if traj.num_frames < MIN_FRAMES:
+            raise InputError(path, f"need at least {MIN_FRAMES} frames, got {traj.num_frames}")
         return traj.qpos, np.arange(traj.num_frames) / traj.rate_hz, notes, {}
     if path.suffix.lower() not in (".mot", ".sto"):
         raise InputError(path, "motion must be a Trajectory .npz or an OpenSim coordinates .mot")
     table = read_storage(path)
-    if table.num_rows < 5 or table.rate_hz is None:
-        raise InputError(path, f"need at least 5 rows of coordinates, got {table.num_rows}")
+    if table.num_rows < MIN_FRAMES or table.rate_hz is None:
+        raise InputError(path, f"need at least {MIN_FRAMES} rows of coordinates, got {table.num_rows}")
     values = np.asarray(table.data, dtype=float)
     if not np.all(np.isfinite(values)):
         raise InputError(path, "coordinates contain NaN or inf")
