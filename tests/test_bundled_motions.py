@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from musclerl.evaluate.plausibility import trajectory_plausibility
+from musclerl.models.geoms import foot_geoms, geom_lowest_z
 from musclerl.models.registry import load_model
 from musclerl.motion.trajectory import Trajectory
-from musclerl.retarget.ground import foot_geoms, geom_lowest_z
 
 MOTIONS = Path(__file__).resolve().parents[1] / "assets" / "motions"
 

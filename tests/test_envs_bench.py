@@ -6,7 +6,14 @@ import json
 import subprocess
 import sys
 
+import mujoco
+import mujoco.batch
+import numpy as np
+
 from musclerl.cli import main
+from musclerl.envs.config import EnvConfig
+from musclerl.envs.motions import sine_dataset
+from musclerl.envs.tracking import TrackingEnv
 
 
 def test_bench_env_cpu_json(capsys):
@@ -31,8 +38,35 @@ def test_bench_env_cpu_json(capsys):
     result = json.loads(capsys.readouterr().out)
     for key in ("env_steps_per_s", "raw_steps_per_s", "ratio", "raw_loop_mj_steps_per_s"):
         assert result[key] > 0
-    assert result["ratio"] == result["env_steps_per_s"] / result["raw_steps_per_s"]
-    assert result["env_mj_steps_per_s"] == result["env_steps_per_s"] * result["substeps"]
+    env = TrackingEnv("tiny", sine_dataset("tiny", num_clips=3, duration_s=4.0), EnvConfig(), backend="cpu")
+    assert (result["nu"], result["obs_dim"]) == (env.model.nu, env.observation_size)
+    assert result["substeps"] == EnvConfig().substeps
+
+
+def test_raw_baseline_does_the_env_physics():
+    """The bench's premise: ``substeps`` raw ``mj_step`` from the env's state rows with the same
+    controls reproduce the env's next physics state exactly (the env adds only observations,
+    rewards and resets), so the ratio compares like with like."""
+    config = EnvConfig()
+    env = TrackingEnv(
+        "tiny",
+        sine_dataset("tiny", num_clips=3, duration_s=4.0),
+        config,
+        backend="cpu",
+        num_envs=4,
+        threads=1,
+    )
+    raw = mujoco.batch.Batch(env.model, nsim=4, nthread=1)
+    state = env.reset(0)
+    action = np.random.default_rng(0).uniform(0.0, 0.5, size=(4, env.action_size))
+    for _ in range(3):
+        raw.state[:] = env._physics.batch.state
+        raw.bind("ctrl")[:] = action
+        raw.step(nstep=config.substeps)
+        state = env.step(state, action)
+        kept = ~np.asarray(state.done)
+        assert kept.any()
+        np.testing.assert_array_equal(env._physics.batch.state[kept], raw.state[kept])
 
 
 def test_bench_env_rejects_bad_counts(capsys):

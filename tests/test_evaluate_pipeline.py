@@ -12,8 +12,8 @@ import pytest
 from musclerl.cli import main
 from musclerl.errors import InputError
 from musclerl.evaluate import compare, emg, plots, report
-from musclerl.evaluate.coordinates import coupling_matrix
 from musclerl.evaluate.rollout import foot_forces, foot_owner, rollout
+from musclerl.models.couplings import coupling_matrix
 from musclerl.models.introspect import total_mass_kg
 from musclerl.models.registry import load_model
 
@@ -217,12 +217,13 @@ def test_evaluate_end_to_end_with_trained_policy(tiny_reference, tmp_path):
     doc = json.loads((out / "metrics.json").read_text())
     kinds = {r["kind"] for r in doc["columns"]}
     assert kinds == {"torque", "angle", "activation", "emg"}
-    assert 0.0 <= doc["tracking"]["success_rate"] <= 1.0
     for name in ("tracking.png", "torque_overview.png", "activation_overview.png", "emg_overview.png"):
         assert (out / "plots" / name).stat().st_size > 5000
     assert (out / "report.md").read_text().count("](plots/") > 10
     with np.load(out / "recording.npz") as z:
         assert z["torque_nm"].shape[1] == 6
+        assert doc["tracking"]["success_rate"] == (0.0 if z["early_termination"] else 1.0)
+        assert doc["tracking"]["mpjpe_global_m"] == pytest.approx(np.nanmean(z["mpjpe_m"]))
 
 
 def test_cycle_comparison_and_cycle_plot(tmp_path):

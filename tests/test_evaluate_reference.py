@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import mujoco
 import numpy as np
 import pytest
 
 from musclerl.cli import main
+from musclerl.dynamics import inverse_dynamics as idyn
+from musclerl.dynamics.static_optimisation import muscle_gain_bias, static_optimisation
 from musclerl.errors import InputError
-from musclerl.evaluate import inverse_dynamics as idyn
-from musclerl.evaluate.coordinates import coordinates_to_qpos, independent_coordinates
-from musclerl.evaluate.static_optimisation import muscle_gain_bias, static_optimisation
+from musclerl.evaluate.coordinates import coordinates_to_qpos
+from musclerl.models.couplings import independent_coordinates
 from musclerl.models.registry import load_model
+from musclerl.motion.trajectory import Trajectory
 
 SIX = ["hip_flexion_r", "knee_angle_r", "ankle_angle_r", "hip_flexion_l", "knee_angle_l", "ankle_angle_l"]
 
@@ -210,6 +213,24 @@ def test_reference_cli_bad_input(gait2354, tmp_path, capsys, extra, message):
 def test_reference_cli_missing_motion(tmp_path, capsys):
     rc = main(["reference", str(tmp_path / "nope.mot"), "--out", str(tmp_path / "r.npz")])
     assert rc == 2 and "nope.mot" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("frames", [1, 2])
+def test_reference_cli_too_short_trajectory(tmp_path, capsys, frames):
+    walk = Trajectory.load(Path(__file__).resolve().parents[1] / "assets" / "motions" / "walk_tiny.npz")
+    short = tmp_path / "short.npz"
+    Trajectory(
+        qpos=walk.qpos[:frames],
+        qvel=walk.qvel[:frames],
+        rate_hz=walk.rate_hz,
+        joint_names=walk.joint_names,
+        model_name=walk.model_name,
+    ).save(short)
+    out = tmp_path / "r.npz"
+    assert main(["reference", str(short), "--model", "tiny", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "short.npz" in err[0] and f"got {frames}" in err[0]
+    assert not out.exists()
 
 
 def test_id_model_leaves_original_untouched(myolegs):

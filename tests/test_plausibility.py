@@ -12,9 +12,9 @@ import pytest
 
 from musclerl.cli import main
 from musclerl.evaluate.plausibility import Thresholds, format_plausibility, plausibility
+from musclerl.models.geoms import foot_geoms, geom_lowest_z
 from musclerl.models.registry import load_model
 from musclerl.motion.trajectory import Trajectory
-from musclerl.retarget.ground import foot_geoms, geom_lowest_z
 from musclerl.retarget.report import quality_report
 
 GRAVITY = 9.81

@@ -11,9 +11,10 @@ import mujoco
 import numpy as np
 import pytest
 
+from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.retarget.contact import detect_contacts
-from musclerl.retarget.ground import GeomSurface, collision_geoms, penetration_m
+from musclerl.retarget.ground import GeomSurface, penetration_m
 from musclerl.retarget.marker_ground import (
     LEVEL_SLOPE_DEG,
     TREADMILL_MIN_SPEED_MPS,

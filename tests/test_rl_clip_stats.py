@@ -11,7 +11,7 @@ import pytest
 from musclerl.envs.motions import sine_gait
 from musclerl.rl.clip_stats import ClipLog, clip_sums
 from musclerl.rl.config import load_config
-from musclerl.rl.logging import plot_curves
+from musclerl.rl.run_log import plot_curves
 from musclerl.rl.runner import train
 
 

@@ -143,11 +143,9 @@ def test_bench_train_json(tmp_path, capsys):
         == 0
     )
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert {"train_env_steps_per_s", "env_only_steps_per_s", "ratio"} <= set(result)
-    assert result["train_env_steps_per_s"] > 0 and result["env_only_steps_per_s"] > 0
-    np.testing.assert_allclose(
-        result["ratio"], result["train_env_steps_per_s"] / result["env_only_steps_per_s"]
-    )
+    assert result["train_env_steps_per_s"] > 0 and result["env_only_steps_per_s"] > 0 and result["ratio"] > 0
+    # it ran what was asked: the TOY config's envs and rollout length, for --updates updates
+    assert (result["num_envs"], result["rollout_steps"], result["updates"]) == (8, 16, 2)
 
 
 @pytest.mark.parametrize(

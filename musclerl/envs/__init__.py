@@ -19,10 +19,12 @@ API::
 
 ``cpu``: numpy leaves, MuJoCo C stepping on ``threads`` threads (``mujoco.batch.Batch``).
 ``mjx``: jax leaves; ``jax.jit(env.step)`` / ``jax.lax.scan`` over it.
-Pieces: config.py (EnvConfig), world.py (model + sites + terrain), reference.py, actions.py
-(action spaces, PD inversion), observations.py, rewards.py, termination.py, initial_state.py (RSI,
-clip sampling), start_activation.py, cpu_backend.py, mjx_backend.py, tracking.py (TrackingEnv),
-gym_env.py (``musclerl/Tracking-v0``), video.py, bench.py, motions.py (synthetic test motions).
+Pieces: config.py (EnvConfig), world.py (model + sites + terrain), reference.py (per-frame
+reference arrays), state.py (State, Kinematics pytrees), geometry.py (numpy/jax rotations and
+heights), actions.py (action spaces, PD inversion), observations.py, rewards.py, termination.py,
+initial_state.py (RSI, clip sampling), start_activation.py (static-optimisation start
+activations), cpu_backend.py, mjx_backend.py, tracking.py (TrackingEnv), gym_env.py
+(``musclerl/Tracking-v0``), video.py, bench.py, motions.py (synthetic test motions).
 """
 
 from __future__ import annotations

@@ -9,9 +9,14 @@ from typing import Any
 
 
 def quat_to_mat(q: Any, xp: Any) -> Any:
-    """(N, 4) unit quaternions -> (N, 3, 3) rotation matrices."""
+    """(..., 4) quaternions (normalised here) -> (..., 3, 3) rotation matrices.
+
+    The one quaternion-to-matrix formula for jax code (the IK's :mod:`musclerl.retarget.rotations`
+    uses it too); numpy code outside ``xp`` functions uses
+    :func:`musclerl.motion.keypoints.quat_wxyz_to_matrix`.
+    """
     q = q / xp.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     rows = [
         [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
@@ -83,29 +88,3 @@ def site_velocity(cvel: Any, com: Any, site_pos: Any, xp: Any) -> Any:
         axis=-1,
     )
     return cvel[..., 3:] + cross
-
-
-def geom_lowest_z(kind: Any, size: Any, rbound: Any, pos: Any, xmat: Any, xp: Any) -> Any:
-    """Lowest world z (..., G) of primitive geoms from their world poses.
-
-    ``kind`` (G,) mjtGeom types, ``size`` (G, 3), ``rbound`` (G,) (the fallback for meshes and
-    other shapes: centre - bounding radius); ``pos`` (..., G, 3) geom centres, ``xmat`` (..., G, 3, 3)
-    geom-to-world rotations. Spheres, capsules, cylinders, ellipsoids and boxes are exact.
-    """
-    z = pos[..., 2]
-    up = xmat[..., 2, :]  # world z of each local axis (..., G, 3)
-    axial = xp.abs(size[:, 1] * up[..., 2])
-    sphere = z - size[:, 0]
-    capsule = z - axial - size[:, 0]
-    cylinder = (
-        z - xp.abs(size[:, 1] * up[..., 2]) - size[:, 0] * xp.sqrt(xp.maximum(1 - up[..., 2] ** 2, 0.0))
-    )
-    ellipsoid = z - xp.sqrt(xp.sum((size * up) ** 2, axis=-1))
-    box = z - xp.sum(xp.abs(size * up), axis=-1)
-    other = z - rbound
-    # mjtGeom: 2 sphere, 3 capsule, 4 ellipsoid, 5 cylinder, 6 box
-    out = xp.where(kind == 2, sphere, other)
-    out = xp.where(kind == 3, capsule, out)
-    out = xp.where(kind == 4, ellipsoid, out)
-    out = xp.where(kind == 5, cylinder, out)
-    return xp.where(kind == 6, box, out)

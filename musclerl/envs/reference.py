@@ -26,10 +26,10 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from musclerl.dynamics.static_optimisation import moment_arms
 from musclerl.envs.start_activation import reference_activations
 from musclerl.envs.world import World
-from musclerl.evaluate.coordinates import coupling_matrix, independent_coordinates
-from musclerl.evaluate.static_optimisation import moment_arms
+from musclerl.models.couplings import coupling_matrix, independent_coordinates
 from musclerl.motion.trajectory import Trajectory, resample
 
 

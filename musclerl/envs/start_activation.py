@@ -3,12 +3,12 @@
 ``initial_activation: static`` estimates, for every reference frame, the activations that make
 the muscles produce the joint moments the motion needs, as OpenSim's Static Optimization does:
 
-1. inverse dynamics of the reference without contacts (``evaluate.inverse_dynamics``) gives the
+1. inverse dynamics of the reference without contacts (``dynamics.inverse_dynamics``) gives the
    external wrench the ground must supply (the free root's residual);
 2. that wrench is applied at the supporting foot (the foot body whose lowest point is lowest,
    both feet sharing it in double support), and the inverse dynamics repeated, so the stance
    leg's joints carry the body's weight;
-3. static optimisation (``evaluate.static_optimisation``: min sum a^2 with MuJoCo's own muscle
+3. static optimisation (``dynamics.static_optimisation``: min sum a^2 with MuJoCo's own muscle
    gain and bias) turns the joint moments into activations.
 
 Without this a reset starts every muscle at zero activation and the body sags for the ~10-40 ms
@@ -20,12 +20,12 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from musclerl.dynamics.inverse_dynamics import AppliedLoads, inverse_dynamics
+from musclerl.dynamics.static_optimisation import static_optimisation
 from musclerl.envs.world import World
-from musclerl.evaluate.coordinates import independent_coordinates
-from musclerl.evaluate.inverse_dynamics import AppliedLoads, inverse_dynamics
-from musclerl.evaluate.static_optimisation import static_optimisation
+from musclerl.models.couplings import independent_coordinates
+from musclerl.models.geoms import geom_lowest_z
 from musclerl.models.introspect import muscle_ids
-from musclerl.retarget.ground import geom_lowest_z
 
 DOUBLE_SUPPORT_M = 0.01  # both feet within 1 cm of each other's lowest point: they share the load
 

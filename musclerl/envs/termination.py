@@ -20,6 +20,7 @@ from typing import Any
 from musclerl.envs import geometry as geo
 from musclerl.envs.config import EnvConfig
 from musclerl.envs.state import Kinematics
+from musclerl.models.geoms import primitive_lowest_z
 
 #: The reasons an episode terminates, reported as ``metrics["term/<rule>"]``.
 TERMINATION_RULES = ("height", "tilt", "nonfoot_contact", "site_deviation", "root_deviation", "bad")
@@ -53,7 +54,7 @@ def nonfoot_clearance_m(kin: Kinematics, consts: dict[str, Any], xp: Any) -> Any
     g = consts["nonfoot_geoms"]
     if g["kind"].shape[0] == 0:
         return kin.qpos[:, 0] * 0.0 + 1e9
-    low = geo.geom_lowest_z(g["kind"], g["size"], g["rbound"], kin.geom_pos_m, kin.geom_xmat, xp)
+    low = primitive_lowest_z(g["kind"], g["size"], g["rbound"], kin.geom_pos_m, kin.geom_xmat, xp)
     ground = geo.ground_height(kin.geom_pos_m[..., :2], consts["terrain"], xp)
     return xp.min(low - ground, axis=-1)
 

@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.models.geoms import body_collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.motion.trajectory import Terrain
 
@@ -103,11 +104,8 @@ def build_world(
     floor_z = 0.0 if terrain is None else float(terrain.height_at(data.xpos[foot_ids, :2]).mean())
     rest = data.xpos[foot_ids, 2] - floor_z
 
-    colliding = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
-    on_body = model.geom_bodyid != 0
-    not_foot = ~np.isin(model.geom_bodyid, foot_ids)
-    primitive = model.geom_type != mujoco.mjtGeom.mjGEOM_PLANE
-    nonfoot = np.flatnonzero(colliding & on_body & not_foot & primitive)
+    moving = body_collision_geoms(model)
+    nonfoot = moving[~np.isin(model.geom_bodyid[moving], foot_ids)]
 
     peak = model.actuator_gainprm[:, 2].copy()
     peak = np.where(peak > 0, peak, np.maximum(-model.actuator_forcerange[:, 0], 1.0))

@@ -21,6 +21,10 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.fileio import check_outputs
 
+#: Fewest frames of a motion: central-difference accelerations need 3, and the low-pass filter
+#: and the accelerations' end frames make fewer meaningless.
+MIN_FRAMES = 5
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("motion", help="Trajectory .npz or coordinates .mot (degrees, OpenSim names)")
@@ -84,8 +88,8 @@ def _parse_signs(items: list[str]) -> dict[str, float] | None:
 
 def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarray, list[str], dict]:
     """(qpos (T, nq), time_s (T,), notes, signs) from a Trajectory NPZ or a coordinates .mot."""
+    from musclerl.dynamics.inverse_dynamics import lowpass
     from musclerl.evaluate.coordinates import check_angle_units, coordinates_to_qpos
-    from musclerl.evaluate.inverse_dynamics import lowpass
     from musclerl.motion.storage import read_storage
     from musclerl.motion.trajectory import Trajectory
 
@@ -94,16 +98,15 @@ def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarra
     if path.suffix.lower() == ".npz":
         traj = Trajectory.load(path)
         traj.check_model(model, path)
-        if traj.num_frames < 3:
-            raise InputError(
-                path, f"{traj.num_frames} frame(s); inverse dynamics needs at least 3 (accelerations)"
-            )
+        if traj.num_frames < MIN_FRAMES:
+            problem = f"{traj.num_frames} frame(s); ID needs at least {MIN_FRAMES} (accelerations)"
+            raise InputError(path, problem)
         return traj.qpos, np.arange(traj.num_frames) / traj.rate_hz, notes, {}
     if path.suffix.lower() not in (".mot", ".sto"):
         raise InputError(path, "motion must be a Trajectory .npz or an OpenSim coordinates .mot")
     table = read_storage(path)
-    if table.num_rows < 5 or table.rate_hz is None:
-        raise InputError(path, f"need at least 5 rows of coordinates, got {table.num_rows}")
+    if table.num_rows < MIN_FRAMES or table.rate_hz is None:
+        raise InputError(path, f"need at least {MIN_FRAMES} rows of coordinates, got {table.num_rows}")
     values = np.asarray(table.data, dtype=float)
     if not np.all(np.isfinite(values)):
         raise InputError(path, "coordinates contain NaN or inf")
@@ -155,14 +158,10 @@ def _save_trajectory(
 def run(args: argparse.Namespace) -> int:
     import mujoco
 
-    from musclerl.evaluate import inverse_dynamics as idyn
-    from musclerl.evaluate.coordinates import (
-        PELVIS_COLUMNS,
-        independent_coordinates,
-        qpos_to_coordinates,
-        qpos_to_pelvis,
-    )
-    from musclerl.evaluate.static_optimisation import static_optimisation
+    from musclerl.dynamics import inverse_dynamics as idyn
+    from musclerl.dynamics.static_optimisation import static_optimisation
+    from musclerl.evaluate.coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
+    from musclerl.models.couplings import independent_coordinates
     from musclerl.models.introspect import total_mass_kg
     from musclerl.models.registry import load_model
     from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, write_reference

@@ -28,9 +28,9 @@ Coupled coordinates
 -------------------
 Rajagopal's knee moves the tibia and patella through functions of ``knee_angle``; myolegs keeps
 them as extra joints tied by joint-equality polynomials ``y - y0 = sum_k c_k (x - x0)^k``. We set
-them from the independent coordinate, and :func:`coupling_matrix` projects generalised forces of
-all dofs onto the independent coordinates by virtual work (``tau_x += dy/dx * tau_y``), which is
-what OpenSim reports as the knee moment.
+them from the independent coordinate, and :func:`musclerl.models.couplings.coupling_matrix`
+projects generalised forces of all dofs onto the independent coordinates by virtual work
+(``tau_x += dy/dx * tau_y``), which is what OpenSim reports as the knee moment.
 
 Signs
 -----
@@ -47,8 +47,9 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.models.couplings import SCALAR_JOINTS, apply_couplings, independent_coordinates
+from musclerl.models.geoms import foot_geoms
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP
-from musclerl.retarget.ground import foot_geoms
 from musclerl.retarget.marker_ground import belt_velocity_mps as ground_velocity
 
 OPENSIM_TO_MUJOCO = Y_UP_TO_Z_UP
@@ -56,92 +57,7 @@ PELVIS_ROTATIONS = ("pelvis_tilt", "pelvis_list", "pelvis_rotation")
 PELVIS_TRANSLATIONS = ("pelvis_tx", "pelvis_ty", "pelvis_tz")
 PELVIS_COLUMNS = PELVIS_ROTATIONS + PELVIS_TRANSLATIONS
 KNEE_COLUMNS = ("knee_angle_r", "knee_angle_l")
-SCALAR_JOINTS = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 HINGE = int(mujoco.mjtJoint.mjJNT_HINGE)
-
-
-@dataclasses.dataclass(frozen=True)
-class Coupling:
-    """Dependent joint ``y`` driven by independent joint ``x`` through a quartic polynomial."""
-
-    dependent: str
-    independent: str
-    y_qpos: int
-    y_dof: int
-    x_qpos: int
-    x_dof: int
-    coef: np.ndarray  # (5,) a0..a4
-    x0: float
-    y0: float
-
-    def value(self, x: np.ndarray) -> np.ndarray:
-        dx = np.asarray(x, dtype=float) - self.x0
-        return self.y0 + np.polynomial.polynomial.polyval(dx, self.coef)
-
-    def slope(self, x: np.ndarray) -> np.ndarray:
-        dx = np.asarray(x, dtype=float) - self.x0
-        return np.polynomial.polynomial.polyval(dx, np.polynomial.polynomial.polyder(self.coef))
-
-
-def couplings(model: mujoco.MjModel) -> list[Coupling]:
-    """Active joint-equality constraints between two scalar joints, as :class:`Coupling`."""
-    out = []
-    for e in range(model.neq):
-        is_joint = int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT)
-        if not is_joint or not model.eq_active0[e] or model.eq_obj2id[e] < 0:
-            continue
-        j1, j2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
-        q1, q2 = int(model.jnt_qposadr[j1]), int(model.jnt_qposadr[j2])
-        out.append(
-            Coupling(
-                dependent=model.joint(j1).name,
-                independent=model.joint(j2).name,
-                y_qpos=q1,
-                y_dof=int(model.jnt_dofadr[j1]),
-                x_qpos=q2,
-                x_dof=int(model.jnt_dofadr[j2]),
-                coef=np.array(model.eq_data[e, :5], dtype=float),
-                x0=float(model.qpos0[q2]),
-                y0=float(model.qpos0[q1]),
-            )
-        )
-    return out
-
-
-def independent_coordinates(model: mujoco.MjModel) -> list[str]:
-    """Names of scalar (hinge/slide) joints that no joint equality drives, in model order."""
-    dependent = {c.dependent for c in couplings(model)}
-    scalar = SCALAR_JOINTS
-    return [
-        model.joint(j).name
-        for j in range(model.njnt)
-        if int(model.jnt_type[j]) in scalar and model.joint(j).name not in dependent
-    ]
-
-
-def apply_couplings(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
-    """Copy of ``qpos`` (T, nq) with every dependent joint set from its independent joint."""
-    q = np.array(qpos, dtype=float, copy=True)
-    for c in couplings(model):
-        q[..., c.y_qpos] = c.value(q[..., c.x_qpos])
-    return q
-
-
-def coupling_matrix(model: mujoco.MjModel, qpos: np.ndarray, names: list[str]) -> np.ndarray:
-    """P (K, nv) with ``tau_named = P @ tau_all`` for the scalar coordinates ``names`` at ``qpos`` (nq,).
-
-    Row k has 1 at the coordinate's own dof and dy/dx at each dof it drives (virtual work).
-    """
-    P = np.zeros((len(names), model.nv))
-    row = {}
-    for k, name in enumerate(names):
-        j = model.joint(name).id
-        P[k, model.jnt_dofadr[j]] = 1.0
-        row[name] = k
-    for c in couplings(model):
-        if c.independent in row:
-            P[row[c.independent], c.y_dof] += float(c.slope(qpos[c.x_qpos]))
-    return P
 
 
 def _axis_rotation(axis: int, angle_rad: np.ndarray) -> np.ndarray:
@@ -361,7 +277,7 @@ def place_on_ground(model: mujoco.MjModel, qpos: np.ndarray, percentile: float =
 
 def belt_velocity_mps(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray) -> np.ndarray:
     """Treadmill belt velocity (2,) world x, y: the ground velocity under the stance feet, from the
-    foot geoms' centres (:func:`musclerl.retarget.ground.foot_geoms`) by the marker pipeline's
+    foot geoms' centres (:func:`musclerl.models.geoms.foot_geoms`) by the marker pipeline's
     estimator (:func:`musclerl.retarget.marker_ground.belt_velocity_mps`: the median velocity of
     the feet while low and steady). On a treadmill the stance foot moves with the belt;
     overground it rests."""

@@ -5,7 +5,7 @@ root); all positions are world metres, Z up, the ground is the terrain heightfie
 else the plane z = 0:
 
 1. **stance-foot slip** — feet are the model's lowest collision geoms
-   (:func:`musclerl.retarget.ground.foot_geoms`), grouped into legs (left/right) by the child of
+   (:func:`musclerl.models.geoms.foot_geoms`), grouped into legs (left/right) by the child of
    their common ancestor body. A foot is in stance when its lowest point (of :class:`GeomSurface`
    samples) is within ``stance_height_m`` of the ground under it *and* it is the supporting side:
    within ``support_margin_m`` of the lowest foot. Slip is the horizontal speed (m/s) of the
@@ -15,8 +15,8 @@ else the plane z = 0:
    lift-off): median and 90th percentile, per foot and pooled (a foot rolling over its sole
    without sliding reads ~0).
 2. **external force** — coordinates low-pass filtered (``lowpass_hz``), ``qvel``/``qacc`` by
-   central differences (:func:`musclerl.evaluate.inverse_dynamics.velocities`), then ``mj_inverse``
-   with contacts and all other constraints off (:func:`~musclerl.evaluate.inverse_dynamics.id_model`).
+   central differences (:func:`musclerl.dynamics.inverse_dynamics.velocities`), then ``mj_inverse``
+   with contacts and all other constraints off (:func:`~musclerl.dynamics.inverse_dynamics.id_model`).
    The free root's six residual generalised forces are the wrench the environment must supply:
    world force (N) and body-frame moment about the root joint's anchor (N·m), turned into a world
    moment. Vertical force is reported in body weights (BW = total mass × |gravity|): min, max,
@@ -45,10 +45,11 @@ import math
 import mujoco
 import numpy as np
 
+from musclerl.dynamics.inverse_dynamics import id_model, lowpass, velocities
 from musclerl.errors import InputError
-from musclerl.evaluate.inverse_dynamics import id_model, lowpass, velocities
+from musclerl.models.geoms import foot_geoms
 from musclerl.motion.trajectory import Terrain, Trajectory
-from musclerl.retarget.ground import GeomSurface, foot_geoms
+from musclerl.retarget.ground import GeomSurface
 
 GRAVITY_MPS2 = 9.81
 LOWPASS_HZ = 6.0  # OpenSim's inverse-dynamics default; gait kinematics carry little above 6 Hz (Winter)

@@ -34,12 +34,8 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from musclerl.evaluate.coordinates import (
-    coupling_matrix,
-    independent_coordinates,
-    qpos_to_coordinates,
-    qpos_to_pelvis,
-)
+from musclerl.evaluate.coordinates import qpos_to_coordinates, qpos_to_pelvis
+from musclerl.models.couplings import coupling_matrix, independent_coordinates
 from musclerl.models.introspect import total_mass_kg
 
 

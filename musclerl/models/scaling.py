@@ -29,12 +29,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.opensim_setup import Measurement
 from musclerl.models.registry import compile_spec
-
-
-def _quat_to_mat(quat: np.ndarray) -> np.ndarray:
-    mat = np.zeros(9)
-    mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=float))
-    return mat.reshape(3, 3)
+from musclerl.motion.keypoints import quat_wxyz_to_matrix
 
 
 def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
@@ -49,7 +44,7 @@ def _local_factors(quat: np.ndarray, body_factors: np.ndarray) -> np.ndarray:
     Exact for axis-aligned frames; otherwise each local axis takes the squared-cosine-weighted
     mean of the body factors.
     """
-    rot = _quat_to_mat(quat)
+    rot = quat_wxyz_to_matrix(quat)
     return (rot**2).T @ body_factors
 
 
@@ -64,7 +59,7 @@ def _scaled_inertia(
     """
     if mass <= 0:
         return inertia, iquat
-    rot = _quat_to_mat(iquat)
+    rot = quat_wxyz_to_matrix(iquat)
     full = rot @ np.diag(inertia) @ rot.T
     second = 0.5 * np.trace(full) * np.eye(3) - full
     d = np.diag(factors)
@@ -196,7 +191,7 @@ def _scale_coupled_slides(
         parent = body.parent
         if parent is None or parent.name not in per_body:
             continue
-        rot = _quat_to_mat(body.quat)
+        rot = quat_wxyz_to_matrix(body.quat)
         for joint in body.joints:
             if joint.type != mujoco.mjtJoint.mjJNT_SLIDE:
                 continue

@@ -31,6 +31,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.motion.keypoints import quat_wxyz_to_matrix
 from musclerl.motion.trajectory import Trajectory
 
 SIDES = (("_r", "_l"), ("_l", "_r"))
@@ -146,19 +147,6 @@ def mirror_map(model: mujoco.MjModel, source: str = "model") -> MirrorMap:
     )
 
 
-def _quat_to_mat(q: np.ndarray) -> np.ndarray:
-    """Unit quaternions (T, 4) w, x, y, z -> rotation matrices (T, 3, 3)."""
-    w, x, y, z = (q / np.linalg.norm(q, axis=1, keepdims=True)).T
-    return np.stack(
-        [
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-        ],
-        axis=1,
-    )
-
-
 def _mat_to_quat(R: np.ndarray) -> np.ndarray:
     """Rotation matrices (T, 3, 3) -> unit quaternions (T, 4), w >= 0 (MuJoCo's mju_mat2Quat)."""
     out = np.zeros((R.shape[0], 4))
@@ -175,7 +163,7 @@ def mirror_qpos_qvel(qpos: np.ndarray, qvel: np.ndarray, mm: MirrorMap) -> tuple
     M_b = mm.reflection(mm.body_lateral_axis)
     a, d = mm.root_qpos, mm.root_dof
     q[:, a : a + 3] = qpos[:, a : a + 3] @ M_w
-    R = M_w @ _quat_to_mat(qpos[:, a + 3 : a + 7]) @ M_b
+    R = M_w @ quat_wxyz_to_matrix(qpos[:, a + 3 : a + 7]) @ M_b
     q[:, a + 3 : a + 7] = _mat_to_quat(R)
     v[:, d : d + 3] = qvel[:, d : d + 3] @ M_w
     v[:, d + 3 : d + 6] = -qvel[:, d + 3 : d + 6] @ M_b

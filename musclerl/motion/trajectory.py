@@ -288,22 +288,26 @@ def _fields(data: dict[str, np.ndarray]) -> dict:
     return kwargs
 
 
-def finite_difference_qvel(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float) -> np.ndarray:
+def finite_difference_qvel(
+    model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float | None = None, time_s: np.ndarray | None = None
+) -> np.ndarray:
     """Generalised velocities (T, nv) from positions (T, nq) by central differences.
 
+    Frames are sampled at ``rate_hz``, or at the (possibly uneven) times ``time_s`` (T,) seconds.
     Uses ``mj_differentiatePos`` so free and ball joints get proper angular velocities (MuJoCo's
     convention: free-joint linear velocity in the world frame, angular velocity in the body frame).
-    One-sided differences at the ends.
+    One-sided differences at the ends; zeros for a single frame.
     """
     qpos = np.asarray(qpos, dtype=np.float64)
     n = qpos.shape[0]
     qvel = np.zeros((n, model.nv))
     if n < 2:
         return qvel
-    dt = 1.0 / rate_hz
+    dt = None if rate_hz is None else 1.0 / rate_hz
     for t in range(n):
         a, b = max(t - 1, 0), min(t + 1, n - 1)
-        mujoco.mj_differentiatePos(model, qvel[t], (b - a) * dt, qpos[a], qpos[b])
+        span_s = (b - a) * dt if dt is not None else float(time_s[b] - time_s[a])
+        mujoco.mj_differentiatePos(model, qvel[t], span_s, qpos[a], qpos[b])
     return qvel
 
 

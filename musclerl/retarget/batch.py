@@ -24,7 +24,6 @@ thing; importing the library changes nothing.
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import json
 import multiprocessing
 import os
@@ -36,7 +35,7 @@ from musclerl.fileio import atomic_path
 
 CACHE_ENV = "MUSCLERL_CACHE"
 #: Compiles shorter than this are not written to the persistent cache. 0: every compile, the
-#: ~30 small eager-op kernels of a solve too (50-75 ms each to compile, ~1 s per process).
+#: the small eager-op kernels of a solve too, whose compiles add up per process.
 CACHE_MIN_COMPILE_S = 0.0
 
 
@@ -111,15 +110,6 @@ SUMMARY_FIELDS = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class TrialPaths:
-    trc: Path
-    out: Path
-    report: Path
-    mot: Path | None = None
-    plot: Path | None = None
-
-
 def expand_inputs(inputs: list[str], suffixes: tuple[str, ...], what: str) -> list[Path]:
     """Files from files and folders (folders: their files with one of ``suffixes``, any case, sorted).
 
@@ -137,60 +127,6 @@ def expand_inputs(inputs: list[str], suffixes: tuple[str, ...], what: str) -> li
     if not found:
         raise InputError(", ".join(inputs), f"no {' or '.join(suffixes)} {what}s found")
     return found
-
-
-def expand_trials(inputs: list[str]) -> list[Path]:
-    """``.trc`` trials from files and folders; InputError if none."""
-    return expand_inputs(inputs, (".trc",), "trial")
-
-
-def plan(trials: list[Path], out_dir: Path, mot: bool, plot: bool) -> list[TrialPaths]:
-    """Output paths per trial inside ``out_dir`` (``<stem>.npz``, ``.json``, ``.mot``, ``.png``)."""
-    stems = [t.stem for t in trials]
-    if len(set(stems)) != len(stems):
-        raise InputError(out_dir, "two trials share a file name; outputs would collide")
-    return [
-        TrialPaths(
-            t,
-            out_dir / f"{t.stem}.npz",
-            out_dir / f"{t.stem}.json",
-            out_dir / f"{t.stem}.mot" if mot else None,
-            out_dir / f"{t.stem}.png" if plot else None,
-        )
-        for t in trials
-    ]
-
-
-def retarget_trial(paths: TrialPaths, options, state: dict) -> dict:
-    """Retarget and write one trial; returns its report (or an error row).
-
-    ``state`` is kept by the worker across its trials: the subject model (it depends only on
-    ``options``) is calibrated once and its compiled IK problems are reused.
-    """
-    from musclerl.retarget.command_markers import write_outputs
-    from musclerl.retarget.markers_pipeline import retarget_markers
-
-    try:
-        result = retarget_markers(paths.trc, options, state.get("calibrated"))
-    except InputError as err:
-        return {"trial": str(paths.trc), "error": str(err)}
-    state["calibrated"] = result.calibrated
-    write_outputs(result, paths.out, paths.report, paths.mot, paths.plot)
-    return result.report
-
-
-def run_batch(trials: list[TrialPaths], options, jobs: int = 1, progress: bool = True) -> list[dict]:
-    """Retarget every trial not already done; returns one summary row per trial (input order)."""
-    rows = {}
-    todo = []
-    for paths in trials:
-        if paths.out.exists():
-            rows[paths.trc] = skipped_row(paths.trc, paths.report)
-        else:
-            todo.append(paths)
-    results = run_items(todo, retarget_trial, (options,), jobs=jobs, desc="retarget", progress=progress)
-    rows.update({paths.trc: row for paths, row in zip(todo, results, strict=True)})
-    return [rows[p.trc] for p in trials]
 
 
 def skipped_row(item: Path, report: Path) -> dict:

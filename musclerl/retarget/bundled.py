@@ -35,7 +35,7 @@ def smooth_loop(traj: Trajectory, model, cutoff_hz: float = SMOOTH_CUTOFF_HZ) ->
     down and 0.4 cm sideways in one frame), which retargeting turns into 30 m/s^2 root
     accelerations; a body can follow the smoothed clip (``musclerl info`` checks it).
     """
-    from musclerl.evaluate.inverse_dynamics import lowpass
+    from musclerl.dynamics.inverse_dynamics import lowpass
 
     n = traj.num_frames
     shift = traj.qpos[-1, :2] - traj.qpos[0, :2] + traj.qvel[-1, :2] / traj.rate_hz
@@ -67,7 +67,7 @@ def on_flat_floor(traj: Trajectory) -> Trajectory:
 def onto_floor(traj: Trajectory, model) -> Trajectory:
     """``traj`` (no terrain) moved vertically so that its lowest foot point over the clip is on
     the floor (z = 0): no frame penetrates, and the stance feet, the lowest, rest on it."""
-    from musclerl.retarget.ground import foot_geoms, geom_lowest_z
+    from musclerl.models.geoms import foot_geoms, geom_lowest_z
 
     feet = foot_geoms(model)
     data = mujoco.MjData(model)

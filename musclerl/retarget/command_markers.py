@@ -11,9 +11,13 @@ default ``~/.cache/musclerl/jax``) is turned on first, so later runs load it ins
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
+
+from musclerl.errors import InputError
+from musclerl.retarget import batch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated bodies whose markers are re-placed from the trial itself (mean body-frame "
         "position over a first IK pass), then IK again; off by default: it fits marker offsets to the "
         "trial measured. For a segment the model cannot bend whose posture differs from the static "
-        "trial's (myolegs' rigid trunk on gait2354's walk: 'torso' takes all-marker RMS 44.0 -> 13.8 mm)",
+        "trial's (e.g. 'torso' for myolegs' rigid trunk on a walk that leans forward)",
     )
     belt = parser.add_mutually_exclusive_group()
     belt.add_argument(
@@ -104,8 +108,69 @@ def write_outputs(result, out: Path, report: Path | None, mot: Path | None, plot
         plot_report(plot, result.report, result.series, coords, title=Path(result.report["trial"]).name)
 
 
+@dataclasses.dataclass(frozen=True)
+class TrialPaths:
+    trc: Path
+    out: Path
+    report: Path
+    mot: Path | None = None
+    plot: Path | None = None
+
+
+def expand_trials(inputs: list[str]) -> list[Path]:
+    """``.trc`` trials from files and folders; InputError if none."""
+    return batch.expand_inputs(inputs, (".trc",), "trial")
+
+
+def plan(trials: list[Path], out_dir: Path, mot: bool, plot: bool) -> list[TrialPaths]:
+    """Output paths per trial inside ``out_dir`` (``<stem>.npz``, ``.json``, ``.mot``, ``.png``)."""
+    stems = [t.stem for t in trials]
+    if len(set(stems)) != len(stems):
+        raise InputError(out_dir, "two trials share a file name; outputs would collide")
+    return [
+        TrialPaths(
+            t,
+            out_dir / f"{t.stem}.npz",
+            out_dir / f"{t.stem}.json",
+            out_dir / f"{t.stem}.mot" if mot else None,
+            out_dir / f"{t.stem}.png" if plot else None,
+        )
+        for t in trials
+    ]
+
+
+def retarget_trial(paths: TrialPaths, options, state: dict) -> dict:
+    """Retarget and write one trial; returns its report (or an error row).
+
+    ``state`` is kept by the worker across its trials: the subject model (it depends only on
+    ``options``) is calibrated once and its compiled IK problems are reused.
+    """
+    from musclerl.retarget.markers_pipeline import retarget_markers
+
+    try:
+        result = retarget_markers(paths.trc, options, state.get("calibrated"))
+    except InputError as err:
+        return {"trial": str(paths.trc), "error": str(err)}
+    state["calibrated"] = result.calibrated
+    write_outputs(result, paths.out, paths.report, paths.mot, paths.plot)
+    return result.report
+
+
+def run_batch(trials: list[TrialPaths], options, jobs: int = 1, progress: bool = True) -> list[dict]:
+    """Retarget every trial not already done; returns one summary row per trial (input order)."""
+    rows = {}
+    todo = []
+    for paths in trials:
+        if paths.out.exists():
+            rows[paths.trc] = batch.skipped_row(paths.trc, paths.report)
+        else:
+            todo.append(paths)
+    results = batch.run_items(todo, retarget_trial, (options,), jobs=jobs, desc="retarget", progress=progress)
+    rows.update({paths.trc: row for paths, row in zip(todo, results, strict=True)})
+    return [rows[p.trc] for p in trials]
+
+
 def _options(args: argparse.Namespace):
-    from musclerl.errors import InputError
     from musclerl.retarget.markers_pipeline import MarkerOptions
 
     if args.treadmill is not None and not math.isnan(args.treadmill) and not 0.0 <= args.treadmill < 10.0:
@@ -126,12 +191,10 @@ def _options(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from musclerl.errors import InputError
     from musclerl.fileio import check_outputs
-    from musclerl.retarget import batch
     from musclerl.retarget.markers_pipeline import load_inputs, retarget_markers
 
-    trials = batch.expand_trials(args.trc)
+    trials = expand_trials(args.trc)
     single = len(trials) == 1 and Path(args.trc[0]).is_file() and Path(args.out).suffix == ".npz"
     inputs = [*trials, *args.trc, args.markers, args.static, args.setup, args.scale_setup]
     if single:
@@ -166,8 +229,8 @@ def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     if out_dir.suffix == ".npz":
         raise InputError(out_dir, "with several trials or a folder, --out must be a folder")
-    paths = batch.plan(trials, out_dir, mot=bool(args.mot), plot=bool(args.plot))
-    reports = batch.run_batch(paths, options, jobs=max(1, args.jobs))
+    paths = plan(trials, out_dir, mot=bool(args.mot), plot=bool(args.plot))
+    reports = run_batch(paths, options, jobs=max(1, args.jobs))
     rows = batch.summary_rows(reports)
     batch.write_summary(out_dir, rows)
     print(batch.format_table(rows))

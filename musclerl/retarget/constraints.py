@@ -33,19 +33,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 
 from musclerl.errors import require
+from musclerl.models.couplings import couplings, polynomial
 from musclerl.models.introspect import muscle_ids
 from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
 from musclerl.retarget.rotations import quat_left_matrix
-
-if TYPE_CHECKING:
-    from musclerl.retarget.solver import IKProblem, IKResult
 
 
 class Previous(NamedTuple):
@@ -93,11 +91,14 @@ class Constraint:
 
     def finalize(
         self,
-        problem: IKProblem,
+        problem,
         targets: dict[str, np.ndarray],
-        result: IKResult,
+        result,
         resolve: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
-    ) -> IKResult:
+    ):
+        """``problem``: the :class:`~musclerl.retarget.solver.IKProblem` solved; ``result``: its
+        :class:`~musclerl.retarget.solver.IKResult`, returned (or a replaced copy). Left untyped:
+        this module sits below the solver, which imports it."""
         return result
 
 
@@ -147,25 +148,18 @@ class JointEqualities(Constraint):
     name = "joint_equalities"
 
     def __init__(self, model: mujoco.MjModel):
-        dep_q, dep_dof, ind_q, coef, q0_dep, q0_ind, ignored = [], [], [], [], [], [], []
-        for e in range(model.neq):
-            if not model.eq_active0[e]:
-                continue
-            if int(model.eq_type[e]) != int(mujoco.mjtEq.mjEQ_JOINT):
-                ignored.append(model.eq(e).name or f"equality {e}")
-                continue
-            j1, j2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
-            dep_q.append(int(model.jnt_qposadr[j1]))
-            dep_dof.append(int(model.jnt_dofadr[j1]))
-            q0_dep.append(float(model.qpos0[model.jnt_qposadr[j1]]))
-            if j2 >= 0:
-                ind_q.append(int(model.jnt_qposadr[j2]))
-                q0_ind.append(float(model.qpos0[model.jnt_qposadr[j2]]))
-                coef.append(np.array(model.eq_data[e, :5], dtype=np.float64))
-            else:  # joint fixed at a constant
-                ind_q.append(0)
-                q0_ind.append(0.0)
-                coef.append(np.array([model.eq_data[e, 0], 0, 0, 0, 0], dtype=np.float64))
+        ignored = [
+            model.eq(e).name or f"equality {e}"
+            for e in range(model.neq)
+            if model.eq_active0[e] and int(model.eq_type[e]) != int(mujoco.mjtEq.mjEQ_JOINT)
+        ]
+        coups = couplings(model, fixed=True)
+        dep_q = [c.y_qpos for c in coups]
+        dep_dof = [c.y_dof for c in coups]
+        ind_q = [max(c.x_qpos, 0) for c in coups]  # a fixed joint reads qpos[0] times zero coefficients
+        coef = [c.coef for c in coups]
+        q0_dep = [c.y0 for c in coups]
+        q0_ind = [c.x0 for c in coups]
         require(len(set(dep_q)) == len(dep_q), "model", "a joint is constrained by two equalities")
         require(
             not set(dep_q) & set(ind_q[i] for i, c in enumerate(coef) if np.any(c[1:])),
@@ -185,9 +179,7 @@ class JointEqualities(Constraint):
 
     def dependent_values(self, q, xp=np):
         """Values (..., k) the dependent coordinates take for the independent ones in ``q``."""
-        x = q[..., self.ind_qadr] - self.q0_ind
-        powers = xp.stack([xp.ones_like(x), x, x * x, x * x * x, x * x * x * x], axis=-1)
-        return self.q0_dep + xp.sum(powers * self.coef, axis=-1)
+        return self.q0_dep + polynomial(self.coef, q[..., self.ind_qadr] - self.q0_ind, xp)
 
     def project(self, tree, q):
         if self.dep_qadr.size == 0:

@@ -28,7 +28,6 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.envs.geometry import geom_lowest_z as lowest_z
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget.contact import stance_phases
 
@@ -88,58 +87,6 @@ def geom_surface_samples(model: mujoco.MjModel, geom: int, n: int = 400) -> np.n
     raise ValueError(f"geom {geom}: type {gtype} has no surface samples (plane/hfield/sdf)")
 
 
-def collision_geoms(model: mujoco.MjModel, bodies: list[int] | None = None) -> np.ndarray:
-    """Ids of collision geoms (contype or conaffinity set) on bodies other than the world.
-
-    ``bodies`` restricts to those body ids. Planes, heightfields and SDFs are skipped.
-    """
-    g = mujoco.mjtGeom
-    skip = {int(g.mjGEOM_PLANE), int(g.mjGEOM_HFIELD), int(g.mjGEOM_SDF)}
-    keep = []
-    for g in range(model.ngeom):
-        body = int(model.geom_bodyid[g])
-        if body == 0 or int(model.geom_type[g]) in skip:
-            continue
-        if not (model.geom_contype[g] or model.geom_conaffinity[g]):
-            continue
-        if bodies is not None and body not in bodies:
-            continue
-        keep.append(g)
-    return np.asarray(keep, dtype=int)
-
-
-def geom_lowest_z(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray) -> np.ndarray:
-    """Lowest world z (G,) of primitive geoms at the pose in ``data`` (meshes: centre - rbound)."""
-    geoms = np.asarray(geoms, dtype=int)
-    return lowest_z(
-        model.geom_type[geoms],
-        model.geom_size[geoms],
-        model.geom_rbound[geoms],
-        data.geom_xpos[geoms],
-        data.geom_xmat[geoms].reshape(-1, 3, 3),
-        np,
-    )
-
-
-def body_collision_geoms(model: mujoco.MjModel) -> np.ndarray:
-    """Collidable geoms on moving bodies (not the world), (G,) ids."""
-    collidable = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
-    moving = model.geom_bodyid != 0
-    primitive = model.geom_type != mujoco.mjtGeom.mjGEOM_PLANE
-    return np.flatnonzero(collidable & moving & primitive)
-
-
-def foot_geoms(model: mujoco.MjModel, tolerance_m: float = 0.04) -> np.ndarray:
-    """Collidable geoms whose lowest point at ``qpos0`` is within ``tolerance_m`` of the lowest one."""
-    geoms = body_collision_geoms(model)
-    if len(geoms) == 0:
-        return geoms
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    low = geom_lowest_z(model, data, geoms)
-    return geoms[low <= low.min() + tolerance_m]
-
-
 @dataclasses.dataclass(frozen=True)
 class GeomSurface:
     """Surface samples of a set of geoms. ``local_m`` (N, 3) in geom frames; ``owner`` (N,) index
@@ -174,6 +121,14 @@ class GeomSurface:
             sel = np.flatnonzero(self.owner == i)
             out[i] = pts[sel[np.argmin(height[sel])]]
         return out
+
+    def depth_m(self, data: mujoco.MjData, terrain: Terrain | None = None) -> np.ndarray:
+        """Per geom (G,): how far its deepest sample lies below ``terrain`` (flat z = 0 without
+        one), metres, 0 when above. The ground constraint, the marker pipeline's lift and the
+        quality report all measure penetration with this."""
+        low = self.lowest_points(data, terrain)
+        ground = terrain.height_at(low[:, :2]) if terrain is not None else 0.0
+        return np.maximum(ground - low[:, 2], 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,8 +187,7 @@ def penetration_m(
     for t, q in enumerate(qpos):
         data.qpos[:] = q
         mujoco.mj_kinematics(model, data)
-        low = surface.lowest_points(data, terrain)
-        out[t] = np.maximum(terrain.height_at(low[:, :2]) - low[:, 2], 0.0)
+        out[t] = surface.depth_m(data, terrain)
     return out
 
 

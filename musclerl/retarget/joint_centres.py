@@ -4,7 +4,7 @@ Marker placement (OpenSim's MarkerPlacer, :func:`musclerl.retarget.marker_fit.pl
 moves every marker to where the static trial saw it, relative to the bones of the fitted static
 pose. Where the bones sit inside the marker cloud therefore comes from the *generic* marker
 positions, which were written for another model: the gait2354 pelvis markers put myolegs' hip
-centres 1.5-2 cm from where gait2354 has them, and the thigh then swings about the wrong point
+centres centimetres from where gait2354 has them, and the thigh then swings about the wrong point
 for the whole trial. Clinical gait analysis fixes the joint centres from the landmarks instead,
 and so does :func:`joint_centre_markers`:
 

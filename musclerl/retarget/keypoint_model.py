@@ -16,12 +16,13 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import scale_spec
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.retarget import correspondence as corr
 from musclerl.retarget.contact import ContactParams, detect_contacts
-from musclerl.retarget.ground import GeomSurface, collision_geoms
+from musclerl.retarget.ground import GeomSurface
 from musclerl.retarget.soles import SOLE_POINTS, rest_points, sole_points, sole_site_name
 
 #: Scale factors are rounded to this many decimals (0.1 %: under a millimetre on a segment): the

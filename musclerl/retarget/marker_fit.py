@@ -29,63 +29,11 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.models.couplings import couplings
 from musclerl.models.markers import MarkerSet
+from musclerl.retarget.rotations import kabsch
 
 ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-
-
-@dataclasses.dataclass(frozen=True)
-class Coupling:
-    """``q[dependent] - q0_dep = polyval(q[driver] - q0_drv)`` (MuJoCo joint equality)."""
-
-    dependent_qpos: int
-    dependent_dof: int
-    driver_qpos: int
-    driver_dof: int
-    dependent_q0: float
-    driver_q0: float
-    coefficients: np.ndarray  # (5,) a0..a4
-
-
-def joint_couplings(model: mujoco.MjModel) -> list[Coupling]:
-    """Active joint equalities between two 1-dof joints, in model order."""
-    out = []
-    for e in range(model.neq):
-        if model.eq_type[e] != mujoco.mjtEq.mjEQ_JOINT or not model.eq_active0[e] or model.eq_obj2id[e] < 0:
-            continue
-        dep, drv = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
-        qd, qv = int(model.jnt_qposadr[dep]), int(model.jnt_qposadr[drv])
-        out.append(
-            Coupling(
-                qd,
-                int(model.jnt_dofadr[dep]),
-                qv,
-                int(model.jnt_dofadr[drv]),
-                float(model.qpos0[qd]),
-                float(model.qpos0[qv]),
-                np.array(model.eq_data[e, :5]),
-            )
-        )
-    return out
-
-
-def apply_couplings(couplings: list[Coupling], qpos: np.ndarray) -> None:
-    """Set every dependent coordinate of ``qpos`` (nq,) from its driver, in place."""
-    for c in couplings:
-        x = qpos[c.driver_qpos] - c.driver_q0
-        qpos[c.dependent_qpos] = c.dependent_q0 + np.polyval(c.coefficients[::-1], x)
-
-
-def equality_residual(couplings: list[Coupling], qpos: np.ndarray) -> np.ndarray:
-    """Residual of each coupling for poses ``qpos`` (..., nq) -> (..., len(couplings))."""
-    qpos = np.asarray(qpos)
-    cols = [
-        qpos[..., c.dependent_qpos]
-        - c.dependent_q0
-        - np.polyval(c.coefficients[::-1], qpos[..., c.driver_qpos] - c.driver_q0)
-        for c in couplings
-    ]
-    return np.stack(cols, axis=-1) if cols else np.zeros(qpos.shape[:-1] + (0,))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,8 +73,8 @@ class PoseFit:
             missing = [s for s, i in zip(sites, self.site_ids, strict=True) if i < 0]
             raise InputError("model", f"no site for markers {missing}")
         self.weights = np.asarray(weights, dtype=float)
-        self.couplings = joint_couplings(model)
-        dependent = {c.dependent_dof for c in self.couplings}
+        self.couplings = couplings(model)
+        dependent = {c.y_dof for c in self.couplings}
         self.free_dofs = np.array(
             [d for d in range(model.nv) if d not in dependent and d not in locked_dofs], dtype=int
         )
@@ -162,7 +110,8 @@ class PoseFit:
     def _project(self, qpos: np.ndarray) -> np.ndarray:
         for adr, (lo, hi) in self.limited:
             qpos[adr] = min(max(qpos[adr], lo), hi)
-        apply_couplings(self.couplings, qpos)
+        for c in self.couplings:
+            qpos[c.y_qpos] = c.value(qpos[c.x_qpos])
         return qpos
 
     def _residual(self, qpos: np.ndarray, targets: np.ndarray, sqrt_w: np.ndarray) -> np.ndarray:
@@ -187,9 +136,7 @@ class PoseFit:
             mujoco.mj_jacSite(model, data, jacp, None, int(site))
             jac[3 * i : 3 * i + 3] = jacp * sqrt_w[i]
         for c in self.couplings:  # chain rule through the equality polynomials
-            x = qpos[c.driver_qpos] - c.driver_q0
-            slope = np.polyval(np.polyder(c.coefficients[::-1]), x)
-            jac[:, c.driver_dof] += slope * jac[:, c.dependent_dof]
+            jac[:, c.x_dof] += c.slope(qpos[c.x_qpos]) * jac[:, c.y_dof]
         rows = [jac]
         extra = np.zeros((len(self.coord_rows) + len(self.posture), model.nv))
         for r, (_, dof, _, w) in enumerate(self.coord_rows):
@@ -269,10 +216,7 @@ def align_root(
         raise InputError("markers", "fewer than 3 markers present: cannot place the model")
     src = np.array(data.site_xpos[ids])[ok]
     dst = targets_m[ok]
-    src_c, dst_c = src.mean(0), dst.mean(0)
-    u, _, vt = np.linalg.svd((src - src_c).T @ (dst - dst_c))
-    sign = np.sign(np.linalg.det(vt.T @ u.T))
-    rot = vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
+    rot, src_c, dst_c = kabsch(src, dst)
     root_pos = qpos[adr : adr + 3]
     root_mat = np.zeros(9)
     mujoco.mju_quat2Mat(root_mat, qpos[adr + 3 : adr + 7])

@@ -37,6 +37,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
+from musclerl.models.geoms import collision_geoms
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget import correspondence as corr
 from musclerl.retarget.contact import (
@@ -45,7 +46,7 @@ from musclerl.retarget.contact import (
     height_above_local_level_m,
     point_velocity_mps,
 )
-from musclerl.retarget.ground import GeomSurface, collision_geoms, penetration_m
+from musclerl.retarget.ground import GeomSurface, penetration_m
 from musclerl.retarget.soles import SOLE_POINTS, model_soles, point_positions_m
 from musclerl.retarget.terrain import SupportPatch, TerrainParams, fit_patch, recover_terrain, support_patches
 

@@ -9,7 +9,7 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    root alone, then shifted onto the hip centres, then the limbs with the root held and the knees
    on their centres: :mod:`musclerl.retarget.joint_centres`), and every non-fixed marker is moved
    to where the static trial saw it (OpenSim's marker placement). That step is what makes generic
-   marker positions — 8-16 cm off on thighs and shanks — usable. With ``place_from_trial``
+   marker positions — centimetres off on thighs and shanks — usable. With ``place_from_trial``
    (off by default) the markers of the named bodies are then re-placed from the trial itself
    (:func:`place_from_trial`).
 2. :func:`solve_trial` — weighted least squares over the trial (OpenSim's IK objective, the IK
@@ -48,7 +48,7 @@ from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, re
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.storage import Table
-from musclerl.motion.trajectory import Trajectory
+from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 from musclerl.motion.trc import MarkerData, read_trc
 from musclerl.retarget.ground import site_positions_m
 from musclerl.retarget.joint_centres import (
@@ -352,9 +352,8 @@ def place_from_trial(
     Off by default (``--place-from-trial``): it fits marker offsets to the trial being measured,
     so those markers' errors no longer test the calibration. Its use is a segment whose posture in
     the trial differs from the static trial's and that the model cannot bend: myolegs' trunk is
-    rigid on the pelvis, and gait2354's subject leans ~14 deg further forward walking than
-    standing (trunk markers 64-157 mm off; with ``("torso",)`` 13-25 mm, all-marker RMS 44.0 ->
-    13.8 mm, lower body 12.5 -> 12.7 mm).
+    rigid on the pelvis, and gait2354's subject leans further forward walking than standing,
+    so its trunk markers are far off until ``("torso",)`` re-places them.
     """
     model = calibrated.model
     on = trial_placed_markers(calibrated, bodies, solution.names)
@@ -459,18 +458,6 @@ def solve_trial(
     )
 
 
-def velocities(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float) -> np.ndarray:
-    """qvel (T, nv) by central differences of ``qpos`` (T, nq) through ``mj_differentiatePos``."""
-    n = len(qpos)
-    qvel = np.zeros((n, model.nv))
-    if n < 2:
-        return qvel
-    for t in range(n):
-        a, b = max(t - 1, 0), min(t + 1, n - 1)
-        mujoco.mj_differentiatePos(model, qvel[t], (b - a) / rate_hz, qpos[a], qpos[b])
-    return qvel
-
-
 def coordinate_table(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray, name: str) -> Table:
     """OpenSim-style table: hinge joints in degrees, slides in metres, free/ball roots as
     ``<joint>_tx/_ty/_tz`` (m) and ``<joint>_rx/_ry/_rz`` (deg, extrinsic x-y-z Euler angles)."""
@@ -554,7 +541,7 @@ def retarget_markers(
     markers_m = site_positions_m(model, qpos, np.array([model.site(n).id for n in solution.names]))
     trajectory = Trajectory(
         qpos=qpos,
-        qvel=velocities(model, qpos, rate),
+        qvel=finite_difference_qvel(model, qpos, rate),
         rate_hz=rate,
         joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
         model_name=options.model,

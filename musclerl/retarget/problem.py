@@ -4,7 +4,7 @@
 coordinates that constraints set), the bounds, the residual rows and their closed-form
 linearisation, one Levenberg–Marquardt iteration, and the compiled sweeps that
 :func:`musclerl.retarget.solver.solve_clip` and :meth:`IKProblem.resolve_frames` call (the
-algorithm, its stopping rules and measured speed are described in :mod:`musclerl.retarget.solver`).
+algorithm and its stopping rules are described in :mod:`musclerl.retarget.solver`).
 Every JAX function here works on one frame (``q`` (nq,) full qpos, float64 inside
 ``jax.enable_x64``); the sweeps vmap them over chains and split the chains across the local JAX
 devices.
@@ -27,17 +27,17 @@ from jax.sharding import PartitionSpec as P
 from musclerl.errors import require
 from musclerl.retarget.constraints import Constraint, Previous
 from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
-from musclerl.retarget.rotations import quat_left_matrix
+from musclerl.retarget.rotations import kabsch, quat_left_matrix
 from musclerl.retarget.tasks import MarkerTask, Task
 
 LAMBDA_INIT = 1e-3  # initial damping of cold starts and repairs
 # Initial damping of warm starts: the constant-velocity prediction is close, where Gauss-Newton
-# steps are good; measured on the bench: 2.02 instead of 2.54 iterations per frame (1e-3).
+# steps are good (fewer LM iterations per frame than LAMBDA_INIT).
 LAMBDA_WARM = 1e-5
 LAMBDA_MIN = 1e-9
 LAMBDA_MAX = 1e8
-CHAINS_PER_DEVICE = 8  # warm-start chains side by side per JAX device (measured best on CPU)
-BLOCK_SWEEPS = 16  # sweeps per compiled call (lax.scan); time limits are checked between calls
+CHAINS_PER_DEVICE = 8  # warm-start chains side by side per JAX device (more start cold)
+BLOCK_SWEEPS = 16  # sweeps per compiled call (one while_loop); time limits are checked between calls
 ERRORS_BATCH = 256  # frames per compiled call of the point-error measurement
 COLD, WARM, GIVEN = 0, 1, 2  # how a sweep starts (see IKProblem._sweeps)
 STEP_TOL = 1e-5  # rad or m: a step this small from an accepted point ends the frame (converged)
@@ -472,14 +472,10 @@ class IKProblem:
         pts, tgt, w = (np.concatenate(x, axis=1) for x in (pts, tgt, w))
         a = root.qpos_adr
         for c in range(n):
-            wsum = w[c].sum()
             if np.sum(w[c] > 0) < 3:
                 continue
             target = np.where(np.isfinite(tgt[c]), tgt[c], 0.0)
-            cp, ct = w[c] @ pts[c] / wsum, w[c] @ target / wsum
-            u, _, vt = np.linalg.svd(((pts[c] - cp) * w[c][:, None]).T @ (target - ct))
-            d = np.sign(np.linalg.det(vt.T @ u.T))
-            rot = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
+            rot, cp, ct = kabsch(pts[c], target, w[c])
             quat = np.empty(4)
             mujoco.mju_mat2Quat(quat, rot.reshape(-1))
             out[c, a : a + 3] = rot @ (out[c, a : a + 3] - cp) + ct

@@ -27,7 +27,8 @@ Fields (T frames, all lengths in metres, world frame Z up):
     largest absolute equality-constraint residual (MuJoCo ``efc_pos`` of equality rows).
 ``penetration_frac``, ``penetration_max_m``
     fraction of frames where a collidable body geom reaches more than 1 mm below the ground
-    (the terrain heightfield when given, else the plane z = 0), and the deepest reach.
+    (the terrain heightfield when given, else the plane z = 0), and the deepest reach; measured
+    on the same surface samples the ground constraint holds (:meth:`GeomSurface.depth_m`).
 ``skating_mps``
     mean horizontal speed of foot geoms over the frames they are in stance (stance from speed and
     height, :func:`musclerl.retarget.contact.detect_contacts`); ``null`` when no stance is found
@@ -58,11 +59,12 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.evaluate.plausibility import plausibility
 from musclerl.fileio import atomic_path
+from musclerl.models.couplings import couplings
+from musclerl.models.geoms import collision_geoms, foot_geoms
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget.constraints import muscle_tendon_ids, predicted_tendon_changes, tendon_jumps
 from musclerl.retarget.contact import detect_contacts
-from musclerl.retarget.ground import body_collision_geoms, foot_geoms, geom_lowest_z
-from musclerl.retarget.marker_fit import joint_couplings
+from musclerl.retarget.ground import GeomSurface
 from musclerl.retarget.terrain import terrain_summary
 
 PENETRATION_TOLERANCE_M = 1e-3
@@ -86,7 +88,7 @@ def limit_excess(model: mujoco.MjModel, qpos: np.ndarray) -> tuple[np.ndarray, n
         model.jnt_limited
         & np.isin(model.jnt_type, [mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE])
     )
-    dependent_adr = {c.dependent_qpos for c in joint_couplings(model)}
+    dependent_adr = {c.y_qpos for c in couplings(model)}
     adr = model.jnt_qposadr[limited]
     lo, hi = model.jnt_range[limited, 0], model.jnt_range[limited, 1]
     values = np.asarray(qpos, dtype=float)[:, adr]
@@ -127,7 +129,7 @@ def quality_report(
     bound_names = [n for n, c in zip(names, coupled, strict=True) if not c]
 
     feet = foot_geoms(model)
-    bodies = body_collision_geoms(model)
+    surface = GeomSurface.of(model, collision_geoms(model))
     tendon_len = np.zeros((n, model.ntendon))
     foot_points = np.zeros((n, len(feet), 3))
     depth = np.zeros(n)
@@ -140,11 +142,8 @@ def quality_report(
         eq_rows = data.efc_type[: data.nefc] == mujoco.mjtConstraint.mjCNSTR_EQUALITY
         if eq_rows.any():
             eq_residual = max(eq_residual, float(np.max(np.abs(data.efc_pos[: data.nefc][eq_rows]))))
-        if len(bodies):
-            low = geom_lowest_z(model, data, bodies)
-            xy = data.geom_xpos[bodies, :2]
-            ground = terrain.height_at(xy) if terrain is not None else np.zeros(len(bodies))
-            depth[t] = max(0.0, float(np.max(ground - low)))
+        if len(surface.geom_ids):
+            depth[t] = float(surface.depth_m(data, terrain).max())
 
     skating = None
     stance_frac = None

@@ -7,8 +7,10 @@ XLA on CPU runs tiny batched ``dot``s far slower than fused elementwise code.
 from __future__ import annotations
 
 import jax.numpy as jnp
-import mujoco
 import numpy as np
+
+from musclerl.envs import geometry
+from musclerl.motion.keypoints import quat_wxyz_to_matrix
 
 
 def quat_mul(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
@@ -47,16 +49,8 @@ def quat_rotate(quat: jnp.ndarray, vec: jnp.ndarray) -> jnp.ndarray:
 
 
 def quat_to_mat(quat: jnp.ndarray) -> jnp.ndarray:
-    """Unit quaternions (..., 4) -> rotation matrices (..., 3, 3)."""
-    w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
-    return jnp.stack(
-        [
-            jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-            jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-            jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-        ],
-        axis=-2,
-    )
+    """Unit quaternions (..., 4) -> rotation matrices (..., 3, 3) (JAX)."""
+    return geometry.quat_to_mat(quat, jnp)
 
 
 def quat_exp(rotvec: jnp.ndarray) -> jnp.ndarray:
@@ -180,12 +174,20 @@ def quat_rate_matrix(quat: jnp.ndarray) -> jnp.ndarray:
 
 
 def np_quat_to_mat(quat: np.ndarray) -> np.ndarray:
-    """Rotation matrix (3, 3) of a unit quaternion (4,) ``w, x, y, z`` (NumPy, via MuJoCo)."""
-    mat = np.zeros(9)
-    mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=np.float64))
-    return mat.reshape(3, 3)
+    """Rotation matrix (3, 3) of a unit quaternion (4,) ``w, x, y, z`` (NumPy)."""
+    return quat_wxyz_to_matrix(quat)
 
 
 def normalize(quat: jnp.ndarray) -> jnp.ndarray:
     """Unit quaternions: ``quat`` (..., 4) divided by its norm along the last axis."""
     return quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)
+
+
+def kabsch(src_m: np.ndarray, dst_m: np.ndarray, weights: np.ndarray | None = None):
+    """Best rigid motion ``dst ~ rot @ (src - src_c) + dst_c`` of points src_m, dst_m (N, 3)
+    (weighted least squares, proper rotation); returns rot (3, 3), src_c (3,), dst_c (3,)."""
+    w = np.ones(len(src_m)) if weights is None else np.asarray(weights, dtype=float)
+    src_c, dst_c = w @ src_m / w.sum(), w @ dst_m / w.sum()
+    u, _, vt = np.linalg.svd(((src_m - src_c) * w[:, None]).T @ (dst_m - dst_c))
+    sign = np.sign(np.linalg.det(vt.T @ u.T))
+    return vt.T @ np.diag([1.0, 1.0, sign]) @ u.T, src_c, dst_c

@@ -30,20 +30,6 @@ Steps of :func:`retarget_keypoints`:
    (AMASS without body shapes, DeepMimic) give one scaled model: with ``solvers`` (a folder run
    keeps it per worker) they share one compiled solver, and a new process loads it from JAX's
    persistent compilation cache.
-   Measured on a folder of DeepMimic run, DeepMimic walk and a generated SMPL step walk onto
-   myolegs, empty cache (2 shared CPU cores, load 2.0): compile 7.7 / 0.0 / 7.1 s (before:
-   6.8 / 5.6 / 6.3 s, one compile per motion), 23 s for the folder (before: 26 s); a second
-   process on the filled cache 11 s (compile 2.1 / 0.0 / 1.6 s: loading). Keypoint RMS within
-   0.15 mm of before (the rounding), penetration within 0.03 mm.
-   Measured onto myolegs (2 shared CPU cores, load 3-4), with the solver in the persistent
-   cache / with an empty one: DeepMimic walk (39 frames) 3.5 / 13 s; DeepMimic run (25 frames)
-   3.2 / 10 s; a generated 501-frame step-and-slope walk 5.2 / 11 s, 9.1 mm, no jump left,
-   penetration 0.9 mm, stance skating 0.0002 m/s. Compiling is 7-11 s of the cold runs,
-   1.6-1.9 s (tracing and loading) of the warm ones. With tendon jumps judged against the
-   moment arms' prediction (:func:`~musclerl.retarget.constraints.tendon_jumps`; quiet machine,
-   warm cache): walk 5.3 s, keypoint RMS 13.7 mm (14.2 mm when its 30 Hz path changes of up to
-   8 % per frame were "repaired" towards their neighbours), run 4.6 s, 13.4 mm; no jump found in
-   either.
 5. **Measured** with MuJoCo C on the final ``qpos``: keypoint errors, limit violations, equality
    residual, penetration of every collision geom, stance skating.
 
@@ -57,6 +43,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
+from musclerl.models.couplings import couplings, equality_residual
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
 from musclerl.retarget import correspondence as corr
@@ -80,7 +67,7 @@ from musclerl.retarget.keypoint_model import (
     site_name,
     wraps_in_place,
 )
-from musclerl.retarget.marker_fit import align_root, equality_residual, joint_couplings
+from musclerl.retarget.marker_fit import align_root
 from musclerl.retarget.soles import SOLE_POINTS
 from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 
@@ -438,7 +425,7 @@ def measure(
     outside = np.zeros(len(q), dtype=bool)
     for adr, (lo, hi) in limited:
         outside |= (q[:, adr] < lo - 1e-9) | (q[:, adr] > hi + 1e-9)
-    eq = equality_residual(joint_couplings(model), q)
+    eq = equality_residual(couplings(model), q)
     out = {
         "frames": int(len(q)),
         "marker_rms_m": float(rms.mean()),

@@ -31,16 +31,6 @@ Each iteration linearises in closed form (:meth:`IKProblem.linearize`): marker J
 the tree's joint twists directly in the free variables, coordinate/posture/smoothness rows as
 rows of ``dq/dx``; ``jax.jacfwd`` only for terms without a closed form (e.g. FrameTask).
 
-Measured with ``musclerl bench ik --no-opensim --mink-frames 200`` (myolegs, 33 markers, 20 free
-variables, 1000 frames, 2 mm noise; 2 CPU cores shared with other jobs, load 1.2-1.3): one JAX
-device 7,200-7,800 frames/s, two (``XLA_FLAGS=--xla_force_host_platform_device_count=2``)
-11,400-12,000 frames/s (1.6-1.7 cores busy), compile 4.7-5.5 s, 2.02 LM iterations per frame
-(2.05 with 16 chains), coordinate RMS error 0.61 deg, all frames converged, no limit violation
-(mink in the same runs: 280-380 frames/s, 0.64 deg: 20-23x with one device, 40-43x with two).
-A pure batch (``chunk_len=1``, every frame cold from the Kabsch-aligned ``q0``) needs 5.5
-iterations per frame (~1,300 frames/s). 8 and 16 chains per device measured alike on CPU, 32
-slower (each chain starts cold).
-
 Per frame, LM minimises ``0.5 |r(q)|^2`` over the tree's free tangent coordinates (dependent
 coordinates eliminated, see :class:`~musclerl.retarget.constraints.JointEqualities`) with
 Marquardt scaling: step ``(J^T J + lam diag(J^T J)) dx = -J^T r``; a step that lowers the cost is

@@ -6,11 +6,10 @@ environments on its MuJoCo thread pool. Everything that can wait is batched into
 at the end of the rollout: values V(obs) and V(terminal_obs) for all (T, N) steps, GAE, the PPO
 epochs, the statistics update and the episode bookkeeping (:meth:`CpuTrainer.finish`).
 
-Where the time goes (demo config: myolegs, 32 envs x 64 steps, MLP 128x128, 2 busy cores):
-physics 1.47 s, policy calls 0.22 s (11 %), PPO update ~0.4 s per 2,048-step rollout. Running
-the policy of one half of the envs while the other half's physics steps does not pay on such a
-machine — both need the same two cores — so the loop is kept sequential and simple; on machines
-with spare cores the physics threads (``threads``) are the knob.
+The physics dominates a rollout; the policy calls are a small share. Running the policy of one
+half of the envs while the other half's physics steps would need spare cores (both compete for
+the same ones otherwise), so the loop is kept sequential and simple; on machines with spare
+cores the physics threads (``threads``) are the knob.
 
 Checkpoints: the MuJoCo C states live inside the environment's thread pool, not in the carry.
 So that a resumed run is bit-identical to an uninterrupted one, every environment is

@@ -169,8 +169,8 @@ def train(
     from musclerl.rl.checkpoint import Checkpointer
     from musclerl.rl.clip_stats import ClipLog
     from musclerl.rl.export import export_policy
-    from musclerl.rl.logging import RunLogger
     from musclerl.rl.ppo import data_mesh
+    from musclerl.rl.run_log import RunLogger
 
     maybe_init_distributed()
     if cfg["backend"] == "cpu" and jax.process_count() > 1:

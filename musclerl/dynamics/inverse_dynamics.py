@@ -12,7 +12,7 @@ Pipeline (what OpenSim's ID tool does, on a MuJoCo model):
    the ExternalLoads file names; ``tau = qfrc_inverse - J^T F_ext`` is what the joints must
    produce;
 5. the dofs of coupled joints are projected onto their independent coordinate by virtual work
-   (:func:`musclerl.evaluate.coordinates.coupling_matrix`), giving per-coordinate moments in N·m
+   (:func:`musclerl.models.couplings.coupling_matrix`), giving per-coordinate moments in N·m
    (translations in N), in the model's sign convention (positive along the joint axis).
 
 The free root's six dofs carry the residual forces/moments (world linear, body angular), which
@@ -30,8 +30,10 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.evaluate.coordinates import OPENSIM_TO_MUJOCO, coupling_matrix
 from musclerl.fileio import read_text
+from musclerl.models.couplings import coupling_matrix
+from musclerl.motion.keypoints import Y_UP_TO_Z_UP
+from musclerl.motion.trajectory import finite_difference_qvel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +134,7 @@ def loads_from_table(
             [np.interp(target_time_s, time_s, xyz[:, i], left=np.nan, right=np.nan) for i in range(3)],
             axis=-1,
         )
-        return out @ OPENSIM_TO_MUJOCO.T
+        return out @ Y_UP_TO_Z_UP.T
 
     T = len(target_time_s)
     F = np.zeros((T, len(forces), 3))
@@ -167,10 +169,7 @@ def velocities(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray) -> t
     T = qpos.shape[0]
     if T < 3:
         raise ValueError("need at least 3 frames for accelerations")
-    qvel = np.zeros((T, model.nv))
-    for t in range(T):
-        a, b = max(t - 1, 0), min(t + 1, T - 1)
-        mujoco.mj_differentiatePos(model, qvel[t], float(time_s[b] - time_s[a]), qpos[a], qpos[b])
+    qvel = finite_difference_qvel(model, qpos, time_s=time_s)
     qacc = np.gradient(qvel, np.asarray(time_s, dtype=float), axis=0)
     return qvel, qacc
 

@@ -14,9 +14,9 @@ matrix ``P`` as the inverse dynamics. ``u_k`` drives a weak reserve actuator of 
 (default 1 N·m) on each coordinate, so an unreachable moment is still met; its use is reported
 (``reserve_nm``) rather than hidden. Solved with SciPy's SLSQP, warm-started from the previous frame.
 
-SLSQP makes many tiny LAPACK calls; with a multi-threaded OpenBLAS on a busy machine they run
-~100x slower (measured: 13 s instead of 0.1 s for 6 frames at load 10 on 2 cores), so BLAS is held
-to one thread during the solve when ``threadpoolctl`` is installed.
+SLSQP makes many tiny LAPACK calls; a multi-threaded OpenBLAS on a busy machine makes each of
+them wait for its threads, so BLAS is held to one thread during the solve when ``threadpoolctl``
+is installed.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.evaluate.coordinates import coupling_matrix
+from musclerl.models.couplings import coupling_matrix
 from musclerl.models.introspect import muscle_ids
 
 

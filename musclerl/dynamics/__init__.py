@@ -1,0 +1,2 @@
+"""Dynamics of a model over a motion, shared by the environments (start activations) and the
+evaluation (ID/SO references): inverse dynamics with applied loads, static optimisation."""
