@@ -48,3 +48,26 @@ def test_a_checkpoint_with_other_shapes_is_a_one_line_error(tmp_path):
     with pytest.raises(InputError, match="does not match"):
         ckpt.restore({"w": np.ones((3, 5))})
     ckpt.close()
+
+
+def test_checkpoints_of_the_earlier_nested_format_still_restore(tmp_path):
+    """Runs checkpointed before the flat format (the carry saved as its nested tree) resume."""
+    import orbax.checkpoint as ocp
+
+    carry = {"train": {"w": np.arange(6.0).reshape(2, 3)}, "step": np.asarray(4, np.int32)}
+    manager = ocp.CheckpointManager(
+        (tmp_path / "ckpt").resolve(), options=ocp.CheckpointManagerOptions(create=True)
+    )
+    manager.save(
+        5,
+        args=ocp.args.Composite(carry=ocp.args.StandardSave(carry), meta=ocp.args.JsonSave({"u": 5})),
+        force=True,
+    )
+    manager.wait_until_finished()
+    manager.close()
+    ckpt = Checkpointer(tmp_path / "ckpt", keep=1)
+    restored, meta = ckpt.restore({"train": {"w": np.zeros((2, 3))}, "step": np.asarray(0, np.int32)})
+    np.testing.assert_array_equal(restored["train"]["w"], carry["train"]["w"])
+    assert int(restored["step"]) == 4 and meta == {"u": 5}
+    assert set(ckpt.read_tree()["train"]) == {"w"}
+    ckpt.close()

@@ -26,17 +26,16 @@ from musclerl.errors import InputError
 _PATH_PART = re.compile(r"\.(\w+)|\['([^']*)'\]|\[(\d+)\]")
 
 
-def _nested(flat: dict[str, Any]) -> dict[str, Any]:
-    """Nested dicts from :func:`_flat`'s path keys (``.train.params['params']['w']`` ->
-    ``{"train": {"params": {"params": {"w": ...}}}}``; attribute, key and index parts alike)."""
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        parts = [next(g for g in m.groups() if g is not None) for m in _PATH_PART.finditer(key)]
-        node = out
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    return out
+def _parts(path: tuple) -> tuple[str, ...]:
+    """A jax key path as its parts' names: field, dict key or sequence index, as strings."""
+    tu = jax.tree_util
+    names = {tu.GetAttrKey: "name", tu.DictKey: "key", tu.SequenceKey: "idx", tu.FlattenedIndexKey: "key"}
+    return tuple(str(getattr(entry, names[type(entry)])) for entry in path)
+
+
+def _key_parts(key: str) -> tuple[str, ...]:
+    """The parts of a :func:`jax.tree_util.keystr` string (``.train.params['w']`` -> train, params, w)."""
+    return tuple(next(g for g in m.groups() if g is not None) for m in _PATH_PART.finditer(key))
 
 
 def _to_host(tree: Any) -> Any:
@@ -82,18 +81,40 @@ class Checkpointer:
         restored = self.manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
         return dict(restored["meta"])
 
+    def _read_leaves(self, step: int, meta: bool = False) -> tuple[dict[tuple[str, ...], np.ndarray], Any]:
+        """Checkpoint ``step``'s arrays keyed by their path's parts (field, key or index names),
+        read without a template: the flat format of :func:`_flat` and the nested one of earlier
+        checkpoints alike. Returns (leaves, meta or None)."""
+        args = {"carry": ocp.args.StandardRestore()}
+        if meta:
+            args["meta"] = ocp.args.JsonRestore()
+        try:
+            restored = self.manager.restore(step, args=ocp.args.Composite(**args))
+        except (ValueError, KeyError, TypeError) as err:
+            problem = f"unreadable checkpoint ({type(err).__name__}: {str(err).splitlines()[0][:160]})"
+            raise InputError(self.directory / str(step), problem) from err
+        leaves = {}
+        for path, value in jax.tree_util.tree_flatten_with_path(restored["carry"])[0]:
+            parts = _parts(path)
+            if len(parts) == 1 and parts[0][:1] in (".", "["):  # the flat format: one key per leaf
+                parts = _key_parts(parts[0])
+            leaves[parts] = np.asarray(value)
+        return leaves, (dict(restored["meta"]) if meta else None)
+
     def read_tree(self, update: int | None = None) -> dict[str, Any]:
         """Checkpoint ``update`` (default latest) without a template: the carry's non-empty
         leaves as nested dicts keyed by field and key names (e.g. ``["train"]["obs_stats"]``)."""
         step = self.latest_update() if update is None else update
         if step is None:
             raise InputError(self.directory, "no checkpoint to read")
-        try:
-            restored = self.manager.restore(step, args=ocp.args.Composite(carry=ocp.args.StandardRestore()))
-        except (ValueError, KeyError, TypeError) as err:
-            problem = f"unreadable checkpoint ({type(err).__name__})"
-            raise InputError(self.directory / str(step), problem) from err
-        return _nested({k: np.asarray(v) for k, v in restored["carry"].items()})
+        leaves, _ = self._read_leaves(step)
+        out: dict[str, Any] = {}
+        for parts, value in leaves.items():
+            node = out
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+        return out
 
     def restore(self, like: Any, update: int | None = None) -> tuple[Any, dict[str, Any]]:
         """Restore checkpoint ``update`` (default latest) into the structure of ``like``.
@@ -104,36 +125,27 @@ class Checkpointer:
         step = self.latest_update() if update is None else update
         if step is None:
             raise InputError(self.directory, "no checkpoint to resume from")
-        target = _to_host(like)
-        try:
-            restored = self.manager.restore(
-                step,
-                args=ocp.args.Composite(
-                    carry=ocp.args.StandardRestore(_flat(target)), meta=ocp.args.JsonRestore()
-                ),
-            )
-        except (ValueError, KeyError, TypeError) as err:
-            raise InputError(
-                self.directory / str(step),
-                f"checkpoint does not match this config ({str(err).splitlines()[0][:200]})",
-            ) from err
-        saved = restored["carry"]
-        leaves, treedef = jax.tree_util.tree_flatten_with_path(target)
+        saved, meta = self._read_leaves(step, meta=True)
+        leaves, treedef = jax.tree_util.tree_flatten_with_path(_to_host(like))
         values = []
         for path, ref in leaves:
-            key = jax.tree_util.keystr(path)
-            if ref.size == 0:
+            if ref.size == 0:  # not stored (see _flat)
                 values.append(ref)
                 continue
-            value = np.asarray(saved[key], dtype=ref.dtype)
-            if value.shape != ref.shape:
+            parts = _parts(path)
+            value = saved.get(parts)
+            if value is None or value.shape != ref.shape:
+                found = "missing" if value is None else f"{value.shape} != {ref.shape}"
                 raise InputError(
                     self.directory / str(step),
-                    f"checkpoint does not match this config ({key}: {value.shape} != {ref.shape})",
+                    f"checkpoint does not match this config ({'/'.join(parts)}: {found})",
                 )
-            values.append(value)
-        carry = jax.tree_util.tree_unflatten(treedef, values)
-        return carry, dict(restored["meta"])
+            values.append(value.astype(ref.dtype))
+        if len(saved) != sum(ref.size > 0 for _, ref in leaves):
+            raise InputError(
+                self.directory / str(step), "checkpoint does not match this config (other arrays in it)"
+            )
+        return jax.tree_util.tree_unflatten(treedef, values), meta
 
     def close(self) -> None:
         self.manager.close()
