@@ -99,7 +99,8 @@ def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarra
         traj = Trajectory.load(path)
         traj.check_model(model, path)
         if traj.num_frames < MIN_FRAMES:
-            problem = f"{traj.num_frames} frame(s); ID needs at least {MIN_FRAMES} (accelerations)"
+            n = traj.num_frames
+            problem = f"inverse dynamics needs {MIN_FRAMES} frames or more (accelerations), got {n}"
             raise InputError(path, problem)
         return traj.qpos, np.arange(traj.num_frames) / traj.rate_hz, notes, {}
     if path.suffix.lower() not in (".mot", ".sto"):

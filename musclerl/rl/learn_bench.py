@@ -170,6 +170,7 @@ def episode_lengths(run_dir: Path) -> tuple[float, float]:
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.benchmark import print_result
+    from musclerl.errors import InputError
     from musclerl.fileio import check_outputs
     from musclerl.rl.config import CONFIG_DIR, load_config
     from musclerl.rl.export import load_policy
@@ -207,7 +208,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         policy = load_policy(Path(args.policy))
         train_cfg = policy.config["train_config"]
-        motion = bench_dataset(args.motion or train_cfg["motion"], train_cfg["model"])
+        try:
+            motion = bench_dataset(args.motion or train_cfg["motion"], train_cfg["model"])
+        except InputError as err:  # the policy's config pairs its model with this motion
+            raise InputError(policy.path / "config.json", str(err)) from err
     result.update(dataset_test(policy, motion, args.seconds, args.clip))
     if args.video:
         first_clip = clip_index(motion.clip_names, args.clip) if args.clip is not None else 0
