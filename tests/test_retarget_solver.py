@@ -12,7 +12,7 @@ from test_retarget_kinematics import BALL_SLIDE_XML
 
 from musclerl.errors import InputError
 from musclerl.models.registry import load_model
-from musclerl.retarget.constraints import (
+from musclerl.retarget.ik.constraints import (
     JointEqualities,
     JointLimits,
     Smoothness,
@@ -21,10 +21,10 @@ from musclerl.retarget.constraints import (
     tendon_jumps,
     tendon_lengths,
 )
-from musclerl.retarget.kinematics import KinematicTree
-from musclerl.retarget.solver import BLOCK_SWEEPS, IKProblem, solve_clip
-from musclerl.retarget.synthetic import synthetic_clip
-from musclerl.retarget.tasks import CoordinateTask, FrameTask, MarkerTask, OrientationTask, PostureTask
+from musclerl.retarget.ik.kinematics import KinematicTree
+from musclerl.retarget.ik.solver import BLOCK_SWEEPS, IKProblem, solve_clip
+from musclerl.retarget.ik.tasks import CoordinateTask, FrameTask, MarkerTask, OrientationTask, PostureTask
+from musclerl.retarget.synthetic.clip import synthetic_clip
 
 
 def _problem(model, clip, extra_tasks=(), extra_constraints=()):
@@ -119,8 +119,8 @@ def test_closed_form_linearization_matches_autodiff(source):
     import jax
     import jax.numpy as jnp
 
-    from musclerl.retarget.constraints import Previous
-    from musclerl.retarget.solver import default_constraints
+    from musclerl.retarget.ik.constraints import Previous
+    from musclerl.retarget.ik.solver import default_constraints
 
     if source == "myolegs":  # the right leg: knee equalities, patella
         model = load_model("myolegs")

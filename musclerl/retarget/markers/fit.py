@@ -31,7 +31,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.couplings import couplings
 from musclerl.models.markers import MarkerSet
-from musclerl.retarget.rotations import kabsch
+from musclerl.retarget.ik.rotations import kabsch
 
 ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 

@@ -34,8 +34,8 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError, require
-from musclerl.retarget.kinematics import HINGE, SLIDE, KinematicTree, mat_log, quat_to_mat
-from musclerl.retarget.rotations import log_jacobian_inverse
+from musclerl.retarget.ik.kinematics import HINGE, SLIDE, KinematicTree, mat_log, quat_to_mat
+from musclerl.retarget.ik.rotations import log_jacobian_inverse
 
 
 class Task:

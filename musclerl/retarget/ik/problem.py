@@ -3,8 +3,8 @@
 :class:`IKProblem` owns the free variables (tangent coordinates of the tree's joints, minus the
 coordinates that constraints set), the bounds, the residual rows and their closed-form
 linearisation, one Levenberg–Marquardt iteration, and the compiled sweeps that
-:func:`musclerl.retarget.solver.solve_clip` and :meth:`IKProblem.resolve_frames` call (the
-algorithm and its stopping rules are described in :mod:`musclerl.retarget.solver`).
+:func:`musclerl.retarget.ik.solver.solve_clip` and :meth:`IKProblem.resolve_frames` call (the
+algorithm and its stopping rules are described in :mod:`musclerl.retarget.ik.solver`).
 Every JAX function here works on one frame (``q`` (nq,) full qpos, float64 inside
 ``jax.enable_x64``); the sweeps vmap them over chains and split the chains across the local JAX
 devices.
@@ -25,10 +25,10 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from musclerl.errors import require
-from musclerl.retarget.constraints import Constraint, Previous
-from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
-from musclerl.retarget.rotations import kabsch, quat_left_matrix
-from musclerl.retarget.tasks import MarkerTask, Task
+from musclerl.retarget.ik.constraints import Constraint, Previous
+from musclerl.retarget.ik.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
+from musclerl.retarget.ik.rotations import kabsch, quat_left_matrix
+from musclerl.retarget.ik.tasks import MarkerTask, Task
 
 LAMBDA_INIT = 1e-3  # initial damping of cold starts and repairs
 # Initial damping of warm starts: the constant-velocity prediction is close, where Gauss-Newton

@@ -25,7 +25,7 @@ A :class:`Constraint` may implement any of these; the solver combines them all:
 ``finalize(problem, targets, result, resolve) -> IKResult``  (host)
     A pass over the solved clip: it may measure things (with MuJoCo C) and re-solve chosen
     frames through ``resolve(frames, q_init, q_prev, prev_weight)`` (see
-    :meth:`musclerl.retarget.solver.IKProblem.resolve_frames`). :class:`TendonContinuity` uses
+    :meth:`musclerl.retarget.ik.solver.IKProblem.resolve_frames`). :class:`TendonContinuity` uses
     it to repair muscle-path jumps.
 """
 
@@ -42,8 +42,8 @@ import numpy as np
 from musclerl.errors import require
 from musclerl.models.couplings import couplings, polynomial
 from musclerl.models.introspect import muscle_ids
-from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
-from musclerl.retarget.rotations import quat_left_matrix
+from musclerl.retarget.ik.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
+from musclerl.retarget.ik.rotations import quat_left_matrix
 
 
 class Previous(NamedTuple):
@@ -96,8 +96,8 @@ class Constraint:
         result,
         resolve: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
     ):
-        """``problem``: the :class:`~musclerl.retarget.solver.IKProblem` solved; ``result``: its
-        :class:`~musclerl.retarget.solver.IKResult`, returned (or a replaced copy). Left untyped:
+        """``problem``: the :class:`~musclerl.retarget.ik.solver.IKProblem` solved; ``result``: its
+        :class:`~musclerl.retarget.ik.solver.IKResult`, returned (or a replaced copy). Left untyped:
         this module sits below the solver, which imports it."""
         return result
 
