@@ -142,7 +142,8 @@ def test_against_per_frame_reference(case, walk):
     MuJoCo C's Levenberg-Marquardt (PoseFit, the static-placement fitter) frame by frame,
     warm-started, on the subject model rebuilt from the report. Same objective, same limits
     and equalities: the same poses and marker errors."""
-    from musclerl.retarget.markers.fit import PoseFit, align_root
+    from musclerl.retarget.ik.problem import align_root
+    from musclerl.retarget.markers.fit import PoseFit
 
     report = json.loads((walk / "walk.json").read_text())
     traj = Trajectory.load(walk / "walk.npz")

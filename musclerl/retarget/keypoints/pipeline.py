@@ -60,6 +60,7 @@ from musclerl.retarget.ground.surface import (
 )
 from musclerl.retarget.ground.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 from musclerl.retarget.ik.constraints import TendonContinuity
+from musclerl.retarget.ik.problem import align_root
 from musclerl.retarget.keypoints import orientations as orient
 from musclerl.retarget.keypoints.model import (
     PreparedModel,
@@ -69,7 +70,6 @@ from musclerl.retarget.keypoints.model import (
     site_name,
     wraps_in_place,
 )
-from musclerl.retarget.markers.fit import align_root
 
 #: Weight of the pull of every coordinate towards the model's rest pose (per rad^2 or m^2; a
 #: keypoint's weight is 1 per m^2): it holds still the coordinates no keypoint sees (wrists,

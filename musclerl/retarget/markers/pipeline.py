@@ -51,9 +51,9 @@ from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 from musclerl.motion.trc import MarkerData, read_trc
 from musclerl.retarget.ground.surface import site_positions_m
+from musclerl.retarget.ik.problem import align_root
 from musclerl.retarget.markers.fit import (
     PoseFit,
-    align_root,
     place_markers,
     root_rigid_sites,
     trial_marker_locations,
