@@ -26,10 +26,11 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from musclerl.errors import InputError, require
-from musclerl.retarget.ik.constraints import Constraint, Previous
+from musclerl.retarget.ik.constraints import Constraint
 from musclerl.retarget.ik.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
 from musclerl.retarget.ik.rotations import kabsch, quat_left_matrix
 from musclerl.retarget.ik.tasks import MarkerTask, Task
+from musclerl.retarget.ik.term import Previous, Term
 
 LAMBDA_INIT = 1e-3  # initial damping of cold starts and repairs
 # Initial damping of warm starts: the constant-velocity prediction is close, where Gauss-Newton
@@ -234,14 +235,10 @@ class IKProblem:
         the affine map ``q + dq/dx dx`` (the same first derivative, without the retraction)."""
         dq_dx = self.tangent_basis(q)
         closed = {}
-        for t in self.tasks:
-            out = t.residual_jacobian(self.tree, q, frame.get(t.name), dq_dx)
+        for term in self.tasks + self.constraints:
+            out = term.residual_jacobian(self.tree, q, frame.get(term.name), prev, dq_dx)
             if out is not None:
-                closed[t.name] = out
-        for c in self.constraints:
-            out = c.residual_jacobian(self.tree, q, frame.get(c.name), prev, dq_dx)
-            if out is not None:
-                closed[c.name] = out
+                closed[term.name] = out
         counts = self._count_rows(q, frame, prev)
         rest = [
             term for term in self.tasks + self.constraints if term.name not in closed and counts[term.name]
@@ -266,9 +263,7 @@ class IKProblem:
                 k += size
         return jnp.concatenate(jacs), jnp.concatenate(rows)
 
-    def _term_residual(self, term, q, frame, prev):
-        if isinstance(term, Task):
-            return term.residual(self.tree, q, frame.get(term.name))
+    def _term_residual(self, term: Term, q, frame, prev):
         return term.residual(self.tree, q, frame.get(term.name), prev)
 
     def point_errors_m(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
