@@ -28,12 +28,12 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("info",), "musclerl.info", "summarise a model (registry name or MJCF) or a motion file"),
     (
         ("retarget", "markers"),
-        "musclerl.retarget.command_markers",
+        "musclerl.retarget.markers.command_markers",
         "marker trajectories (.trc) -> model coordinates by scaled, constrained IK",
     ),
     (
         ("retarget", "smpl"),
-        "musclerl.retarget.command_smpl",
+        "musclerl.retarget.keypoints.command_smpl",
         "SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model coordinates by keypoint IK "
         "with recovered terrain",
     ),

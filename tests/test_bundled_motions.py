@@ -1,4 +1,4 @@
-"""The bundled walks (DeepMimic motion capture retargeted by ``musclerl.retarget.bundled``): real,
+"""The bundled walks (DeepMimic motion capture retargeted by ``musclerl.retarget.keypoints.bundled``): real,
 looping, on the floor, and dynamically plausible where the check says so."""
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from run_samples import train_tiny
 from musclerl.cli import main
 from musclerl.models.registry import load_model
 from musclerl.motion.dataset import load_dataset
-from musclerl.retarget import synthetic_gait as sg
-from musclerl.retarget.synthetic_smpl import smpl_walk, write_walk_npz
+from musclerl.retarget.synthetic import gait as sg
+from musclerl.retarget.synthetic.smpl import smpl_walk, write_walk_npz
 
 MAX_STEPS = 10
 

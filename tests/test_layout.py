@@ -78,7 +78,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_graph_builder_sees_function_level_and_relative_imports(tmp_path):
-    source = "import os\n\ndef f():\n    from musclerl.retarget import batch\n    from . import solver\n"
+    source = "import os\n\ndef f():\n    from musclerl.retarget import batch\n    from . import report\n"
     path = PACKAGE / "retarget" / "x.py"
     tree_path = tmp_path / "x.py"
     tree_path.write_text(source)
@@ -87,7 +87,7 @@ def test_graph_builder_sees_function_level_and_relative_imports(tmp_path):
         found = imported_modules("musclerl.retarget.x", tree_path)
     finally:
         del MODULES["musclerl.retarget.x"]
-    assert found == {"musclerl.retarget.batch", "musclerl.retarget.solver"}
+    assert found == {"musclerl.retarget.batch", "musclerl.retarget.report"}
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 

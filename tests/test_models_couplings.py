@@ -16,7 +16,7 @@ from musclerl.models.couplings import (
     polynomial_slope,
 )
 from musclerl.models.registry import load_model
-from musclerl.retarget.constraints import JointEqualities
+from musclerl.retarget.ik.constraints import JointEqualities
 
 FIXED_JOINT_MJCF = """
 <mujoco>

@@ -13,6 +13,17 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def test_every_package_ships_in_the_wheel():
+    """pyproject lists the packages explicitly (assets/ and configs/ are mapped in): a subpackage
+    missing from the list is left out of the wheel and fails only on import after install."""
+    tomllib = pytest.importorskip("tomllib")
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(REPO).parts) for init in (REPO / "musclerl").rglob("__init__.py")
+    }
+    assert found - listed == set()
+
+
 @pytest.mark.slow
 def test_wheel_install_runs_from_any_directory(tmp_path):
     wheels = tmp_path / "wheels"

@@ -210,7 +210,7 @@ def test_retarget_report_has_plausibility(tiny):
 def test_retargeted_deepmimic_walk(shared_data):
     from pathlib import Path
 
-    from musclerl.retarget.command_smpl import SmplOptions, retarget_file
+    from musclerl.retarget.keypoints.command_smpl import SmplOptions, retarget_file
 
     path = Path(shared_data) / "deepmimic" / "humanoid3d_walk.txt"
     if not path.exists():

@@ -8,7 +8,7 @@ import pytest
 
 from musclerl.errors import InputError
 from musclerl.models.registry import compile_spec, load_spec
-from musclerl.retarget.joint_centres import (
+from musclerl.retarget.markers.joint_centres import (
     JOINT_CENTRE_PREFIX,
     find_landmark,
     harrington_hip_centres_m,
@@ -145,7 +145,7 @@ def test_upright_check_ignores_missing_frames_and_accepts_a_lean():
 
 # ------------------------------------------------------------------ terrain evidence
 def test_settled_heights_ignore_a_sunk_strike_and_the_heel_rise():
-    from musclerl.retarget.terrain import settled_mask, support_patches
+    from musclerl.retarget.ground.terrain import settled_mask, support_patches
 
     heel = np.full(12, 0.002)
     heel[:2] = [-0.04, -0.025]  # driven into the floor at the strike (as DeepMimic's run does)
@@ -167,7 +167,7 @@ def test_settled_heights_ignore_a_sunk_strike_and_the_heel_rise():
 def test_trial_marker_locations_recover_body_frame_offsets():
     from markers_fixtures import gait_qpos, site_trajectories, subject_model
 
-    from musclerl.retarget.marker_fit import trial_marker_locations
+    from musclerl.retarget.markers.fit import trial_marker_locations
 
     model = subject_model()
     names = ["foot_r.0", "foot_r.1", "pelvis.2"]
@@ -196,7 +196,7 @@ def test_place_from_trial_unknown_body_fails_before_solving(tmp_path, capsys):
 
 
 def test_stance_fragment_cut_by_the_clip_start_gives_no_patch_at_60_hz():
-    from musclerl.retarget.terrain import TerrainParams, terrain_from_contacts
+    from musclerl.retarget.ground.terrain import TerrainParams, terrain_from_contacts
 
     params = TerrainParams()
     assert [params.min_stance_frames(r) for r in (30.0, 60.0, 120.0)] == [3, 5, 10]
@@ -239,7 +239,7 @@ def test_gait2354_rigid_trunk_placed_from_the_walk(gait2354, tmp_path):
 
 
 def test_thigh_and_shank_scaled_per_side_from_joint_centres(myolegs):
-    from musclerl.retarget.joint_centres import centre_scale_factors, harrington_hip_centres_m
+    from musclerl.retarget.markers.joint_centres import centre_scale_factors, harrington_hip_centres_m
 
     data = mujoco.MjData(myolegs)
     mujoco.mj_kinematics(myolegs, data)

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget import synthetic_gait as sg
-from musclerl.retarget.contact import (
+from musclerl.retarget.ground.contact import (
     ContactParams,
     detect_contacts,
     foot_flags,
@@ -16,13 +15,14 @@ from musclerl.retarget.contact import (
     remove_short_phases,
     stance_phases,
 )
-from musclerl.retarget.terrain import (
+from musclerl.retarget.ground.terrain import (
     fit_patch,
     free_space_ceiling,
     support_patches,
     terrain_from_contacts,
     terrain_summary,
 )
+from musclerl.retarget.synthetic import gait as sg
 
 FEET = np.array([0, 1, 0, 1])  # heel L, heel R, toe L, toe R
 COURSES = {

@@ -10,7 +10,7 @@ import pytest
 
 from musclerl.errors import InputError
 from musclerl.models.registry import load_model
-from musclerl.retarget.kinematics import KinematicTree, mat_to_quat, quat_to_mat
+from musclerl.retarget.ik.kinematics import KinematicTree, mat_to_quat, quat_to_mat
 
 MODELS = ["tiny", "myolegs", "myofullbody", "musclemimic-fullbody"]
 

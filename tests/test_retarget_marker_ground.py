@@ -1,4 +1,4 @@
-"""Treadmill belt, stance and floor of marker trials (musclerl.retarget.marker_ground).
+"""Treadmill belt, stance and floor of marker trials (musclerl.retarget.markers.ground).
 
 Known truth: an overground clip whose stance feet are still on a floor, put on a synthetic belt
 (every point carried backwards at the belt's velocity) and raised or lowered in the lab. The
@@ -13,9 +13,10 @@ import pytest
 
 from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
-from musclerl.retarget.contact import detect_contacts
-from musclerl.retarget.ground import GeomSurface, penetration_m
-from musclerl.retarget.marker_ground import (
+from musclerl.retarget.ground.contact import detect_contacts
+from musclerl.retarget.ground.soles import model_soles, point_positions_m
+from musclerl.retarget.ground.surface import GeomSurface, penetration_m
+from musclerl.retarget.markers.ground import (
     LEVEL_SLOPE_DEG,
     TREADMILL_MIN_SPEED_MPS,
     GroundOptions,
@@ -23,7 +24,6 @@ from musclerl.retarget.marker_ground import (
     ground_clip,
     looks_like_treadmill,
 )
-from musclerl.retarget.soles import model_soles, point_positions_m
 
 RATE_HZ = 60.0
 BELT_MPS = np.array([-1.2, 0.05])

@@ -20,8 +20,8 @@ from musclerl.models.registry import compile_spec
 from musclerl.motion.storage import read_storage
 from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import read_trc, write_trc
-from musclerl.retarget.markers_pipeline import subject_spec
-from musclerl.retarget.soles import model_soles, point_positions_m
+from musclerl.retarget.ground.soles import model_soles, point_positions_m
+from musclerl.retarget.markers.pipeline import subject_spec
 
 REPORT_FIELDS = (
     "frames",
@@ -142,7 +142,8 @@ def test_against_per_frame_reference(case, walk):
     MuJoCo C's Levenberg-Marquardt (PoseFit, the static-placement fitter) frame by frame,
     warm-started, on the subject model rebuilt from the report. Same objective, same limits
     and equalities: the same poses and marker errors."""
-    from musclerl.retarget.marker_fit import PoseFit, align_root
+    from musclerl.retarget.ik.problem import align_root
+    from musclerl.retarget.markers.fit import PoseFit
 
     report = json.loads((walk / "walk.json").read_text())
     traj = Trajectory.load(walk / "walk.npz")

@@ -2,7 +2,7 @@
 
 Fast: the readers' rotations against their own joint positions, the offset calibration on a
 known offset, the limit report on a hand-made table. Slow: a generated SMPL crouch-and-jump clip
-(:func:`musclerl.retarget.synthetic_smpl.smpl_crouch_jump`, known joint angles, a deep crouch past
+(:func:`musclerl.retarget.synthetic.smpl.smpl_crouch_jump`, known joint angles, a deep crouch past
 myolegs' 30 deg dorsiflexion limit) retargeted onto myolegs with and without orientation targets.
 """
 
@@ -16,9 +16,9 @@ from scipy.spatial.transform import Rotation
 from musclerl.models.registry import load_model
 from musclerl.motion.smpl import SMPL_NEUTRAL_OFFSETS_M, SMPL_PARENTS, read_amass
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget.orientations import calibrate_offsets, orientation_targets
+from musclerl.retarget.keypoints.orientations import calibrate_offsets, orientation_targets
 from musclerl.retarget.report import limit_bound_summary
-from musclerl.retarget.synthetic_smpl import smpl_crouch_jump, write_walk_npz
+from musclerl.retarget.synthetic.smpl import smpl_crouch_jump, write_walk_npz
 
 
 @pytest.mark.parametrize("name", ["myolegs", "myofullbody", "tiny"])
@@ -115,8 +115,8 @@ def test_crouch_jump_orientations_and_limit_report(tmp_path):
     the ankles; frames well inside every range are not. Orientation targets must do better than
     positions alone on the worst frame and on the hip angle, which positions leave free to take
     up the ankle's miss."""
+    from musclerl.retarget.keypoints.pipeline import PipelineParams, retarget_keypoints
     from musclerl.retarget.report import limit_excess
-    from musclerl.retarget.smpl_pipeline import PipelineParams, retarget_keypoints
 
     clip = smpl_crouch_jump()
     write_walk_npz(tmp_path / "crouch_jump.npz", clip)

@@ -20,15 +20,15 @@ from musclerl.models.registry import load_model
 from musclerl.motion.smpl import read_amass
 from musclerl.motion.trajectory import Terrain, Trajectory
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget import synthetic_gait as sg
-from musclerl.retarget.ground import (
+from musclerl.retarget.ground.surface import (
     GeomSurface,
     GroundContact,
     geom_surface_samples,
     skating_mps,
 )
-from musclerl.retarget.smpl_pipeline import PipelineParams, retarget_keypoints
-from musclerl.retarget.synthetic_smpl import smpl_walk, write_walk_npz
+from musclerl.retarget.keypoints.pipeline import PipelineParams, retarget_keypoints
+from musclerl.retarget.synthetic import gait as sg
+from musclerl.retarget.synthetic.smpl import smpl_walk, write_walk_npz
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -128,7 +128,7 @@ def test_deepmimic_walk_on_myolegs(shared_data):
     moment arms predict. (The clip is 30 Hz: glmin2's 8.5 cm path changes by up to 8 % per frame,
     predicted to within 0.1 %, which the bare 5 % rule would call a jump.)"""
     from musclerl.motion.deepmimic import read_deepmimic
-    from musclerl.retarget.constraints import TendonContinuity
+    from musclerl.retarget.ik.constraints import TendonContinuity
 
     motion = read_deepmimic(shared_data / "deepmimic" / "humanoid3d_walk.txt")
     result = retarget_keypoints(motion, "myolegs", PipelineParams())
@@ -371,7 +371,7 @@ def test_cli_bad_input(tmp_path, capsys):
 
 # ------------------------------------------------------------------ the JAX solver's ground constraint
 def test_ground_planes_are_tangent_to_the_terrain():
-    from musclerl.retarget.ground_constraint import ground_planes
+    from musclerl.retarget.ground.constraint import ground_planes
 
     rng = np.random.default_rng(1)
     terrain = Terrain(height_m=rng.normal(size=(5, 7)) * 0.1, origin_m=np.array([0.3, -0.2]), cell_m=0.05)
@@ -399,11 +399,11 @@ def test_sole_contact_in_batched_solver():
     """tiny, 4 frames: markers pull the body 3 cm into the ground; the soles stay on it, and a
     pinned heel goes to its anchor (about 30 s, mostly the JAX compile)."""
     from musclerl.models.registry import compile_spec, load_spec
-    from musclerl.retarget.constraints import JointEqualities, JointLimits
-    from musclerl.retarget.ground_constraint import SoleContact
-    from musclerl.retarget.kinematics import KinematicTree
-    from musclerl.retarget.solver import IKProblem, solve_clip
-    from musclerl.retarget.tasks import MarkerTask, PostureTask
+    from musclerl.retarget.ground.constraint import SoleContact
+    from musclerl.retarget.ik.constraints import JointEqualities, JointLimits
+    from musclerl.retarget.ik.kinematics import KinematicTree
+    from musclerl.retarget.ik.solver import IKProblem, solve_clip
+    from musclerl.retarget.ik.tasks import MarkerTask, PostureTask
 
     spec = load_spec("tiny")
     for s in ("l", "r"):

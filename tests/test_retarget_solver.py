@@ -12,7 +12,7 @@ from test_retarget_kinematics import BALL_SLIDE_XML
 
 from musclerl.errors import InputError
 from musclerl.models.registry import load_model
-from musclerl.retarget.constraints import (
+from musclerl.retarget.ik.constraints import (
     JointEqualities,
     JointLimits,
     Smoothness,
@@ -21,10 +21,10 @@ from musclerl.retarget.constraints import (
     tendon_jumps,
     tendon_lengths,
 )
-from musclerl.retarget.kinematics import KinematicTree
-from musclerl.retarget.solver import BLOCK_SWEEPS, IKProblem, solve_clip
-from musclerl.retarget.synthetic import synthetic_clip
-from musclerl.retarget.tasks import CoordinateTask, FrameTask, MarkerTask, OrientationTask, PostureTask
+from musclerl.retarget.ik.kinematics import KinematicTree
+from musclerl.retarget.ik.solver import BLOCK_SWEEPS, IKProblem, solve_clip
+from musclerl.retarget.ik.tasks import CoordinateTask, FrameTask, MarkerTask, OrientationTask, PostureTask
+from musclerl.retarget.synthetic.clip import synthetic_clip
 
 
 def _problem(model, clip, extra_tasks=(), extra_constraints=()):
@@ -119,8 +119,8 @@ def test_closed_form_linearization_matches_autodiff(source):
     import jax
     import jax.numpy as jnp
 
-    from musclerl.retarget.constraints import Previous
-    from musclerl.retarget.solver import default_constraints
+    from musclerl.retarget.ik.solver import default_constraints
+    from musclerl.retarget.ik.term import Previous
 
     if source == "myolegs":  # the right leg: knee equalities, patella
         model = load_model("myolegs")
@@ -309,12 +309,12 @@ def test_marker_frame_weights_match_fixed_weights(tiny):
         q = jnp.asarray(clip.q[3] + 0.01)
         dq_dx = jnp.eye(tree.nq, tree.nv)
         np.testing.assert_allclose(
-            per_frame.residual(tree, q, jnp.asarray(column)),
-            fixed.residual(tree, q, jnp.asarray(target)),
+            per_frame.residual(tree, q, jnp.asarray(column), None),
+            fixed.residual(tree, q, jnp.asarray(target), None),
             atol=1e-12,
         )
-        r_a, j_a = per_frame.residual_jacobian(tree, q, jnp.asarray(column), dq_dx)
-        r_b, j_b = fixed.residual_jacobian(tree, q, jnp.asarray(target), dq_dx)
+        r_a, j_a = per_frame.residual_jacobian(tree, q, jnp.asarray(column), None, dq_dx)
+        r_b, j_b = fixed.residual_jacobian(tree, q, jnp.asarray(target), None, dq_dx)
         np.testing.assert_allclose(r_a, r_b, atol=1e-12)
         np.testing.assert_allclose(j_a, j_b, atol=1e-12)
         points, w = per_frame.points_and_weights(column)
@@ -340,11 +340,11 @@ def test_marker_local_points_with_targets_match_fixed_points(tiny):
     with jax.enable_x64(True):  # as the solver runs
         q = jnp.asarray(clip.q[2] + 0.01)
         dq_dx = jnp.eye(tree.nq, tree.nv)
-        r_a, j_a = given.residual_jacobian(tree, q, jnp.asarray(with_local[2]), dq_dx)
-        r_b, j_b = fixed.residual_jacobian(tree, q, jnp.asarray(target[2]), dq_dx)
+        r_a, j_a = given.residual_jacobian(tree, q, jnp.asarray(with_local[2]), None, dq_dx)
+        r_b, j_b = fixed.residual_jacobian(tree, q, jnp.asarray(target[2]), None, dq_dx)
         np.testing.assert_allclose(r_a, r_b, atol=1e-12)
         np.testing.assert_allclose(j_a, j_b, atol=1e-12)
-        np.testing.assert_allclose(given.residual(tree, q, jnp.asarray(with_local[2])), r_b, atol=1e-12)
+        np.testing.assert_allclose(given.residual(tree, q, jnp.asarray(with_local[2]), None), r_b, atol=1e-12)
         np.testing.assert_allclose(
             given.position_errors_m(tree, q, jnp.asarray(with_local[2])),
             fixed.position_errors_m(tree, q, jnp.asarray(target[2])),

@@ -10,8 +10,8 @@ from scipy.spatial.transform import Rotation
 
 from musclerl.envs.geometry import quat_to_mat
 from musclerl.motion.keypoints import quat_wxyz_to_matrix
-from musclerl.retarget.rotations import kabsch
-from musclerl.retarget.rotations import quat_to_mat as jax_quat_to_mat
+from musclerl.retarget.ik.rotations import kabsch
+from musclerl.retarget.ik.rotations import quat_to_mat as jax_quat_to_mat
 
 
 def test_kabsch_recovers_a_known_rigid_motion():

@@ -50,7 +50,7 @@ from musclerl.errors import InputError
 from musclerl.models.couplings import SCALAR_JOINTS, apply_couplings, independent_coordinates
 from musclerl.models.geoms import foot_geoms
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP
-from musclerl.retarget.marker_ground import belt_velocity_mps as ground_velocity
+from musclerl.retarget.markers.ground import belt_velocity_mps as ground_velocity
 
 OPENSIM_TO_MUJOCO = Y_UP_TO_Z_UP
 PELVIS_ROTATIONS = ("pelvis_tilt", "pelvis_list", "pelvis_rotation")
@@ -278,7 +278,7 @@ def place_on_ground(model: mujoco.MjModel, qpos: np.ndarray, percentile: float =
 def belt_velocity_mps(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray) -> np.ndarray:
     """Treadmill belt velocity (2,) world x, y: the ground velocity under the stance feet, from the
     foot geoms' centres (:func:`musclerl.models.geoms.foot_geoms`) by the marker pipeline's
-    estimator (:func:`musclerl.retarget.marker_ground.belt_velocity_mps`: the median velocity of
+    estimator (:func:`musclerl.retarget.markers.ground.belt_velocity_mps`: the median velocity of
     the feet while low and steady). On a treadmill the stance foot moves with the belt;
     overground it rests."""
     feet = foot_geoms(model)

@@ -8,7 +8,7 @@ the summary), so an interrupted batch resumes where it stopped. :func:`run_items
 * otherwise one item after the other in this process, sharing that state.
 
 Across JAX devices: every solve splits its warm-start chains over all local devices
-(:func:`musclerl.retarget.solver.solve_clip`, ``shard_map``), so one process uses every device
+(:func:`musclerl.retarget.ik.solver.solve_clip`, ``shard_map``), so one process uses every device
 it sees: the GPUs, or on a CPU-only host as many CPU devices as :func:`configure_jax` gives it
 (the cores this process may use, divided among the ``jobs`` processes).
 

@@ -1,10 +1,10 @@
 """``musclerl bench ik``: IK speed and accuracy, ours against mink (and OpenSim), in one run.
 
-Target set: a synthetic myolegs clip (:mod:`musclerl.retarget.synthetic`): a known smooth motion
+Target set: a synthetic myolegs clip (:mod:`musclerl.retarget.synthetic.clip`): a known smooth motion
 of every independent coordinate, 3 markers per moving body, 2 mm Gaussian noise. Both solvers
 get the same markers, weights, start pose, joint limits and knee equalities:
 
-* ours: :func:`musclerl.retarget.solver.solve_clip` (lean tree, batched LM, equalities
+* ours: :func:`musclerl.retarget.ik.solver.solve_clip` (lean tree, batched LM, equalities
   eliminated), on every local JAX device (on CPU: ``--cpu-devices``, default one per core;
   mink uses one core, so ``--cpu-devices 1`` is the like-for-like ratio). Compile time is
   measured apart; frames/s is a second, compiled run. Reported with it: JAX devices, chains
@@ -106,7 +106,7 @@ def bench(
     import numpy as np
 
     from musclerl.models.registry import load_model
-    from musclerl.retarget.synthetic import synthetic_clip
+    from musclerl.retarget.synthetic.clip import synthetic_clip
 
     model = load_model("myolegs")
     clip = synthetic_clip(model, n_frames=frames, noise_m=0.002, seed=0)
@@ -134,8 +134,8 @@ def _errors(model, clip, qs, frames):
     """Marker RMS (m), coordinate RMS error (deg), equality residual, limit violations."""
     import numpy as np
 
-    from musclerl.retarget.constraints import JointEqualities, JointLimits
-    from musclerl.retarget.synthetic import marker_positions
+    from musclerl.retarget.ik.constraints import JointEqualities, JointLimits
+    from musclerl.retarget.synthetic.clip import marker_positions
 
     eq, lim = JointEqualities(model), JointLimits(model)
     pred = marker_positions(model, qs, list(clip.marker_bodies), clip.local_points_m)
@@ -155,10 +155,10 @@ def _bench_ours(model, clip, chunk_len: int | None) -> dict:
     import jax
     import numpy as np
 
-    from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
-    from musclerl.retarget.kinematics import KinematicTree
-    from musclerl.retarget.solver import IKProblem, solve_clip
-    from musclerl.retarget.tasks import MarkerTask, PostureTask
+    from musclerl.retarget.ik.constraints import JointEqualities, JointLimits, Smoothness
+    from musclerl.retarget.ik.kinematics import KinematicTree
+    from musclerl.retarget.ik.solver import IKProblem, solve_clip
+    from musclerl.retarget.ik.tasks import MarkerTask, PostureTask
 
     t0 = time.perf_counter()
     tree = KinematicTree.from_model(model, keep_bodies=clip.marker_bodies)

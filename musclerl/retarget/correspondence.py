@@ -6,7 +6,7 @@ The one table of the project. A *landmark* is an anatomical point both sides sha
 MyoSuite models); :data:`SOURCE_LANDMARKS` says which keypoint of each source skeleton it is.
 
 Landmarks that no body origin marks are derived from the model's geometry when the model is
-prepared (:mod:`musclerl.retarget.smpl_pipeline`):
+prepared (:mod:`musclerl.retarget.keypoints.pipeline`):
 
 * ``heel_l``/``toe_tip_l`` (and right): the back and front of the foot's sole, from its collision
   geoms — DeepMimic's heel and toe keypoints lie on the bottom of its foot box;

@@ -31,17 +31,17 @@ Fields (T frames, all lengths in metres, world frame Z up):
     on the same surface samples the ground constraint holds (:meth:`GeomSurface.depth_m`).
 ``skating_mps``
     mean horizontal speed of foot geoms over the frames they are in stance (stance from speed and
-    height, :func:`musclerl.retarget.contact.detect_contacts`); ``null`` when no stance is found
+    height, :func:`musclerl.retarget.ground.contact.detect_contacts`); ``null`` when no stance is found
     (e.g. a treadmill clip measured before its belt is undone; marker trials are measured after,
-    see :mod:`musclerl.retarget.marker_ground` and its ``treadmill`` and ``floor`` keys);
+    see :mod:`musclerl.retarget.markers.ground` and its ``treadmill`` and ``floor`` keys);
     ``stance_frac`` says how much stance there was.
 ``tendon_jump_frac``
     fraction of frames where some muscle path length changed by more than 5 % of its length since
     the previous frame, and by more than 1 % beyond what the path's moment arms predict for the
-    pose change (:func:`musclerl.retarget.constraints.tendon_jumps`): a path jumping across a
+    pose change (:func:`musclerl.retarget.ik.constraints.tendon_jumps`): a path jumping across a
     wrap, or a frame on a wrong branch; not fast motion sampled coarsely.
 ``terrain``
-    :func:`musclerl.retarget.terrain.terrain_summary`, or ``{"kind": "flat", "height_m": 0}``.
+    :func:`musclerl.retarget.ground.terrain.terrain_summary`, or ``{"kind": "flat", "height_m": 0}``.
 ``plausibility``
     could a body of the model's mass do this on the ground: stance-foot slip, external force,
     centre of pressure, root acceleration, ``passed`` and ``failures``
@@ -62,10 +62,10 @@ from musclerl.fileio import atomic_path
 from musclerl.models.couplings import couplings
 from musclerl.models.geoms import collision_geoms, foot_geoms
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.constraints import muscle_tendon_ids, predicted_tendon_changes, tendon_jumps
-from musclerl.retarget.contact import detect_contacts
-from musclerl.retarget.ground import GeomSurface
-from musclerl.retarget.terrain import terrain_summary
+from musclerl.retarget.ground.contact import detect_contacts
+from musclerl.retarget.ground.surface import GeomSurface
+from musclerl.retarget.ground.terrain import terrain_summary
+from musclerl.retarget.ik.constraints import muscle_tendon_ids, predicted_tendon_changes, tendon_jumps
 
 PENETRATION_TOLERANCE_M = 1e-3
 LIMIT_TOLERANCE = 1e-6

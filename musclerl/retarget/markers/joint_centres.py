@@ -1,6 +1,6 @@
 """Anatomical joint centres from static-trial landmarks, used to seat the skeleton in the markers.
 
-Marker placement (OpenSim's MarkerPlacer, :func:`musclerl.retarget.marker_fit.place_markers`)
+Marker placement (OpenSim's MarkerPlacer, :func:`musclerl.retarget.markers.fit.place_markers`)
 moves every marker to where the static trial saw it, relative to the bones of the fitted static
 pose. Where the bones sit inside the marker cloud therefore comes from the *generic* marker
 positions, which were written for another model: the gait2354 pelvis markers put myolegs' hip
@@ -22,7 +22,7 @@ for another model. Each centre then becomes a *fixed* virtual marker on the mode
 thigh body's position in the pelvis, the knee at the shank body's origin, the ankle at the talus
 origin) with the landmark estimate as its static target, weighing
 :data:`JOINT_CENTRE_WEIGHT_RATIO` times the heaviest real marker. In the static fit
-(:func:`musclerl.retarget.markers_pipeline.fit_static_pose`) the pelvis markers orient the pelvis,
+(:func:`musclerl.retarget.markers.pipeline.fit_static_pose`) the pelvis markers orient the pelvis,
 the hip centres then only *translate* it (turning it onto them tilts the pelvis), and the knee
 and ankle centres join the limb fit; only the real markers are then placed. Hips and knees are
 used all four or not at all (a hip seated without its knee tilts the leg's static pose); the

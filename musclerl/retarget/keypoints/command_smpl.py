@@ -2,7 +2,7 @@
 
 The model is scaled per segment to the motion's skeleton, keypoints are fitted by IK, foot
 contact and the support surface (flat, slopes, steps) are recovered from the motion, and a second
-IK holds the feet on that surface (see :mod:`musclerl.retarget.smpl_pipeline`). The Trajectory
+IK holds the feet on that surface (see :mod:`musclerl.retarget.keypoints.pipeline`). The Trajectory
 stores the terrain heightfield and the contact flags of the sole points.
 
 One motion: ``--out OUT.npz`` plus optional ``--report R.json`` and ``--plot P.png`` (with
@@ -93,11 +93,11 @@ def read_motion(path: Path, y_up: bool = False):
 def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None):
     """Retarget one file; returns (RetargetResult, report dict, plot series). ``solvers``: the
     compiled IK problems kept across motions (see
-    :func:`~musclerl.retarget.smpl_pipeline.retarget_keypoints`)."""
+    :func:`~musclerl.retarget.keypoints.pipeline.retarget_keypoints`)."""
     import time
 
+    from musclerl.retarget.keypoints.pipeline import PipelineParams, retarget_keypoints
     from musclerl.retarget.report import quality_report
-    from musclerl.retarget.smpl_pipeline import PipelineParams, retarget_keypoints
 
     motion = read_motion(path, options.y_up)
     start = time.perf_counter()
@@ -222,7 +222,7 @@ def expand_motions(inputs: list[str]) -> list[Path]:
 def retarget_motion(path: Path, options: SmplOptions, out_dir: Path, plot: bool, state: dict) -> dict:
     """One motion of a folder run (:func:`musclerl.retarget.batch.run_items`): its report or an
     error row. ``state["solvers"]`` keeps the worker's compiled IK problems: motions of one
-    skeleton and keypoint set share one (see :meth:`musclerl.retarget.smpl_pipeline.ClipIK.key`)."""
+    skeleton and keypoint set share one (see :meth:`musclerl.retarget.keypoints.pipeline.ClipIK.key`)."""
     from musclerl.errors import InputError
 
     try:

@@ -1,7 +1,7 @@
 """Sole points of a model's feet: where a foot meets the ground, as points fixed in the foot bodies.
 
-Shared by the keypoint (:mod:`musclerl.retarget.smpl_pipeline`) and marker
-(:mod:`musclerl.retarget.marker_ground`) pipelines. Per foot, :data:`SOLE_POINTS` are the
+Shared by the keypoint (:mod:`musclerl.retarget.keypoints.pipeline`) and marker
+(:mod:`musclerl.retarget.markers.ground`) pipelines. Per foot, :data:`SOLE_POINTS` are the
 rearmost, foremost, outermost and innermost points of the foot's collision geoms on their lowest
 level at ``qpos0`` (the rest pose stands the feet flat); positions are world metres, Z up.
 """
@@ -14,7 +14,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.geoms import collision_geoms
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget.ground import GeomSurface
+from musclerl.retarget.ground.surface import GeomSurface
 
 #: Sole points per foot; the first takes the source's heel contact, the others its toe contact.
 SOLE_POINTS = ("heel", "toe_tip", "lateral", "medial")

@@ -26,7 +26,7 @@ from scipy.ndimage import distance_transform_edt
 from scipy.spatial import cKDTree
 
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.contact import foot_flags, stance_phases
+from musclerl.retarget.ground.contact import foot_flags, stance_phases
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,11 +3,12 @@
 :class:`IKProblem` owns the free variables (tangent coordinates of the tree's joints, minus the
 coordinates that constraints set), the bounds, the residual rows and their closed-form
 linearisation, one Levenberg–Marquardt iteration, and the compiled sweeps that
-:func:`musclerl.retarget.solver.solve_clip` and :meth:`IKProblem.resolve_frames` call (the
-algorithm and its stopping rules are described in :mod:`musclerl.retarget.solver`).
+:func:`musclerl.retarget.ik.solver.solve_clip` and :meth:`IKProblem.resolve_frames` call (the
+algorithm and its stopping rules are described in :mod:`musclerl.retarget.ik.solver`).
 Every JAX function here works on one frame (``q`` (nq,) full qpos, float64 inside
 ``jax.enable_x64``); the sweeps vmap them over chains and split the chains across the local JAX
-devices.
+devices. :func:`align_root` places a model's free root on point targets by a rigid fit (MuJoCo
+C), the starting pose of both pipelines.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from musclerl.errors import require
-from musclerl.retarget.constraints import Constraint, Previous
-from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
-from musclerl.retarget.rotations import kabsch, quat_left_matrix
-from musclerl.retarget.tasks import MarkerTask, Task
+from musclerl.errors import InputError, require
+from musclerl.retarget.ik.constraints import Constraint
+from musclerl.retarget.ik.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
+from musclerl.retarget.ik.rotations import kabsch, quat_left_matrix
+from musclerl.retarget.ik.tasks import MarkerTask, Task
+from musclerl.retarget.ik.term import Previous, Term
 
 LAMBDA_INIT = 1e-3  # initial damping of cold starts and repairs
 # Initial damping of warm starts: the constant-velocity prediction is close, where Gauss-Newton
@@ -41,6 +43,38 @@ BLOCK_SWEEPS = 16  # sweeps per compiled call (one while_loop); time limits are 
 ERRORS_BATCH = 256  # frames per compiled call of the point-error measurement
 COLD, WARM, GIVEN = 0, 1, 2  # how a sweep starts (see IKProblem._sweeps)
 STEP_TOL = 1e-5  # rad or m: a step this small from an accepted point ends the frame (converged)
+
+
+def align_root(
+    model: mujoco.MjModel, qpos: np.ndarray, sites: list[str], targets_m: np.ndarray
+) -> np.ndarray:
+    """Move the free root of ``qpos`` so the sites best match ``targets_m`` (M, 3) rigidly (Kabsch).
+
+    Returns a new qpos; models without a free root are returned unchanged.
+    """
+    qpos = np.array(qpos, dtype=float)
+    free = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+    if not free:
+        return qpos
+    adr = int(model.jnt_qposadr[free[0]])
+    data = mujoco.MjData(model)
+    data.qpos[:] = qpos
+    mujoco.mj_kinematics(model, data)
+    ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites]
+    ok = ~np.isnan(targets_m[:, 0])
+    if ok.sum() < 3:
+        raise InputError("markers", "fewer than 3 markers present: cannot place the model")
+    src = np.array(data.site_xpos[ids])[ok]
+    dst = targets_m[ok]
+    rot, src_c, dst_c = kabsch(src, dst)
+    root_pos = qpos[adr : adr + 3]
+    root_mat = np.zeros(9)
+    mujoco.mju_quat2Mat(root_mat, qpos[adr + 3 : adr + 7])
+    new_quat = np.zeros(4)
+    mujoco.mju_mat2Quat(new_quat, (rot @ root_mat.reshape(3, 3)).reshape(9))
+    qpos[adr : adr + 3] = rot @ (root_pos - src_c) + dst_c
+    qpos[adr + 3 : adr + 7] = new_quat
+    return qpos
 
 
 class _LMState(NamedTuple):
@@ -201,14 +235,10 @@ class IKProblem:
         the affine map ``q + dq/dx dx`` (the same first derivative, without the retraction)."""
         dq_dx = self.tangent_basis(q)
         closed = {}
-        for t in self.tasks:
-            out = t.residual_jacobian(self.tree, q, frame.get(t.name), dq_dx)
+        for term in self.tasks + self.constraints:
+            out = term.residual_jacobian(self.tree, q, frame.get(term.name), prev, dq_dx)
             if out is not None:
-                closed[t.name] = out
-        for c in self.constraints:
-            out = c.residual_jacobian(self.tree, q, frame.get(c.name), prev, dq_dx)
-            if out is not None:
-                closed[c.name] = out
+                closed[term.name] = out
         counts = self._count_rows(q, frame, prev)
         rest = [
             term for term in self.tasks + self.constraints if term.name not in closed and counts[term.name]
@@ -233,9 +263,7 @@ class IKProblem:
                 k += size
         return jnp.concatenate(jacs), jnp.concatenate(rows)
 
-    def _term_residual(self, term, q, frame, prev):
-        if isinstance(term, Task):
-            return term.residual(self.tree, q, frame.get(term.name))
+    def _term_residual(self, term: Term, q, frame, prev):
         return term.residual(self.tree, q, frame.get(term.name), prev)
 
     def point_errors_m(self, q: jnp.ndarray, frame: Mapping[str, jnp.ndarray]) -> jnp.ndarray:

@@ -1,7 +1,8 @@
 """IK tasks: each adds weighted residual rows ``r`` to the least-squares cost ``0.5 * |r|^2``.
 
 A task is small and stateless once built. The solver calls, per frame,
-``task.residual(tree, q, target)`` with ``q`` the full qpos (nq,) and ``target`` this frame's
+``task.residual(tree, q, target, prev)`` (the :class:`~musclerl.retarget.ik.term.Term` interface,
+shared with the constraints) with ``q`` the full qpos (nq,) and ``target`` this frame's
 slice of ``targets[task.name]`` (or ``None`` for tasks without per-frame targets). Tasks that
 measure distances also give ``task.position_errors_m(...)`` (unweighted point errors in metres,
 NaN where missing), which the solver folds into ``IKResult.residual_m``.
@@ -18,7 +19,7 @@ task                   cost added per frame                            target (p
 =====================  ==============================================  ====================
 
 All weights are multiplied in as ``sqrt(w)`` on the residual rows. A task may also give
-``residual_jacobian(tree, q, target, dq_dx)``: its rows and their Jacobian w.r.t. the solver's
+``residual_jacobian(tree, q, target, prev, dq_dx)``: its rows and their Jacobian w.r.t. the solver's
 variables in closed form (MarkerTask and OrientationTask from the tree's joint twists; CoordinateTask and
 PostureTask, whose rows are linear in the coordinates, as rows of ``dq_dx``); otherwise the
 solver differentiates ``residual`` with ``jax.jacfwd`` (FK has an analytic JVP, so that is
@@ -34,31 +35,22 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError, require
-from musclerl.retarget.kinematics import HINGE, SLIDE, KinematicTree, mat_log, quat_to_mat
-from musclerl.retarget.rotations import log_jacobian_inverse
+from musclerl.retarget.ik.kinematics import HINGE, SLIDE, KinematicTree, mat_log, quat_to_mat
+from musclerl.retarget.ik.rotations import log_jacobian_inverse
+from musclerl.retarget.ik.term import Previous, Term
 
 
-class Task:
-    """Base class. ``name`` keys the task's per-frame targets; ``target_shape`` is the shape of one
-    frame's target (None when the task takes no targets); ``target_required`` says whether
-    ``solve_clip`` must be given them."""
+class Task(Term):
+    """A :class:`~musclerl.retarget.ik.term.Term` that always adds rows (``prev`` is unused by
+    every task here) and may measure point errors. ``name`` keys its per-frame targets."""
 
     name: str = "task"
     target_required: bool = True
 
-    def target_shape(self, tree: KinematicTree) -> tuple[int, ...] | None:
-        return None
-
-    def residual(self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None) -> jnp.ndarray:
+    def residual(
+        self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None, prev: Previous
+    ) -> jnp.ndarray:
         raise NotImplementedError
-
-    def residual_jacobian(
-        self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None, dq_dx: jnp.ndarray
-    ) -> tuple[jnp.ndarray, jnp.ndarray] | None:
-        """Optional closed form: residual (k,) and its Jacobian (k, n) w.r.t. the solver's
-        variables, given ``dq_dx`` (nq, n). None (the default) makes the solver differentiate
-        :meth:`residual` with ``jax.jacfwd``."""
-        return None
 
     def position_errors_m(
         self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None
@@ -152,12 +144,12 @@ class MarkerTask(Task):
             sqrt_w = sqrt_w * jnp.sqrt(jnp.where(jnp.isfinite(mult) & (mult > 0), mult, 0.0))
         return valid, jnp.where(valid, sqrt_w, 0.0)
 
-    def residual(self, tree, q, target):
+    def residual(self, tree, q, target, prev):
         valid, scale = self._scale(target, q.dtype)
         diff = self.positions(tree, q, target) - jnp.where(valid, target[..., :3], 0.0)
         return jnp.where(valid, diff * scale, 0.0).reshape(-1)
 
-    def residual_jacobian(self, tree, q, target, dq_dx):
+    def residual_jacobian(self, tree, q, target, prev, dq_dx):
         pts, jac = tree.points_and_jacobian(q, self.body_ids, self.local_points(target), dq_dx)
         valid, scale = self._scale(target, q.dtype)  # (M, 1) each
         r = (pts - jnp.where(valid, target[..., :3], 0.0)) * scale
@@ -209,7 +201,7 @@ class FrameTask(Task):
             rot[self.body] @ local_rot,
         )
 
-    def residual(self, tree, q, target):
+    def residual(self, tree, q, target, prev):
         p, rot = self.pose(tree, q)
         pos_ok = jnp.all(jnp.isfinite(target[:3]))
         rot_ok = jnp.all(jnp.isfinite(target[3:]))
@@ -271,12 +263,12 @@ class OrientationTask(Task):
         goal = quat_to_mat(quat / jnp.linalg.norm(quat, axis=-1, keepdims=True))
         return mat_log(rot @ jnp.swapaxes(goal, -1, -2)), valid
 
-    def residual(self, tree, q, target):
+    def residual(self, tree, q, target, prev):
         rot = tree.fk(q)[1][self.body_ids]
         err, valid = self._errors(rot, target)
         return jnp.where(valid, err * jnp.asarray(self.sqrt_w, q.dtype)[:, None], 0.0).reshape(-1)
 
-    def residual_jacobian(self, tree, q, target, dq_dx):
+    def residual_jacobian(self, tree, q, target, prev, dq_dx):
         rot, w = tree.rotations_and_jacobian(q, self.body_ids, dq_dx)  # (B, 3, 3), (B, 3, n)
         err, valid = self._errors(rot, target)
         scale = jnp.where(valid, jnp.asarray(self.sqrt_w, q.dtype)[:, None], 0.0)  # (B, 1)
@@ -320,10 +312,10 @@ class CoordinateTask(Task):
     def target_shape(self, tree):
         return (len(self.joint_names),)
 
-    def residual(self, tree, q, target):
-        return self.residual_jacobian(tree, q, target, None)[0]
+    def residual(self, tree, q, target, prev):
+        return self.residual_jacobian(tree, q, target, prev, None)[0]
 
-    def residual_jacobian(self, tree, q, target, dq_dx):
+    def residual_jacobian(self, tree, q, target, prev, dq_dx):
         """Rows ``sqrt(w) (q_j - c_j)`` (0 where the target is NaN); their Jacobian is the rows
         of ``dq_dx`` (None: rows only)."""
         qadr = _scalar_joint_qadr(tree.model, self.joint_names, self.name)
@@ -343,10 +335,10 @@ class PostureTask(Task):
         self.q_rest = np.asarray(q_rest, dtype=np.float64)
         self.sqrt_w = float(np.sqrt(weight))
 
-    def residual(self, tree, q, target):
-        return self.residual_jacobian(tree, q, target, None)[0]
+    def residual(self, tree, q, target, prev):
+        return self.residual_jacobian(tree, q, target, prev, None)[0]
 
-    def residual_jacobian(self, tree, q, target, dq_dx):
+    def residual_jacobian(self, tree, q, target, prev, dq_dx):
         """Rows ``sqrt(w) (q_j - q_rest_j)``; their Jacobian is the rows of ``dq_dx`` (None:
         rows only)."""
         require(

@@ -15,8 +15,8 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.retarget.constraints import JointEqualities
-from musclerl.retarget.kinematics import FREE, HINGE, SLIDE
+from musclerl.retarget.ik.constraints import JointEqualities
+from musclerl.retarget.ik.kinematics import FREE, HINGE, SLIDE
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,31 +2,31 @@
 
 Steps of :func:`retarget_keypoints`:
 
-1. **Model.** :func:`~musclerl.retarget.keypoint_model.prepare_model` scales the model per
+1. **Model.** :func:`~musclerl.retarget.keypoints.model.prepare_model` scales the model per
    segment to the source skeleton and adds a site per landmark (``kp_<landmark>``) and per sole
    point (``sole_<heel|toe_tip>_<l|r>``, from the feet's collision geoms).
 2. **Keypoint IK.** The whole clip is fitted to the landmarks in one batched JAX solve
-   (:func:`musclerl.retarget.solver.solve_clip`, weighted least squares, Levenberg-Marquardt,
+   (:func:`musclerl.retarget.ik.solver.solve_clip`, weighted least squares, Levenberg-Marquardt,
    warm-start chains): joint limits held, the model's joint equalities exact, smoothness, and
    tendon continuity (muscle-path jumps between frames detected and re-solved).
    **Orientations.** Where the source gives joint rotations (SMPL/AMASS) and the source's
    weight (:data:`~musclerl.retarget.correspondence.ORIENTATION_WEIGHTS`) is not 0, the
    pelvis, trunk, thighs and shanks also get orientation targets
-   (:class:`~musclerl.retarget.tasks.OrientationTask`), their fixed offsets from the source's
-   joint frames calibrated on the positions-only solve (:mod:`musclerl.retarget.orientations`),
+   (:class:`~musclerl.retarget.ik.tasks.OrientationTask`), their fixed offsets from the source's
+   joint frames calibrated on the positions-only solve (:mod:`musclerl.retarget.keypoints.orientations`),
    and the clip is solved again with them; every later pass keeps them.
 3. **Contact and terrain.** Stance flags come from the source's foot keypoints
-   (:mod:`~musclerl.retarget.contact`); the support surface from the model's sole points in
-   stance and the swing feet's free space (:mod:`~musclerl.retarget.terrain`).
+   (:mod:`~musclerl.retarget.ground.contact`); the support surface from the model's sole points in
+   stance and the swing feet's free space (:mod:`~musclerl.retarget.ground.terrain`).
 4. **Ground passes.** The IK is repeated with the sole points pinned to their stance anchors on
    the terrain and held above it in swing
-   (:class:`~musclerl.retarget.ground_constraint.SoleContact`, the terrain given as a plane per
+   (:class:`~musclerl.retarget.ground.constraint.SoleContact`, the terrain given as a plane per
    frame and sole point), and lifted where a foot's collision geoms still dip in
-   (:mod:`~musclerl.retarget.ground`); a pass is repeated while any of them penetrates.
-   Steps 2 and 4 share one :class:`~musclerl.retarget.solver.IKProblem` (:class:`ClipIK`): the
+   (:mod:`~musclerl.retarget.ground.surface`); a pass is repeated while any of them penetrates.
+   Steps 2 and 4 share one :class:`~musclerl.retarget.ik.solver.IKProblem` (:class:`ClipIK`): the
    anchors and planes are its targets (all NaN in step 2), and so are the keypoint sites' local
    points (the toes and trunk are placed per motion). Scale factors are rounded
-   (:data:`~musclerl.retarget.keypoint_model.SCALE_DECIMALS`), so the motions of one skeleton
+   (:data:`~musclerl.retarget.keypoints.model.SCALE_DECIMALS`), so the motions of one skeleton
    (AMASS without body shapes, DeepMimic) give one scaled model: with ``solvers`` (a folder run
    keeps it per worker) they share one compiled solver, and a new process loads it from JAX's
    persistent compilation cache.
@@ -47,10 +47,10 @@ from musclerl.models.couplings import couplings, equality_residual
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget import orientations as orient
-from musclerl.retarget.constraints import TendonContinuity
-from musclerl.retarget.contact import ContactParams, dilate_flags
-from musclerl.retarget.ground import (
+from musclerl.retarget.ground.constraint import ground_planes
+from musclerl.retarget.ground.contact import ContactParams, dilate_flags
+from musclerl.retarget.ground.soles import SOLE_POINTS
+from musclerl.retarget.ground.surface import (
     GeomSurface,
     GroundContact,
     GroundParams,
@@ -58,8 +58,11 @@ from musclerl.retarget.ground import (
     site_positions_m,
     skating_mps,
 )
-from musclerl.retarget.ground_constraint import ground_planes
-from musclerl.retarget.keypoint_model import (
+from musclerl.retarget.ground.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
+from musclerl.retarget.ik.constraints import TendonContinuity
+from musclerl.retarget.ik.problem import align_root
+from musclerl.retarget.keypoints import orientations as orient
+from musclerl.retarget.keypoints.model import (
     PreparedModel,
     contact_flags,
     prepare_model,
@@ -67,9 +70,6 @@ from musclerl.retarget.keypoint_model import (
     site_name,
     wraps_in_place,
 )
-from musclerl.retarget.marker_fit import align_root
-from musclerl.retarget.soles import SOLE_POINTS
-from musclerl.retarget.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 
 #: Weight of the pull of every coordinate towards the model's rest pose (per rad^2 or m^2; a
 #: keypoint's weight is 1 per m^2): it holds still the coordinates no keypoint sees (wrists,
@@ -111,7 +111,7 @@ class RetargetResult:
 
 
 class ClipIK:
-    """Every frame of the clip in one batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`).
+    """Every frame of the clip in one batched JAX solve (:func:`musclerl.retarget.ik.solver.solve_clip`).
 
     Tasks: the keypoint sites (``MarkerTask``, the correspondence weights; the sites' local
     points come with the targets, so motions whose sites differ, e.g. the calibrated toes and
@@ -119,9 +119,9 @@ class ClipIK:
     all NaN in the positions-only pass) when ``segment_bodies`` are given. Constraints: joint
     limits, joint equalities, smoothness, tendon
     continuity (jumps detected and re-solved,
-    :class:`~musclerl.retarget.constraints.TendonContinuity`), a weak rest-pose pull
+    :class:`~musclerl.retarget.ik.constraints.TendonContinuity`), a weak rest-pose pull
     (:data:`POSTURE_WEIGHT`) and
-    :class:`~musclerl.retarget.ground_constraint.SoleContact` (targets (T, P, 6): anchors and
+    :class:`~musclerl.retarget.ground.constraint.SoleContact` (targets (T, P, 6): anchors and
     ground planes, NaN where a rule does not bind). One problem for all passes, and for every
     motion of the same :meth:`key`. ``stats`` sums ``compile_s``, ``solve_s`` and the tendon
     jumps detected over the solves since :meth:`reset_stats`, and keeps the frames still jumping
@@ -136,11 +136,11 @@ class ClipIK:
         params: PipelineParams,
         segment_bodies: tuple[str, ...] = (),
     ):
-        from musclerl.retarget.constraints import JointEqualities, JointLimits, Smoothness
-        from musclerl.retarget.ground_constraint import SoleContact
-        from musclerl.retarget.kinematics import KinematicTree
-        from musclerl.retarget.solver import IKProblem
-        from musclerl.retarget.tasks import MarkerTask, OrientationTask, PostureTask
+        from musclerl.retarget.ground.constraint import SoleContact
+        from musclerl.retarget.ik.constraints import JointEqualities, JointLimits, Smoothness
+        from musclerl.retarget.ik.kinematics import KinematicTree
+        from musclerl.retarget.ik.solver import IKProblem
+        from musclerl.retarget.ik.tasks import MarkerTask, OrientationTask, PostureTask
 
         model = prepared.model
         kp_ids = site_ids(model, kp_sites)
@@ -204,7 +204,7 @@ class ClipIK:
         (L, 3) in their bodies, sole targets ``ground`` (T, P, 6): anchors and ground planes
         (None: no ground, the keypoint pass), and segment ``orientations`` (T, B, 4) quaternions
         (None: positions only, the pass that calibrates them)."""
-        from musclerl.retarget.solver import solve_clip
+        from musclerl.retarget.ik.solver import solve_clip
 
         n = len(kp_targets)
         if ground is None:
@@ -360,7 +360,7 @@ def _orientation_targets(
     """Orientation targets (T, B, 4) for ``bodies`` from the source's segment rotations
     ``source_rot`` (T, B, 3, 3), their fixed offsets calibrated on the positions-only solve ``q``
     (T, nq) over its well-fitted frames: no joint on a limit, keypoint RMS at most the median
-    (:mod:`musclerl.retarget.orientations`)."""
+    (:mod:`musclerl.retarget.keypoints.orientations`)."""
     from musclerl.retarget.report import limits_bound
 
     err = np.linalg.norm(site_positions_m(model, q, site_ids(model, kp_sites)) - kp_targets, axis=-1)

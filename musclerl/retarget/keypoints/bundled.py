@@ -8,7 +8,7 @@ is lowered onto the model's own floor (z = 0) and stored without a heightfield: 
 walks on, beyond any heightfield recovered from one cycle. A looping clip is then low-passed
 (:func:`smooth_loop`). Regenerate with::
 
-    python -m musclerl.retarget.bundled --model myolegs \\
+    python -m musclerl.retarget.keypoints.bundled --model myolegs \\
         --source ../shared/data/deepmimic/humanoid3d_walk.txt --out assets/motions/walk_myolegs.npz
 """
 
@@ -82,7 +82,7 @@ def onto_floor(traj: Trajectory, model) -> Trajectory:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from musclerl.retarget.command_smpl import SmplOptions, retarget_file
+    from musclerl.retarget.keypoints.command_smpl import SmplOptions, retarget_file
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

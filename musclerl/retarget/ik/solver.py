@@ -32,7 +32,7 @@ the tree's joint twists directly in the free variables, coordinate/posture/smoot
 rows of ``dq/dx``; ``jax.jacfwd`` only for terms without a closed form (e.g. FrameTask).
 
 Per frame, LM minimises ``0.5 |r(q)|^2`` over the tree's free tangent coordinates (dependent
-coordinates eliminated, see :class:`~musclerl.retarget.constraints.JointEqualities`) with
+coordinates eliminated, see :class:`~musclerl.retarget.ik.constraints.JointEqualities`) with
 Marquardt scaling: step ``(J^T J + lam diag(J^T J)) dx = -J^T r``; a step that lowers the cost is
 accepted and ``lam`` shrinks x0.3, a step that raises it is rejected and ``lam`` grows x10
 (``lam`` starts at 1e-3 for cold starts and repairs, 1e-5 for warm starts, whose predictions are
@@ -59,8 +59,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from musclerl.errors import InputError, require
-from musclerl.retarget.constraints import Constraint, JointEqualities, JointLimits
-from musclerl.retarget.problem import (
+from musclerl.retarget.ik.constraints import Constraint, JointEqualities, JointLimits
+from musclerl.retarget.ik.problem import (
     BLOCK_SWEEPS,
     CHAINS_PER_DEVICE,
     COLD,

@@ -20,7 +20,7 @@ Conventions
 Precision
 ---------
 The tree computes in the dtype of ``q``. The solver runs it in float64 inside
-``jax.enable_x64(True)`` (see :mod:`musclerl.retarget.solver`); equality residuals of 1e-6 and
+``jax.enable_x64(True)`` (see :mod:`musclerl.retarget.ik.solver`); equality residuals of 1e-6 and
 agreement with MuJoCo to 1e-6 need float64. Call it inside that context yourself when you use
 it directly (float32 inputs give float32 results, accurate to ~1e-6 relative).
 """
@@ -37,7 +37,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.retarget.rotations import (
+from musclerl.retarget.ik.rotations import (
     mat_log,
     mat_to_quat,
     mm,

@@ -3,7 +3,7 @@
 A foot point (a heel or toe site of the model, an ankle or toe keypoint of a skeleton) is in
 stance when it is slow and low. "Slow" is relative to the ground under it: on a treadmill the
 stance foot moves with the belt, so a ground velocity can be given (see
-:mod:`musclerl.retarget.marker_ground`, which estimates it). "Low" cannot mean "near z = 0":
+:mod:`musclerl.retarget.markers.ground`, which estimates it). "Low" cannot mean "near z = 0":
 on stairs a planted foot stands a step above the other one. So height is measured against the
 point's own support level nearby in time: the lowest height it reaches in the next or the
 previous ``level_window_s`` seconds (whichever is closer to its current height). A foot landing

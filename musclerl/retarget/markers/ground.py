@@ -1,26 +1,26 @@
 """Stance, treadmill belt and floor of a marker trial, applied to the root translation only.
 
-Marker IK (:mod:`musclerl.retarget.markers_pipeline`) fits the markers wherever the lab put
+Marker IK (:mod:`musclerl.retarget.markers.pipeline`) fits the markers wherever the lab put
 them: on a treadmill the subject walks in place while the stance feet ride the belt backwards,
 and the lab's z = 0 need not be the surface the feet stand on. :func:`ground_clip` turns such a
 clip into one a simulator can imitate, touching nothing but the free root's translation (the
 joint angles, and so the marker fit, are unchanged):
 
-1. **Sole points** (:func:`musclerl.retarget.soles.model_soles`), heel, toe tip and the two
+1. **Sole points** (:func:`musclerl.retarget.ground.soles.model_soles`), heel, toe tip and the two
    edges of each foot, follow the IK poses.
 2. **Belt.** A stance foot is low and moves with the ground under it: still overground, at the
    belt's velocity on a treadmill. The belt velocity is the median horizontal velocity of the
    heel and toe points over the frames they are low (within ``height_on_m`` of their own support
-   level, :func:`musclerl.retarget.contact.height_above_local_level_m`), refined once as the median
+   level, :func:`musclerl.retarget.ground.contact.height_above_local_level_m`), refined once as the median
    over the stance frames found relative to it. A trial is a treadmill trial when that speed is
    at least :data:`TREADMILL_MIN_SPEED_MPS`, runs backwards (against the feet's heel-to-toe
    direction) and the root stays behind it (net root speed under half the belt's: the subject
    walks in place) — or when forced, optionally with the belt speed.
    The belt's displacement ``-v (t - t0)`` is then added to the root, so the Trajectory walks
    overground with still stance feet.
-3. **Stance** flags from :func:`musclerl.retarget.contact.detect_contacts` on the corrected soles.
+3. **Stance** flags from :func:`musclerl.retarget.ground.contact.detect_contacts` on the corrected soles.
 4. **Floor.** One plane through the settled stance samples of all support patches
-   (:func:`musclerl.retarget.terrain.support_patches`, so heel strikes and heel rises do not
+   (:func:`musclerl.retarget.ground.terrain.support_patches`, so heel strikes and heel rises do not
    count): a lab floor or treadmill is a plane. A slope under :data:`LEVEL_SLOPE_DEG` is taken as
    level. The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE`
    of the samples, is z = 0 at the samples' centre, then lifted frame by frame by whatever
@@ -40,15 +40,21 @@ import numpy as np
 from musclerl.models.geoms import collision_geoms
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget.contact import (
+from musclerl.retarget.ground.contact import (
     ContactParams,
     detect_contacts,
     height_above_local_level_m,
     point_velocity_mps,
 )
-from musclerl.retarget.ground import GeomSurface, penetration_m
-from musclerl.retarget.soles import SOLE_POINTS, model_soles, point_positions_m
-from musclerl.retarget.terrain import SupportPatch, TerrainParams, fit_patch, recover_terrain, support_patches
+from musclerl.retarget.ground.soles import SOLE_POINTS, model_soles, point_positions_m
+from musclerl.retarget.ground.surface import GeomSurface, penetration_m
+from musclerl.retarget.ground.terrain import (
+    SupportPatch,
+    TerrainParams,
+    fit_patch,
+    recover_terrain,
+    support_patches,
+)
 
 #: Below this belt speed (m/s) an automatically examined trial is overground: stance feet of an
 #: overground walk are still to a few cm/s, a treadmill belt runs at walking speed.

@@ -12,8 +12,8 @@ rounding, and their effect enters the Jacobian through the chain rule. Limited j
 into their ranges after every step (a projected method: no solution leaves the ranges).
 
 ``x_i`` are site positions (the markers added by :mod:`musclerl.models.markers`), ``t_i`` targets
-in the world frame (metres, Z up); NaN targets are ignored. :func:`align_root` places the free
-root by a rigid (Kabsch) fit so the first solve starts close.
+in the world frame (metres, Z up); NaN targets are ignored. The free root is placed first by a
+rigid (Kabsch) fit, :func:`musclerl.retarget.ik.problem.align_root`, so the first solve starts close.
 
 :func:`place_markers` is OpenSim's MarkerPlacer: after the static pose is fitted, every marker
 not flagged ``fixed`` moves to its measured position, expressed in its body's frame.
@@ -31,7 +31,6 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.couplings import couplings
 from musclerl.models.markers import MarkerSet
-from musclerl.retarget.rotations import kabsch
 
 ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
@@ -193,38 +192,6 @@ class PoseFit:
         err2 = np.sum((x - np.nan_to_num(targets_m)) ** 2, axis=1)
         rms = float(np.sqrt(np.sum(err2 * self.weights * present) / total_w)) if total_w > 0 else float("nan")
         return FitResult(qpos, rms, converged, iterations)
-
-
-def align_root(
-    model: mujoco.MjModel, qpos: np.ndarray, sites: list[str], targets_m: np.ndarray
-) -> np.ndarray:
-    """Move the free root of ``qpos`` so the sites best match ``targets_m`` (M, 3) rigidly (Kabsch).
-
-    Returns a new qpos; models without a free root are returned unchanged.
-    """
-    qpos = np.array(qpos, dtype=float)
-    free = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
-    if not free:
-        return qpos
-    adr = int(model.jnt_qposadr[free[0]])
-    data = mujoco.MjData(model)
-    data.qpos[:] = qpos
-    mujoco.mj_kinematics(model, data)
-    ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites]
-    ok = ~np.isnan(targets_m[:, 0])
-    if ok.sum() < 3:
-        raise InputError("markers", "fewer than 3 markers present: cannot place the model")
-    src = np.array(data.site_xpos[ids])[ok]
-    dst = targets_m[ok]
-    rot, src_c, dst_c = kabsch(src, dst)
-    root_pos = qpos[adr : adr + 3]
-    root_mat = np.zeros(9)
-    mujoco.mju_quat2Mat(root_mat, qpos[adr + 3 : adr + 7])
-    new_quat = np.zeros(4)
-    mujoco.mju_mat2Quat(new_quat, (rot @ root_mat.reshape(3, 3)).reshape(9))
-    qpos[adr : adr + 3] = rot @ (root_pos - src_c) + dst_c
-    qpos[adr + 3 : adr + 7] = new_quat
-    return qpos
 
 
 def place_markers(

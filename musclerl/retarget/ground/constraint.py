@@ -1,9 +1,9 @@
-"""The ground rules of :mod:`musclerl.retarget.ground` as a constraint of the batched JAX solver.
+"""The ground rules of :mod:`musclerl.retarget.ground.surface` as a constraint of the batched JAX solver.
 
-:class:`SoleContact` plugs into :class:`musclerl.retarget.solver.IKProblem` through the
-``residual`` hook of :class:`musclerl.retarget.constraints.Constraint`. Its per-frame target
+:class:`SoleContact` plugs into :class:`musclerl.retarget.ik.solver.IKProblem` through the
+``residual`` hook of :class:`musclerl.retarget.ik.constraints.Constraint`. Its per-frame target
 (P, 6) holds, per sole point, its stance anchor (3; NaN where the point is in swing, e.g.
-:meth:`musclerl.retarget.ground.GroundContact.sole_targets` with swing rows set to NaN) and the
+:meth:`musclerl.retarget.ground.surface.GroundContact.sole_targets` with swing rows set to NaN) and the
 ground plane under it, ``z = c0 + c1 x + c2 y`` (3; NaN where no ground is known), from
 :func:`ground_planes`. Rows:
 
@@ -26,8 +26,8 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.constraints import Constraint
-from musclerl.retarget.kinematics import KinematicTree
+from musclerl.retarget.ik.constraints import Constraint
+from musclerl.retarget.ik.kinematics import KinematicTree
 
 
 def ground_planes(terrain: Terrain, points_m: np.ndarray, step_m: float = 1e-3) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Generated SMPL clips with a known truth for the SMPL pipeline: a walk over known ground (steps,
 slopes), and crouches and a jump in place (:func:`smpl_crouch_jump`).
 
-:func:`smpl_walk` takes the feet of :func:`musclerl.retarget.synthetic_gait.walk_feet`, puts the
+:func:`smpl_walk` takes the feet of :func:`musclerl.retarget.synthetic.gait.walk_feet`, puts the
 pelvis between them at a height the legs can reach, and solves each leg of the built-in neutral
 SMPL skeleton (:data:`musclerl.motion.smpl.SMPL_NEUTRAL_OFFSETS_M`) for hip, knee and ankle
 rotations that place the ankle and foot (toe-base) joints on the planned feet. The result is
@@ -25,7 +25,7 @@ from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from musclerl.motion.smpl import SMPL_NEUTRAL_OFFSETS_M, smpl_forward_kinematics, write_amass_npz
-from musclerl.retarget.synthetic_gait import Course, GaitParams, SyntheticGait, walk_feet
+from musclerl.retarget.synthetic.gait import Course, GaitParams, SyntheticGait, walk_feet
 
 ANKLE_ABOVE_SOLE_M = 0.07
 #: SMPL body frame (Y up, facing +Z, left +X) -> world (Z up) facing +x, left +y.

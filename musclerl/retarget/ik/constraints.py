@@ -2,7 +2,9 @@
 
 The constraint interface
 ------------------------
-A :class:`Constraint` may implement any of these; the solver combines them all:
+A :class:`Constraint` is a :class:`~musclerl.retarget.ik.term.Term` (``target_shape``,
+``residual``, ``residual_jacobian``, as the tasks) and may implement any of these; the solver
+combines them all:
 
 ``qpos_bounds(tree) -> (lo (nq,), hi (nq,)) | None``
     Box bounds on hinge/slide coordinates (+-inf where none). The solver projects every
@@ -16,8 +18,8 @@ A :class:`Constraint` may implement any of these; the solver combines them all:
     angle (:class:`JointEqualities`).
 ``residual(tree, q, target, prev) -> (k,) | None``  (JAX)
     Extra least-squares rows, with this frame's ``targets[name]`` slice (None when not given)
-    and ``prev`` the previous frame's solution (:class:`Previous`, weight 0 when there is
-    none). A terrain constraint adds its penetration rows here (e.g. ``sqrt(w) *
+    and ``prev`` the previous frame's solution (:class:`~musclerl.retarget.ik.term.Previous`,
+    weight 0 when there is none). A terrain constraint adds its penetration rows here (e.g. ``sqrt(w) *
     relu(h(x, y) - z)`` per foot point, and stance feet held at their contact point), with the
     per-frame stance flags and contact points passed as its targets (``target_shape``).
     ``residual_jacobian(tree, q, target, prev, dq_dx)`` may give the rows with their Jacobian
@@ -25,7 +27,7 @@ A :class:`Constraint` may implement any of these; the solver combines them all:
 ``finalize(problem, targets, result, resolve) -> IKResult``  (host)
     A pass over the solved clip: it may measure things (with MuJoCo C) and re-solve chosen
     frames through ``resolve(frames, q_init, q_prev, prev_weight)`` (see
-    :meth:`musclerl.retarget.solver.IKProblem.resolve_frames`). :class:`TendonContinuity` uses
+    :meth:`musclerl.retarget.ik.solver.IKProblem.resolve_frames`). :class:`TendonContinuity` uses
     it to repair muscle-path jumps.
 """
 
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax.numpy as jnp
 import mujoco
@@ -42,25 +43,16 @@ import numpy as np
 from musclerl.errors import require
 from musclerl.models.couplings import couplings, polynomial
 from musclerl.models.introspect import muscle_ids
-from musclerl.retarget.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
-from musclerl.retarget.rotations import quat_left_matrix
+from musclerl.retarget.ik.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
+from musclerl.retarget.ik.rotations import quat_left_matrix
+from musclerl.retarget.ik.term import Term
 
 
-class Previous(NamedTuple):
-    """The previous frame's solution ``q`` (nq,) and a scalar ``weight`` (0 = no previous frame)."""
-
-    q: jnp.ndarray
-    weight: jnp.ndarray
-
-
-class Constraint:
-    """Base class: every hook is optional (see the module docstring)."""
+class Constraint(Term):
+    """A :class:`~musclerl.retarget.ik.term.Term` with the constraint hooks: every hook is optional
+    (see the module docstring)."""
 
     name: str = "constraint"
-    target_required: bool = False
-
-    def target_shape(self, tree: KinematicTree) -> tuple[int, ...] | None:
-        return None
 
     def qpos_bounds(self, tree: KinematicTree) -> tuple[np.ndarray, np.ndarray] | None:
         return None
@@ -71,24 +63,6 @@ class Constraint:
     def project(self, tree: KinematicTree, q: jnp.ndarray) -> jnp.ndarray:
         return q
 
-    def residual(
-        self, tree: KinematicTree, q: jnp.ndarray, target: jnp.ndarray | None, prev: Previous
-    ) -> jnp.ndarray | None:
-        return None
-
-    def residual_jacobian(
-        self,
-        tree: KinematicTree,
-        q: jnp.ndarray,
-        target: jnp.ndarray | None,
-        prev: Previous,
-        dq_dx: jnp.ndarray,
-    ) -> tuple[jnp.ndarray, jnp.ndarray] | None:
-        """Optional closed form of :meth:`residual`: rows (k,) and their Jacobian (k, n) w.r.t.
-        the solver's variables, given ``dq_dx`` (nq, n). None (the default) makes the solver
-        differentiate :meth:`residual` with ``jax.jacfwd``."""
-        return None
-
     def finalize(
         self,
         problem,
@@ -96,8 +70,8 @@ class Constraint:
         result,
         resolve: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
     ):
-        """``problem``: the :class:`~musclerl.retarget.solver.IKProblem` solved; ``result``: its
-        :class:`~musclerl.retarget.solver.IKResult`, returned (or a replaced copy). Left untyped:
+        """``problem``: the :class:`~musclerl.retarget.ik.solver.IKProblem` solved; ``result``: its
+        :class:`~musclerl.retarget.ik.solver.IKResult`, returned (or a replaced copy). Left untyped:
         this module sits below the solver, which imports it."""
         return result
 

@@ -5,7 +5,7 @@ lengths of the clip against the model's, :data:`~musclerl.retarget.correspondenc
 :func:`musclerl.models.scaling.scale_spec`), then adds a site per landmark (``kp_<landmark>``) and
 per sole point (``sole_<heel|toe_tip|lateral|medial>_<l|r>``, from the feet's collision geoms).
 :func:`contact_flags` gives the stance of those sole points from the source's foot keypoints.
-Used by :mod:`musclerl.retarget.smpl_pipeline`. World frame: metres, Z up.
+Used by :mod:`musclerl.retarget.keypoints.pipeline`. World frame: metres, Z up.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import scale_spec
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget.contact import ContactParams, detect_contacts
-from musclerl.retarget.ground import GeomSurface
-from musclerl.retarget.soles import SOLE_POINTS, rest_points, sole_points, sole_site_name
+from musclerl.retarget.ground.contact import ContactParams, detect_contacts
+from musclerl.retarget.ground.soles import SOLE_POINTS, rest_points, sole_points, sole_site_name
+from musclerl.retarget.ground.surface import GeomSurface
 
 #: Scale factors are rounded to this many decimals (0.1 %: under a millimetre on a segment): the
 #: clips of one skeleton (AMASS without body shapes, DeepMimic's humanoid), whose median bone

@@ -29,7 +29,7 @@ import mujoco
 import numpy as np
 
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.contact import stance_phases
+from musclerl.retarget.ground.contact import stance_phases
 
 
 def _sphere_directions(n: int) -> np.ndarray:

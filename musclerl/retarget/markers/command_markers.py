@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--report",
         help="quality report JSON (many trials: always written); its "
-        "'calibration' entry rebuilds the subject model (markers_pipeline.subject_spec)",
+        "'calibration' entry rebuilds the subject model (markers.pipeline.subject_spec)",
     )
     parser.add_argument("--plot", help="quality plot PNG; with many trials any value turns plots on")
     parser.add_argument(
@@ -145,7 +145,7 @@ def retarget_trial(paths: TrialPaths, options, state: dict) -> dict:
     ``state`` is kept by the worker across its trials: the subject model (it depends only on
     ``options``) is calibrated once and its compiled IK problems are reused.
     """
-    from musclerl.retarget.markers_pipeline import retarget_markers
+    from musclerl.retarget.markers.pipeline import retarget_markers
 
     try:
         result = retarget_markers(paths.trc, options, state.get("calibrated"))
@@ -171,7 +171,7 @@ def run_batch(trials: list[TrialPaths], options, jobs: int = 1, progress: bool =
 
 
 def _options(args: argparse.Namespace):
-    from musclerl.retarget.markers_pipeline import MarkerOptions
+    from musclerl.retarget.markers.pipeline import MarkerOptions
 
     if args.treadmill is not None and not math.isnan(args.treadmill) and not 0.0 <= args.treadmill < 10.0:
         raise InputError("--treadmill", f"belt speed {args.treadmill} m/s is not in [0, 10) m/s")
@@ -192,7 +192,7 @@ def _options(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.fileio import check_outputs
-    from musclerl.retarget.markers_pipeline import load_inputs, retarget_markers
+    from musclerl.retarget.markers.pipeline import load_inputs, retarget_markers
 
     trials = expand_trials(args.trc)
     single = len(trials) == 1 and Path(args.trc[0]).is_file() and Path(args.out).suffix == ".npz"

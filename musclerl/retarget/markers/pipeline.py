@@ -7,20 +7,20 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    marker-pair distances (the Scale setup's measurements; without one, one uniform factor from all
    marker distances), the static pose is fitted (pelvis first from the markers that move with the
    root alone, then shifted onto the hip centres, then the limbs with the root held and the knees
-   on their centres: :mod:`musclerl.retarget.joint_centres`), and every non-fixed marker is moved
+   on their centres: :mod:`musclerl.retarget.markers.joint_centres`), and every non-fixed marker is moved
    to where the static trial saw it (OpenSim's marker placement). That step is what makes generic
    marker positions — centimetres off on thighs and shanks — usable. With ``place_from_trial``
    (off by default) the markers of the named bodies are then re-placed from the trial itself
    (:func:`place_from_trial`).
 2. :func:`solve_trial` — weighted least squares over the trial (OpenSim's IK objective, the IK
    setup's marker weights and coordinate tasks) as one batched JAX solve of the whole clip
-   (:func:`musclerl.retarget.solver.solve_clip`): joint limits held, joint equalities exact,
+   (:func:`musclerl.retarget.ik.solver.solve_clip`): joint limits held, joint equalities exact,
    smoothness, and tendon continuity (muscle-path jumps detected and re-solved). With
    ``robust`` a second pass down-weights markers the model cannot follow over the clip (e.g.
    trunk markers on a model whose trunk is rigid): a marker whose clip RMS exceeds twice the
    median gets its weight scaled by ``(2 median / rms)^2``. The marker weights travel with the
    targets, so both passes — and every later trial of the same subject and marker set — reuse
-   one :class:`~musclerl.retarget.solver.IKProblem` (cached on the :class:`CalibratedModel`);
+   one :class:`~musclerl.retarget.ik.solver.IKProblem` (cached on the :class:`CalibratedModel`);
    the JIT compile happens once per process, and not at all when JAX's persistent compilation
    cache (set up by the command, :func:`musclerl.retarget.batch.configure_compilation_cache`)
    already holds it. Only the static-trial placement (one averaged pose, fitted in two stages
@@ -28,7 +28,7 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    milliseconds there, against seconds of compile for a JAX problem used once.
 3. :func:`retarget_markers` — the above for one ``.trc``, then the clip on its floor (treadmill
    belt undone, stance detected, floor at z = 0; the root translation only:
-   :mod:`musclerl.retarget.marker_ground`), returning the Trajectory (with contact flags and
+   :mod:`musclerl.retarget.markers.ground`), returning the Trajectory (with contact flags and
    the floor as its terrain), the quality report (:mod:`musclerl.retarget.report`) and an
    OpenSim-style coordinate table.
 """
@@ -50,21 +50,21 @@ from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 from musclerl.motion.trc import MarkerData, read_trc
-from musclerl.retarget.ground import site_positions_m
-from musclerl.retarget.joint_centres import (
+from musclerl.retarget.ground.surface import site_positions_m
+from musclerl.retarget.ik.problem import align_root
+from musclerl.retarget.markers.fit import (
+    PoseFit,
+    place_markers,
+    root_rigid_sites,
+    trial_marker_locations,
+)
+from musclerl.retarget.markers.ground import GroundOptions, ground_trial
+from musclerl.retarget.markers.joint_centres import (
     JOINT_CENTRE_PREFIX,
     JOINT_CENTRE_WEIGHT_RATIO,
     centre_scale_factors,
     joint_centre_markers,
 )
-from musclerl.retarget.marker_fit import (
-    PoseFit,
-    align_root,
-    place_markers,
-    root_rigid_sites,
-    trial_marker_locations,
-)
-from musclerl.retarget.marker_ground import GroundOptions, ground_trial
 from musclerl.retarget.report import quality_report
 
 ROBUST_MEDIAN_FACTOR = 2.0
@@ -256,7 +256,7 @@ def fit_static_pose(
     """Static pose: the root from root-rigid markers, then the limbs with the root held. -> (qpos, rms).
 
     Joint-centre targets (names starting with ``JOINT_CENTRE_PREFIX``, see
-    :mod:`musclerl.retarget.joint_centres`) on the root's bodies only translate the root after
+    :mod:`musclerl.retarget.markers.joint_centres`) on the root's bodies only translate the root after
     its markers have oriented it; those on the limbs join the limb fit."""
     root = root_rigid_sites(model, names)
     free_joint = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
@@ -368,16 +368,16 @@ def place_from_trial(
 
 
 class ClipIK:
-    """The batched JAX solve (:func:`musclerl.retarget.solver.solve_clip`) of one marker set on one
+    """The batched JAX solve (:func:`musclerl.retarget.ik.solver.solve_clip`) of one marker set on one
     model: marker and coordinate tasks; joint limits, joint equalities, smoothness and tendon
     continuity (jump repair) held. The marker weights (M,) travel with the targets (``MarkerTask``
     with ``frame_weights``), so re-weighted passes and other trials reuse the compiled problem."""
 
     def __init__(self, model: mujoco.MjModel, names: list[str], coordinates: dict):
-        from musclerl.retarget.constraints import Smoothness, TendonContinuity
-        from musclerl.retarget.kinematics import KinematicTree
-        from musclerl.retarget.solver import IKProblem, default_constraints
-        from musclerl.retarget.tasks import CoordinateTask, MarkerTask
+        from musclerl.retarget.ik.constraints import Smoothness, TendonContinuity
+        from musclerl.retarget.ik.kinematics import KinematicTree
+        from musclerl.retarget.ik.solver import IKProblem, default_constraints
+        from musclerl.retarget.ik.tasks import CoordinateTask, MarkerTask
 
         site_ids = [model.site(n).id for n in names]
         bodies = [model.body(int(model.site_bodyid[i])).name for i in site_ids]
@@ -398,8 +398,8 @@ class ClipIK:
 
     def solve(self, weights: np.ndarray, targets: np.ndarray):
         """IK of marker ``targets`` (T, M, 3) world metres (NaN = missing) with ``weights`` (M,);
-        returns the :class:`~musclerl.retarget.solver.IKResult`."""
-        from musclerl.retarget.solver import solve_clip
+        returns the :class:`~musclerl.retarget.ik.solver.IKResult`."""
+        from musclerl.retarget.ik.solver import solve_clip
 
         column = np.broadcast_to(weights[None, :, None], (*targets.shape[:2], 1))
         weighted = np.concatenate([targets, column], axis=-1)  # (T, M, 4): position, weight

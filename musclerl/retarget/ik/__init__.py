@@ -1,0 +1,4 @@
+"""Inverse kinematics in JAX: kinematic tree (:mod:`.kinematics`, :mod:`.rotations`), what is fitted
+(:mod:`.tasks`) and what is held (:mod:`.constraints`), both through one interface (:mod:`.term`),
+the problem (:mod:`.problem`) and the batched solve of a clip (:mod:`.solver`). Knows nothing of
+motion formats or the ground."""
