@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from motion_samples import storage_text, trc_text, write_small_reference, write_step_up_amass
 
+from musclerl.models.couplings import SAGITTAL_LEG_COORDINATES
 from musclerl.motion.trajectory import Trajectory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,14 +49,7 @@ def _text(content: str | bytes) -> Callable[[Path], None]:
 
 
 # ------------------------------------------------------------------------------- base files
-TINY_COORDS = [
-    "hip_flexion_r",
-    "knee_angle_r",
-    "ankle_angle_r",
-    "hip_flexion_l",
-    "knee_angle_l",
-    "ankle_angle_l",
-]
+TINY_COORDS = SAGITTAL_LEG_COORDINATES
 
 
 def trc_base(units: str = "mm", n: int = 12) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from musclerl.evaluate.coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
+from musclerl.models.couplings import SAGITTAL_LEG_COORDINATES
 from musclerl.models.registry import load_model
 from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, write_reference
 from musclerl.motion.trajectory import Trajectory
@@ -16,14 +17,7 @@ from musclerl.resources import assets_dir
 
 WALK = assets_dir() / "motions" / "walk_myolegs.npz"
 WALKS = {"myolegs": WALK, "tiny": assets_dir() / "motions" / "walk_tiny.npz"}
-TORQUE_COORDS = (
-    "hip_flexion_r",
-    "knee_angle_r",
-    "ankle_angle_r",
-    "hip_flexion_l",
-    "knee_angle_l",
-    "ankle_angle_l",
-)
+TORQUE_COORDS = SAGITTAL_LEG_COORDINATES
 
 
 def walk_angles(model_name: str = "myolegs") -> tuple[list[str], np.ndarray, float]:

@@ -14,6 +14,15 @@ import mujoco
 import numpy as np
 
 SCALAR_JOINTS = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+#: The sagittal leg coordinates (OpenSim names) that plots and comparisons show first.
+SAGITTAL_LEG_COORDINATES = (
+    "hip_flexion_r",
+    "knee_angle_r",
+    "ankle_angle_r",
+    "hip_flexion_l",
+    "knee_angle_l",
+    "ankle_angle_l",
+)
 
 
 def polynomial(coef, dx, xp=np):

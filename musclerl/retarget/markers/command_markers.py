@@ -92,18 +92,9 @@ def write_outputs(result, out: Path, report: Path | None, mot: Path | None, plot
     if mot is not None:
         write_storage(mot, result.table)
     if plot is not None:
-        columns = [
-            c
-            for c in (
-                "hip_flexion_r",
-                "knee_angle_r",
-                "ankle_angle_r",
-                "hip_flexion_l",
-                "knee_angle_l",
-                "ankle_angle_l",
-            )
-            if c in result.table.columns
-        ]
+        from musclerl.models.couplings import SAGITTAL_LEG_COORDINATES
+
+        columns = [c for c in SAGITTAL_LEG_COORDINATES if c in result.table.columns]
         coords = {c: result.table.column(c) for c in columns}
         plot_report(plot, result.report, result.series, coords, title=Path(result.report["trial"]).name)
 
