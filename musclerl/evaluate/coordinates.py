@@ -49,7 +49,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.couplings import SCALAR_JOINTS, apply_couplings, independent_coordinates
 from musclerl.models.geoms import body_collision_geoms, foot_geoms, geom_lowest_z
-from musclerl.motion.keypoints import Y_UP_TO_Z_UP
+from musclerl.motion.keypoints import Y_UP_TO_Z_UP, matrix_to_quat_wxyz
 from musclerl.retarget.marker_ground import belt_velocity_mps as ground_velocity
 
 OPENSIM_TO_MUJOCO = Y_UP_TO_Z_UP
@@ -194,11 +194,8 @@ def coordinates_to_qpos(
         R_pr, p_pr = pelvis_in_root(model, pelvis_body)
         R_root = OPENSIM_TO_MUJOCO @ R_os @ R_pr.T
         pos = p_os @ OPENSIM_TO_MUJOCO.T - np.einsum("tij,j->ti", R_root, p_pr)
-        quat = np.zeros((T, 4))
-        for t in range(T):
-            mujoco.mju_mat2Quat(quat[t], R_root[t].reshape(9))
         qpos[:, adr : adr + 3] = pos
-        qpos[:, adr + 3 : adr + 7] = quat
+        qpos[:, adr + 3 : adr + 7] = matrix_to_quat_wxyz(R_root)
         used.extend(PELVIS_COLUMNS)
     qpos = apply_couplings(model, qpos)
     missing = tuple(n for n in independent_coordinates(model) if n not in col)
