@@ -3,6 +3,7 @@ bundled configs, models, motions and policy are found with importlib.resources."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import sysconfig
@@ -11,6 +12,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_lists_every_package():
+    """pyproject's explicit package list names every folder of musclerl/ with an ``__init__.py``
+    (a package left out is missing from a wheel install)."""
+    block = re.search(r"^packages = \[(.*?)\]", (REPO / "pyproject.toml").read_text(), re.S | re.M)
+    listed = set(re.findall(r'"([\w.]+)"', block.group(1)))
+    assert "musclerl.envs" in listed  # the block was found and read
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "musclerl").rglob("__init__.py")}
+    assert found - listed == set()
 
 
 @pytest.mark.slow
