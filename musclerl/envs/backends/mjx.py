@@ -45,7 +45,7 @@ class MjxPhysics:
                 "MJX's implicitfast integrator leaves out the muscle force-velocity derivative that "
                 "MuJoCo C includes: cpu and mjx dynamics differ; set integrator: euler in the env "
                 "config for identical stepping",
-                stacklevel=3,
+                stacklevel=4,  # the caller of TrackingEnv (through make_physics)
             )
         self.model = mjx.put_model(world.model, impl=impl)
         self._template = mjx.make_data(self.model)
