@@ -16,6 +16,7 @@ jax = pytest.importorskip("jax")
 
 from musclerl.envs import EnvConfig, TrackingEnv  # noqa: E402
 from musclerl.envs.motions import sine_dataset  # noqa: E402
+from musclerl.errors import InputError  # noqa: E402
 
 
 def _compare(model: str, dataset, cfg: EnvConfig, clip: np.ndarray, time_s: np.ndarray, steps: int) -> dict:
@@ -64,7 +65,7 @@ def _compare(model: str, dataset, cfg: EnvConfig, clip: np.ndarray, time_s: np.n
         kin.act,
         state.info["last_ctrl"],
     )
-    return worst, from_shared, shared
+    return worst, from_shared, shared, (mjx, cpu)
 
 
 def _without(env: TrackingEnv, piece: str) -> np.ndarray:
@@ -76,7 +77,7 @@ def _without(env: TrackingEnv, piece: str) -> np.ndarray:
 def test_cpu_and_mjx_agree_step_by_step_on_tiny_and_mjx_resets_nan():
     dataset = sine_dataset("tiny", num_clips=2, duration_s=2.0)
     cfg = EnvConfig.from_dict({"integrator": "euler", "substeps": 2})
-    worst, from_shared, shared = _compare(
+    worst, from_shared, shared, envs = _compare(
         "tiny", dataset, cfg, np.array([0, 1, 1]), np.array([0.2, 0.5, 1.1]), 3
     )
     assert worst["start_obs"] < 1e-3
@@ -97,6 +98,18 @@ def test_cpu_and_mjx_agree_step_by_step_on_tiny_and_mjx_resets_nan():
         np.isfinite(np.asarray(state.info["terminal_obs"]))
     )
     assert int(state.info["steps"][1]) == 0 and not bool(state.done[0]) and not bool(state.done[2])
+
+    # physics_data: env i as a MjData on both backends (mjx reads it from the state it is given)
+    mjx_env, cpu_env = envs
+    qvel[1, 6] = 0.0
+    start, _ = from_shared(
+        clip, time_s, qpos, qvel, act, last.astype(np.float32), np.zeros((3, 6), np.float32)
+    )
+    cpu_env.with_physics(cpu_env.reset(0, clip=clip, time_s=time_s), qpos, qvel, act)
+    np.testing.assert_allclose(mjx_env.physics_data(2, start).qpos, qpos[2], atol=1e-6)
+    np.testing.assert_allclose(mjx_env.physics_data(2, start).xpos, cpu_env.physics_data(2).xpos, atol=1e-5)
+    with pytest.raises(InputError, match="pass the state"):
+        mjx_env.physics_data(2)
 
 
 @pytest.mark.parametrize("space", ["reference_pd", "joint_reference_pd"])
@@ -120,3 +133,23 @@ def test_cpu_and_mjx_agree_on_myolegs():
     assert worst["obs"] < 5e-3
     assert worst["reward"] < 1e-3
     assert worst["qpos"] < 1e-4
+
+
+def test_both_backends_implement_the_physics_protocol():
+    """Every method of ``Physics`` on both backends, taking the protocol's parameters in order
+    (further ones only with defaults)."""
+    import inspect
+
+    from musclerl.envs.backends import Physics
+    from musclerl.envs.backends.cpu import CpuPhysics
+    from musclerl.envs.backends.mjx import MjxPhysics
+
+    methods = [n for n, v in vars(Physics).items() if inspect.isfunction(v) and not n.startswith("_")]
+    assert len(methods) == 10
+    for backend in (CpuPhysics, MjxPhysics):
+        assert backend.xp.__name__ in ("numpy", "jax.numpy")
+        for name in methods:
+            expected = len(inspect.signature(getattr(Physics, name)).parameters)
+            params = list(inspect.signature(getattr(backend, name)).parameters.values())
+            assert len(params) >= expected, (backend, name)
+            assert all(p.default is not p.empty for p in params[expected:]), (backend, name)

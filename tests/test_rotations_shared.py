@@ -1,5 +1,6 @@
 """The shared rotation pieces: Kabsch against a known motion, and the one quaternion -> matrix
-formula (numpy/jax ``xp``) against MuJoCo's ``mju_quat2Mat``."""
+formula (numpy/jax ``xp``) against MuJoCo's ``mju_quat2Mat``, and the one matrix -> quaternion
+conversion back."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from musclerl.envs.geometry import quat_to_mat
-from musclerl.motion.keypoints import quat_wxyz_to_matrix
+from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from musclerl.retarget.ik.rotations import kabsch
 from musclerl.retarget.ik.rotations import quat_to_mat as jax_quat_to_mat
 
@@ -43,3 +44,15 @@ def test_quat_to_mat_matches_mujoco():
     np.testing.assert_allclose(quat_wxyz_to_matrix(quat), expected, atol=1e-12)
     np.testing.assert_allclose(jax_quat_to_mat(jnp.asarray(quat, jnp.float32)), expected, atol=1e-5)
     np.testing.assert_allclose(quat_to_mat(3.0 * quat, np), expected, atol=1e-12)  # normalised
+
+
+def test_matrix_to_quat_inverts_quat_to_matrix_up_to_sign():
+    rng = np.random.default_rng(2)
+    quat = rng.normal(size=(3, 7, 4))
+    quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
+    found = matrix_to_quat_wxyz(quat_wxyz_to_matrix(quat))
+    assert found.shape == (3, 7, 4)
+    # q and -q are one rotation: the result is the input up to that sign
+    sign = np.sign(np.sum(found * quat, axis=-1, keepdims=True))
+    np.testing.assert_allclose(found, quat * sign, atol=1e-12)
+    np.testing.assert_allclose(matrix_to_quat_wxyz(np.eye(3)), [1.0, 0.0, 0.0, 0.0])

@@ -14,7 +14,7 @@ API::
     state.metrics["reward/<term>"], ["site_err_m"], ["site_err_local_m"], ["term/<rule>"], ...
     state.info["terminal_obs"] (N, obs_dim): obs before the auto-reset (bootstrap truncations)
     state.info["clip"], ["frame"], ["time_s"], ["steps"], ["last_action"], ["last_ctrl"], ["clip_fail_rate"]
-    env.physics_data(i) -> mujoco.MjData            # cpu only: env i's MjData (copy, all fields)
+    env.physics_data(i, state) -> mujoco.MjData     # env i's MjData (copy; cpu: state optional)
     env.reference                                    # per-frame reference arrays (Reference)
 
 ``cpu``: numpy leaves, MuJoCo C stepping on ``threads`` threads (``mujoco.batch.Batch``).
@@ -23,7 +23,7 @@ Pieces: config.py (EnvConfig), world.py (model + sites + terrain), reference.py 
 reference arrays), state.py (State, Kinematics pytrees), geometry.py (numpy/jax rotations and
 heights), actions.py (action spaces, PD inversion), observations.py, rewards.py, termination.py,
 initial_state.py (RSI, clip sampling), start_activation.py (static-optimisation start
-activations), cpu_backend.py, mjx_backend.py, tracking.py (TrackingEnv), gym_env.py
+activations), backends/ (the Physics protocol; cpu.py, mjx.py), tracking.py (TrackingEnv), gym_env.py
 (``musclerl/Tracking-v0``), video.py, bench.py, motions.py (synthetic test motions).
 """
 

@@ -16,8 +16,9 @@ class State:
     """One batched environment state.
 
     physics
-        backend-specific: an ``mjx.Data`` batch (mjx) or the env indices (N,) into the CPU
-        backend's MuJoCo batch (cpu; the MjData live in the backend, see ``env.physics_data``).
+        backend-specific (:mod:`musclerl.envs.backends`): an ``mjx.Data`` batch (mjx) or the env
+        indices (N,) into the CPU backend's MuJoCo batch (cpu; the MjData live in the backend, see
+        ``env.physics_data``).
     obs (N, obs_dim), reward (N,), done (N,) = terminated | truncated, terminated (N,) failure,
     truncated (N,) time limit or end of a non-looping clip (never set together with terminated).
     metrics

@@ -16,7 +16,8 @@ A NaN or exploding physics state (non-finite qpos/qvel/act, |qvel| above
 terminated with reward 0, counted in ``metrics['nan_reset']``, its observations (obs and
 terminal_obs) are zeros before the reset replaces them, so no NaN reaches the policy batch.
 
-Backends: ``cpu`` (MuJoCo C on threads, numpy leaves, not jittable) and ``mjx`` (jax leaves;
+Backends (:mod:`musclerl.envs.backends`, one ``Physics`` protocol; this module never asks which
+it has): ``cpu`` (MuJoCo C on threads, numpy leaves, not jittable) and ``mjx`` (jax leaves;
 ``step`` and ``reset`` are pure and jittable, ``jax.jit(env.step)`` is the intended use). On cpu
 the simulations live in the backend and ``State.physics`` only names them: stepping an older
 State continues the live simulations, it does not rewind them.
@@ -29,9 +30,9 @@ import os
 from typing import Any
 
 import mujoco
-import numpy as np
 
 from musclerl.envs.actions import ActionSpace, MuscleParams
+from musclerl.envs.backends import BACKENDS, Physics, make_physics
 from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS, EnvConfig
 from musclerl.envs.initial_state import base_weights, clip_probabilities, sample_starts, update_fail_rate
 from musclerl.envs.observations import observe, piece_sizes
@@ -52,8 +53,6 @@ from musclerl.envs.world import World, build_world
 from musclerl.errors import InputError
 from musclerl.motion.dataset import check_clip_lengths
 from musclerl.motion.trajectory import Trajectory
-
-BACKENDS = ("cpu", "mjx")
 
 
 class TrackingEnv:
@@ -124,21 +123,12 @@ class TrackingEnv:
         if self.world.terrain is not None:
             t = self.world.terrain
             terrain = {"height_m": t.height_m, "origin_m": t.origin_m, "cell_m": float(t.cell_m)}
-        if backend == "cpu":
-            from musclerl.envs.cpu_backend import CpuPhysics
-
-            self._xp = np
-            self._physics = CpuPhysics(self.world, self.num_envs, threads)
-        else:
-            import jax.numpy as jnp
-
-            from musclerl.envs.mjx_backend import MjxPhysics
-
-            self._xp = jnp
-            self._physics = MjxPhysics(self.world, self.config.mjx.impl)
-            if terrain is not None:
-                terrain = {k: (jnp.asarray(v) if k != "cell_m" else v) for k, v in terrain.items()}
-        xp = self._xp
+        self._physics: Physics = make_physics(
+            backend, self.world, self.num_envs, threads, self.config.mjx.impl
+        )
+        xp = self._xp = self._physics.xp
+        if terrain is not None:
+            terrain = {k: (xp.asarray(v) if k != "cell_m" else v) for k, v in terrain.items()}
         self._ref = self.reference.as_arrays(xp)
         self._weights = xp.asarray(weights)
         g = self.world.nonfoot_geom_ids
@@ -159,8 +149,7 @@ class TrackingEnv:
         """Fresh episodes for all envs: RSI at sampled clips/times, or at the given ``clip`` (N,)
         and ``time_s`` (N,) (e.g. clip starts, for evaluation)."""
         xp, n = self._xp, self.num_envs
-        rng = self._init_rng(rng)
-        rng, u_clip, u_frame = self._uniforms(rng)
+        rng, u_clip, u_frame = self._physics.uniforms(self._physics.init_rng(rng), n)
         fail_rate = xp.zeros(self.reference.num_clips)
         if clip is None:
             probs = clip_probabilities(self._weights, fail_rate, self.config.sampling, xp)
@@ -171,7 +160,7 @@ class TrackingEnv:
             clip = xp.asarray(clip, dtype=xp.int32) + xp.zeros(n, dtype=xp.int32)
             time_s = xp.asarray(time_s if time_s is not None else 0.0) + xp.zeros(n)
         start = lookup(self._ref, clip, time_s, xp)
-        physics, kin = self._set_all(start["qpos"], start["qvel"], self._start_act(start))
+        physics, kin = self._physics.set_state(None, start["qpos"], start["qvel"], self._start_act(start))
         obs = self._observe(kin, clip, time_s)
         zeros = xp.zeros(n)
         false = xp.zeros(n, dtype=bool)
@@ -210,8 +199,8 @@ class TrackingEnv:
         target = lookup(self._ref, clip, time_s, xp)
         length, velocity = self._physics.muscle_state(state.physics)
         ctrl = self.actions.controller(action, target, length, velocity, xp)
-        physics, bad_sim = self._physics_step(state.physics, ctrl)
-        kin = self._kinematics(physics)
+        physics, bad_sim = self._physics.step(state.physics, ctrl, cfg.substeps)
+        kin = self._physics.kinematics(physics)
         errors = tracking_errors(kin, target, xp)
         terms = reward_terms(errors, kin.act, kin.ctrl, state.info["last_ctrl"], cfg, xp)
         bad = is_bad(kin, cfg.termination.max_qvel, xp) | bad_sim
@@ -242,7 +231,7 @@ class TrackingEnv:
         fail_rate = update_fail_rate(
             state.info["clip_fail_rate"], clip, done, term & ~bad, cfg.sampling.adaptive_ema, xp
         )
-        rng, u_clip, u_frame = self._uniforms(state.rng)
+        rng, u_clip, u_frame = self._physics.uniforms(state.rng, self.num_envs)
         probs = clip_probabilities(self._weights, fail_rate, cfg.sampling, xp)
         new_clip, new_time = sample_starts(
             u_clip, u_frame, probs, self._ref, self.control_dt_s, cfg.sampling.rsi, xp
@@ -275,24 +264,22 @@ class TrackingEnv:
     def with_physics(self, state: State, qpos: Any, qvel: Any, act: Any) -> State:
         """``state`` with every env's physics set to qpos (N, nq), qvel (N, nv), act (N, na) and the
         observation recomputed (clip, time and the rest of info kept). For tests and analysis."""
-        physics, kin = self._set_all(
-            self._xp.asarray(qpos), self._xp.asarray(qvel), self._xp.asarray(act), state.physics
+        xp = self._xp
+        physics, kin = self._physics.set_state(
+            state.physics, xp.asarray(qpos), xp.asarray(qvel), xp.asarray(act)
         )
         obs = self._observe(kin, state.info["clip"], state.info["time_s"])
         return state.replace(physics=physics, obs=obs, info={**state.info, "terminal_obs": obs})
 
     def kinematics(self, state: State) -> Kinematics:
         """What observations and rewards read from ``state.physics`` (N, ...)."""
-        return self._kinematics(state.physics)
+        return self._physics.kinematics(state.physics)
 
-    def physics_data(self, i: int) -> mujoco.MjData:
-        """cpu backend: a copy of env ``i``'s MjData as of its last step (see
-        ``CpuPhysics.physics_data``: run ``mj_forward`` on it before reading contact forces)."""
-        if self.backend != "cpu":
-            raise InputError(
-                "physics_data", "only the cpu backend keeps MjData; use mjx_backend.to_mujoco_data"
-            )
-        return self._physics.physics_data(i)
+    def physics_data(self, i: int, state: State | None = None) -> mujoco.MjData:
+        """A copy of env ``i``'s MjData. cpu: as of its last step, ``state`` not needed (see
+        ``CpuPhysics.mj_data``: run ``mj_forward`` on it before reading contact forces); mjx:
+        ``mj_forward`` at ``state``'s qpos, qvel and act (required)."""
+        return self._physics.mj_data(None if state is None else state.physics, i)
 
     # ------------------------------------------------------------------ helpers
     def _observe(self, kin: Kinematics, clip: Any, time_s: Any) -> Any:
@@ -305,47 +292,21 @@ class TrackingEnv:
         names += [f"term/{k}" for k in TERMINATION_RULES]
         return {k: xp.zeros(n) for k in names}
 
-    def _kinematics(self, physics: Any) -> Kinematics:
-        return self._physics.kinematics() if self.backend == "cpu" else self._physics.kinematics(physics)
-
-    def _physics_step(self, physics: Any, ctrl: Any) -> tuple[Any, Any]:
-        if self.backend == "cpu":
-            return physics, self._physics.step(ctrl, self.config.substeps)
-        new = self._physics.step(physics, ctrl, self.config.substeps)
-        return new, self._xp.zeros(self.num_envs, dtype=bool)
-
-    def _set_all(self, qpos: Any, qvel: Any, act: Any, physics: Any = None) -> tuple[Any, Kinematics]:
-        n = self.num_envs
-        if self.backend == "cpu":
-            ids = np.arange(n)
-            self._physics.set_state(ids, qpos, qvel, act)
-            return ids, self._physics.kinematics()
-        data = self._physics.empty(n) if physics is None else physics
-        data = self._physics.set_state(data, self._xp.ones(n, dtype=bool), qpos, qvel, act)
-        return data, self._physics.kinematics(data)
-
     def _auto_reset(
         self, physics: Any, done: Any, obs: Any, clip: Any, time_s: Any, ctrl: Any
     ) -> tuple[Any, Any, Any]:
         """Reset the done envs at (clip, time_s); return physics, the post-reset observation and
         the excitations (N, nu) the next step's action-rate penalty compares with."""
-        xp = self._xp
-        if self.backend == "cpu":
-            ids = np.flatnonzero(done)
-            if ids.size == 0:
-                return physics, obs, ctrl
-            start = lookup(self._ref, clip[ids], time_s[ids], xp)
-            self._physics.set_state(ids, start["qpos"], start["qvel"], self._start_act(start))
-            kin = self._physics.kinematics(ids)
-            out, out_ctrl = obs.copy(), ctrl.copy()
-            out[ids] = self._observe(kin, clip[ids], time_s[ids])
-            out_ctrl[ids] = kin.ctrl
-            return physics, out, out_ctrl
-        start = lookup(self._ref, clip, time_s, xp)
-        physics = self._physics.set_state(physics, done, start["qpos"], start["qvel"], self._start_act(start))
-        kin = self._physics.kinematics(physics)
-        fresh = self._observe(kin, clip, time_s)
-        return physics, xp.where(done[:, None], fresh, obs), xp.where(done[:, None], kin.ctrl, ctrl)
+        rows = self._physics.reset_rows(done)
+        if rows is None:
+            return physics, obs, ctrl
+        start = lookup(self._ref, clip[rows], time_s[rows], self._xp)
+        physics, kin = self._physics.reset(
+            physics, rows, done, start["qpos"], start["qvel"], self._start_act(start)
+        )
+        fresh = self._observe(kin, clip[rows], time_s[rows])
+        merge = self._physics.merge
+        return physics, merge(obs, rows, done, fresh), merge(ctrl, rows, done, kin.ctrl)
 
     def _start_act(self, start: dict[str, Any]) -> Any:
         """Activations (n, na) an episode starts with at the reference state ``start``."""
@@ -353,28 +314,3 @@ class TrackingEnv:
         if self.config.initial_activation == "static":
             return start["activation"]
         return self._xp.zeros((n, self.model.na))
-
-    def _init_rng(self, rng: Any) -> Any:
-        """mjx: a jax key; cpu: a numpy uint64 seed derived from the key (or int)."""
-        if self.backend == "mjx":
-            return rng
-        if isinstance(rng, (int, np.integer)):
-            return np.uint64(rng)
-        import jax
-
-        key = jax.random.key_data(rng) if jax.dtypes.issubdtype(rng.dtype, jax.dtypes.prng_key) else rng
-        words = np.asarray(key, dtype=np.uint64).ravel()
-        return np.uint64(sum(int(w) << (32 * i) for i, w in enumerate(words[:2])))
-
-    def _uniforms(self, rng: Any) -> tuple[Any, Any, Any]:
-        """Next rng and two uniform (N,) arrays in [0, 1)."""
-        n = self.num_envs
-        if self.backend == "cpu":
-            gen = np.random.default_rng(int(rng))
-            u = gen.random((2, n))
-            return np.uint64(gen.integers(0, 2**63)), u[0], u[1]
-        import jax
-
-        rng, key = jax.random.split(rng)
-        u = jax.random.uniform(key, (2, n))
-        return rng, u[0], u[1]

@@ -48,8 +48,8 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.models.couplings import SCALAR_JOINTS, apply_couplings, independent_coordinates
-from musclerl.models.geoms import foot_geoms
-from musclerl.motion.keypoints import Y_UP_TO_Z_UP
+from musclerl.models.geoms import body_collision_geoms, foot_geoms, geom_lowest_z
+from musclerl.motion.keypoints import Y_UP_TO_Z_UP, matrix_to_quat_wxyz
 from musclerl.retarget.markers.ground import belt_velocity_mps as ground_velocity
 
 OPENSIM_TO_MUJOCO = Y_UP_TO_Z_UP
@@ -194,11 +194,8 @@ def coordinates_to_qpos(
         R_pr, p_pr = pelvis_in_root(model, pelvis_body)
         R_root = OPENSIM_TO_MUJOCO @ R_os @ R_pr.T
         pos = p_os @ OPENSIM_TO_MUJOCO.T - np.einsum("tij,j->ti", R_root, p_pr)
-        quat = np.zeros((T, 4))
-        for t in range(T):
-            mujoco.mju_mat2Quat(quat[t], R_root[t].reshape(9))
         qpos[:, adr : adr + 3] = pos
-        qpos[:, adr + 3 : adr + 7] = quat
+        qpos[:, adr + 3 : adr + 7] = matrix_to_quat_wxyz(R_root)
         used.extend(PELVIS_COLUMNS)
     qpos = apply_couplings(model, qpos)
     missing = tuple(n for n in independent_coordinates(model) if n not in col)
@@ -242,22 +239,29 @@ def qpos_to_pelvis(model: mujoco.MjModel, qpos: np.ndarray, pelvis_body: str = "
 
 
 def floor_clearance_m(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
-    """Per frame (T,), the smallest signed distance between a moving colliding geom and the ground.
+    """Per frame (T,), the signed height of the lowest moving colliding geom above the ground.
 
-    "Ground" is every colliding geom of the world body (for the registered myo_sim models, the
-    floor plane at z = 0).
+    "Ground" is the colliding geoms of the world body, which must be horizontal planes (for the
+    registered myo_sim models, the floor at z = 0); the highest of them counts. Lowest points are
+    :func:`musclerl.models.geoms.geom_lowest_z`, the same as the retarget report and the
+    environment's fall detection use.
     """
-    colliding = [g for g in range(model.ngeom) if model.geom_contype[g] or model.geom_conaffinity[g]]
-    ground = [g for g in colliding if model.geom_bodyid[g] == 0]
-    moving = [g for g in colliding if model.geom_bodyid[g] != 0]
-    if not ground or not moving:
+    colliding = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
+    ground = np.flatnonzero(colliding & (model.geom_bodyid == 0))
+    moving = body_collision_geoms(model)
+    if len(ground) == 0 or len(moving) == 0:
         raise ValueError("model has no colliding ground or body geoms")
     d = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, d)
+    up = d.geom_xmat[ground].reshape(-1, 3, 3)[:, :, 2]  # world direction of each plane's normal
+    if np.any(model.geom_type[ground] != mujoco.mjtGeom.mjGEOM_PLANE) or not np.allclose(up, [0, 0, 1]):
+        raise ValueError("floor clearance needs the ground to be horizontal planes")
+    ground_z = float(d.geom_xpos[ground, 2].max())
     out = np.zeros(len(np.atleast_2d(qpos)))
     for t, q in enumerate(np.atleast_2d(qpos)):
         d.qpos[:] = q
         mujoco.mj_kinematics(model, d)
-        out[t] = min(mujoco.mj_geomDistance(model, d, a, b, 10.0, None) for a in ground for b in moving)
+        out[t] = geom_lowest_z(model, d, moving).min() - ground_z
     return out
 
 

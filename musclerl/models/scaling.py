@@ -29,13 +29,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.opensim_setup import Measurement
 from musclerl.models.registry import compile_spec
-from musclerl.motion.keypoints import quat_wxyz_to_matrix
-
-
-def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
-    quat = np.zeros(4)
-    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(mat, dtype=float).reshape(9))
-    return quat
+from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 
 
 def _local_factors(quat: np.ndarray, body_factors: np.ndarray) -> np.ndarray:
@@ -68,7 +62,7 @@ def _scaled_inertia(
     values, vectors = np.linalg.eigh(scaled)
     if np.linalg.det(vectors) < 0:
         vectors[:, 0] *= -1
-    return np.maximum(values, 1e-12), _mat_to_quat(vectors)
+    return np.maximum(values, 1e-12), matrix_to_quat_wxyz(vectors)
 
 
 def _scale_geom(spec: mujoco.MjSpec, geom, s: np.ndarray, shared_meshes: set[str]) -> None:

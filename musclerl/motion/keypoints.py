@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -51,6 +52,20 @@ def quat_wxyz_to_matrix(quat: np.ndarray) -> np.ndarray:
     quat = np.asarray(quat, dtype=float)
     flat = quat.reshape(-1, 4)
     return Rotation.from_quat(flat[:, [1, 2, 3, 0]]).as_matrix().reshape(*quat.shape[:-1], 3, 3)
+
+
+def matrix_to_quat_wxyz(matrix: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) to unit quaternions (..., 4) in (w, x, y, z) order.
+
+    The one matrix-to-quaternion conversion for numpy code, MuJoCo's ``mju_mat2Quat`` so that
+    quaternions written into qpos are the ones MuJoCo itself would produce.
+    """
+    matrix = np.asarray(matrix, dtype=float)
+    flat = np.ascontiguousarray(matrix.reshape(-1, 9))
+    out = np.zeros((len(flat), 4))
+    for i, row in enumerate(flat):
+        mujoco.mju_mat2Quat(out[i], row)
+    return out.reshape(*matrix.shape[:-2], 4)
 
 
 def matrix_to_axis_angle(matrix: np.ndarray) -> np.ndarray:

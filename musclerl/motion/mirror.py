@@ -31,7 +31,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.motion.keypoints import quat_wxyz_to_matrix
+from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from musclerl.motion.trajectory import Trajectory
 
 SIDES = (("_r", "_l"), ("_l", "_r"))
@@ -147,14 +147,6 @@ def mirror_map(model: mujoco.MjModel, source: str = "model") -> MirrorMap:
     )
 
 
-def _mat_to_quat(R: np.ndarray) -> np.ndarray:
-    """Rotation matrices (T, 3, 3) -> unit quaternions (T, 4), w >= 0 (MuJoCo's mju_mat2Quat)."""
-    out = np.zeros((R.shape[0], 4))
-    for t in range(R.shape[0]):
-        mujoco.mju_mat2Quat(out[t], R[t].reshape(9))
-    return out
-
-
 def mirror_qpos_qvel(qpos: np.ndarray, qvel: np.ndarray, mm: MirrorMap) -> tuple[np.ndarray, np.ndarray]:
     """Mirrored copies of ``qpos`` (T, nq) and ``qvel`` (T, nv) (see the module docstring)."""
     q = qpos[:, mm.qpos_perm] * mm.qpos_sign
@@ -164,7 +156,7 @@ def mirror_qpos_qvel(qpos: np.ndarray, qvel: np.ndarray, mm: MirrorMap) -> tuple
     a, d = mm.root_qpos, mm.root_dof
     q[:, a : a + 3] = qpos[:, a : a + 3] @ M_w
     R = M_w @ quat_wxyz_to_matrix(qpos[:, a + 3 : a + 7]) @ M_b
-    q[:, a + 3 : a + 7] = _mat_to_quat(R)
+    q[:, a + 3 : a + 7] = matrix_to_quat_wxyz(R)
     v[:, d : d + 3] = qvel[:, d : d + 3] @ M_w
     v[:, d + 3 : d + 6] = -qvel[:, d + 3 : d + 6] @ M_b
     return q, v

@@ -1,4 +1,5 @@
-"""MJX backend: the same physics as pure jax functions over a batched ``mjx.Data``.
+"""MJX backend (:class:`~musclerl.envs.backends.Physics`): the same physics as pure jax functions
+over a batched ``mjx.Data``, which is ``State.physics``; random numbers from ``jax.random``.
 
 Everything here is jittable and vmapped over the env axis; ``TrackingEnv.step`` on this backend
 can be jitted, vmapped and scanned. As on the CPU backend, positions and velocities are made
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -27,19 +29,23 @@ with contextlib.redirect_stdout(io.StringIO()):  # MJX prints "Failed to import 
 from musclerl.envs.geometry import site_velocity
 from musclerl.envs.state import Kinematics
 from musclerl.envs.world import World
+from musclerl.errors import InputError
 
 
 class MjxPhysics:
     """``mjx.put_model`` of ``world.model`` and batched pure functions over ``mjx.Data``."""
 
-    def __init__(self, world: World, impl: str = "jax"):
+    xp = jnp
+
+    def __init__(self, world: World, num_envs: int, impl: str = "jax"):
         self.world = world
+        self.num_envs = num_envs
         if world.model.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST and world.model.nu:
             warnings.warn(
                 "MJX's implicitfast integrator leaves out the muscle force-velocity derivative that "
                 "MuJoCo C includes: cpu and mjx dynamics differ; set integrator: euler in the env "
                 "config for identical stepping",
-                stacklevel=3,
+                stacklevel=4,  # the caller of TrackingEnv (through make_physics)
             )
         self.model = mjx.put_model(world.model, impl=impl)
         self._template = mjx.make_data(self.model)
@@ -49,9 +55,9 @@ class MjxPhysics:
         self._feet = jnp.asarray(world.foot_body_ids)
         self._nonfoot = jnp.asarray(world.nonfoot_geom_ids, dtype=jnp.int32)
 
-    def empty(self, num_envs: int) -> mjx.Data:
-        """A batch of ``num_envs`` default Data (state to be written by ``set_state``)."""
-        return jax.tree.map(lambda x: jnp.broadcast_to(x, (num_envs,) + x.shape), self._template)
+    def empty(self) -> mjx.Data:
+        """A batch of N default Data (state to be written by ``set_state``)."""
+        return jax.tree.map(lambda x: jnp.broadcast_to(x, (self.num_envs,) + x.shape), self._template)
 
     def _refresh(self, d: mjx.Data) -> mjx.Data:
         """Position- and velocity-dependent fields at the current qpos/qvel (one env)."""
@@ -64,7 +70,28 @@ class MjxPhysics:
         # jax impl keeps actuator_velocity in _impl; fwd_velocity computes it the same way
         return d.tree_replace({"_impl.actuator_velocity": d._impl.actuator_moment @ d.qvel})
 
-    def set_state(self, data: mjx.Data, mask: Any, qpos: Any, qvel: Any, act: Any) -> mjx.Data:
+    def set_state(self, data: mjx.Data | None, qpos: Any, qvel: Any, act: Any) -> tuple[mjx.Data, Kinematics]:
+        """Every env at qpos (N, nq), qvel (N, nv), act (N, na) in ``data`` (None: a fresh batch)."""
+        data = self.empty() if data is None else data
+        data = self._write(data, jnp.ones(self.num_envs, dtype=bool), qpos, qvel, act)
+        return data, self.kinematics(data)
+
+    def reset_rows(self, done: Any) -> slice:
+        """Every row (a fixed shape under jit); :meth:`reset` and :meth:`merge` mask with ``done``."""
+        return slice(None)
+
+    def reset(
+        self, data: mjx.Data, rows: slice, done: Any, qpos: Any, qvel: Any, act: Any
+    ) -> tuple[mjx.Data, Kinematics]:
+        """Envs where ``done`` (N,) at qpos (N, nq), qvel (N, nv), act (N, na); all kinematics."""
+        data = self._write(data, done, qpos, qvel, act)
+        return data, self.kinematics(data)
+
+    def merge(self, old: Any, rows: slice, done: Any, new: Any) -> Any:
+        """``new`` (N, k) where ``done`` (N,), else ``old`` (N, k)."""
+        return jnp.where(done[:, None], new, old)
+
+    def _write(self, data: mjx.Data, mask: Any, qpos: Any, qvel: Any, act: Any) -> mjx.Data:
         """Envs where ``mask`` (N,) get qpos (N, nq), qvel (N, nv), act (N, na), zero controls and
         warm start, and their derived fields recomputed; the others are unchanged."""
 
@@ -84,10 +111,17 @@ class MjxPhysics:
             data, mask, qpos.astype(data.qpos.dtype), qvel.astype(data.qvel.dtype), act.astype(data.act.dtype)
         )
 
-    def step(self, data: mjx.Data, ctrl: Any, substeps: int) -> mjx.Data:
+    def step(
+        self, data: mjx.Data, ctrl: Any | Callable[[Any, Any], Any], substeps: int
+    ) -> tuple[mjx.Data, Any]:
         """``substeps`` mjx.step with excitations ``ctrl``: (N, nu) held for all of them, or
         ``ctrl(length, velocity) -> (N, nu)`` called with the current actuator lengths and
-        velocities (N, nu) before every physics step (as on the cpu backend); then the refresh."""
+        velocities (N, nu) before every physics step (as on the cpu backend); then the refresh.
+        Divergence shows in the state itself (NaN, exploding qvel), so the (N,) bad flags are
+        all False."""
+        return self._step(data, ctrl, substeps), jnp.zeros(self.num_envs, dtype=bool)
+
+    def _step(self, data: mjx.Data, ctrl: Any | Callable[[Any, Any], Any], substeps: int) -> mjx.Data:
         if not callable(ctrl):
 
             def one(d: mjx.Data, u: Any) -> mjx.Data:
@@ -109,6 +143,7 @@ class MjxPhysics:
         return data.actuator_length, data._impl.actuator_velocity
 
     def kinematics(self, data: mjx.Data) -> Kinematics:
+        """What observations and rewards read (N, ...)."""
         site_pos = data.site_xpos[:, self._site_ids]
         cvel = data.cvel[:, self._site_body]
         com = data.subtree_com[:, self._site_root]
@@ -127,6 +162,22 @@ class MjxPhysics:
             geom_pos_m=data.geom_xpos[:, self._nonfoot],
             geom_xmat=data.geom_xmat[:, self._nonfoot],
         )
+
+    def mj_data(self, data: mjx.Data | None, i: int) -> mujoco.MjData:
+        """Env ``i`` of ``data`` as a MuJoCo C ``MjData`` (``mj_forward`` at its qpos, qvel, act)."""
+        if data is None:
+            raise InputError("physics_data", "the mjx backend keeps its physics in the State: pass the state")
+        return to_mujoco_data(self.world.model, data, i)
+
+    def init_rng(self, rng: Any) -> Any:
+        """The jax key itself."""
+        return rng
+
+    def uniforms(self, rng: Any, n: int) -> tuple[Any, Any, Any]:
+        """Next key and two uniform (n,) arrays in [0, 1) from ``jax.random``."""
+        rng, key = jax.random.split(rng)
+        u = jax.random.uniform(key, (2, n))
+        return rng, u[0], u[1]
 
 
 def to_mujoco_data(model: mujoco.MjModel, data: mjx.Data, i: int) -> mujoco.MjData:

@@ -1,10 +1,14 @@
-"""MuJoCo C backend: a batch of simulations stepped on a thread pool by ``mujoco.batch.Batch``.
+"""MuJoCo C backend (:class:`~musclerl.envs.backends.Physics`): a batch of simulations stepped on a
+thread pool by ``mujoco.batch.Batch``.
 
 ``mujoco.batch.Batch`` (MuJoCo 3.17) keeps the state rows of all simulations in one array and
 steps them in C on ``nthread`` threads (the caller's included) without the GIL; ``bind`` gives
 live (N, ...) numpy views, so reading observations costs one copy per field for the whole batch.
 The batch is persistent (one MjData per env) so every derived field of an env is its own and
-``physics_data(i)`` can hand the whole MjData out.
+``mj_data(physics, i)`` can hand the whole MjData out.
+
+``State.physics`` is the env indices (N,): the simulations live here, so stepping an older State
+continues the live simulations, it does not rewind them. Random numbers come from numpy.
 
 After a step the positions and velocities are made current (``stage=mjSTAGE_VEL``, free in a
 persistent batch: the next step continues from it); ``actuator_force`` stays that of the last
@@ -14,7 +18,9 @@ substep, as after ``mj_step``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import jax
 import mujoco
 import mujoco.batch
 import numpy as np
@@ -33,6 +39,8 @@ _BAD_WARNINGS = [
 
 class CpuPhysics:
     """N MuJoCo C simulations of ``world.model`` on ``threads`` threads."""
+
+    xp = np
 
     def __init__(self, world: World, num_envs: int, threads: int):
         self.world = world
@@ -71,7 +79,40 @@ class CpuPhysics:
         }
         self._nonfoot = np.asarray(world.nonfoot_geom_ids, dtype=int)
 
-    def set_state(self, ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray) -> np.ndarray:
+    def set_state(
+        self, physics: Any, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray
+    ) -> tuple[Any, Kinematics]:
+        """Every env at qpos (N, nq), qvel (N, nv), act (N, na); ``physics`` is not needed (the
+        simulations live here). Returns the env indices (N,) and the kinematics."""
+        ids = np.arange(self.num_envs)
+        self._write(ids, qpos, qvel, act)
+        return ids, self.kinematics()
+
+    def reset_rows(self, done: np.ndarray) -> np.ndarray | None:
+        """Indices (n,) of the done envs (N,) bool; None when there are none."""
+        ids = np.flatnonzero(done)
+        return ids if ids.size else None
+
+    def reset(
+        self,
+        physics: Any,
+        rows: np.ndarray,
+        done: np.ndarray,
+        qpos: np.ndarray,
+        qvel: np.ndarray,
+        act: np.ndarray,
+    ) -> tuple[Any, Kinematics]:
+        """Envs ``rows`` (n,) at qpos (n, nq), qvel (n, nv), act (n, na); their kinematics (n, ...)."""
+        self._write(rows, qpos, qvel, act)
+        return physics, self.kinematics(ids=rows)
+
+    def merge(self, old: np.ndarray, rows: np.ndarray, done: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """A copy of ``old`` (N, k) with rows ``rows`` (n,) set to ``new`` (n, k)."""
+        out = old.copy()
+        out[rows] = new
+        return out
+
+    def _write(self, ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray) -> np.ndarray:
         """Write the state of envs ``ids`` (n,) and run ``mj_forward`` on them; returns bad (n,) bool."""
         self.qpos[ids] = qpos
         self.qvel[ids] = qvel
@@ -88,11 +129,12 @@ class CpuPhysics:
             bad[np.isin(ids, err.ids)] = True
         return bad | (self._warnings()[ids] > before)
 
-    def step(self, ctrl: np.ndarray | Callable, substeps: int) -> np.ndarray:
+    def step(self, physics: Any, ctrl: np.ndarray | Callable, substeps: int) -> tuple[Any, np.ndarray]:
         """``substeps`` mj_step with excitations ``ctrl``: an (N, nu) array held for all of them, or
         ``ctrl(length, velocity) -> (N, nu)`` called with the current actuator lengths and
         velocities (N, nu) before every physics step. Returns (N,) bool of envs whose state
-        diverged (MuJoCo warned and reset them, or raised)."""
+        diverged (MuJoCo warned and reset them, or raised), with ``physics`` (unchanged: the
+        simulations live here)."""
         before = self._warnings()
         bad = np.zeros(self.num_envs, dtype=bool)
         stage = mujoco.mjtStage.mjSTAGE_VEL
@@ -107,7 +149,7 @@ class CpuPhysics:
                 self.batch.step(nstep=substeps, stage=stage)
         except mujoco.batch.SimulationError as err:
             bad[err.ids] = True
-        return bad | (self._warnings() > before)
+        return physics, bad | (self._warnings() > before)
 
     def muscle_state(self, physics: object = None) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the actuator lengths and velocities (N, nu) of every env, m and m/s."""
@@ -118,8 +160,9 @@ class CpuPhysics:
         counts = self.batch.warning[:, :, 1]
         return counts[:, _BAD_WARNINGS[0]] + counts[:, _BAD_WARNINGS[1]] + counts[:, _BAD_WARNINGS[2]]
 
-    def kinematics(self, ids: np.ndarray | None = None) -> Kinematics:
-        """Copies of what observations and rewards read, for envs ``ids`` (n,) (default all)."""
+    def kinematics(self, physics: Any = None, ids: np.ndarray | None = None) -> Kinematics:
+        """Copies of what observations and rewards read, for envs ``ids`` (n,) (default all);
+        ``physics`` is not needed (the simulations live here)."""
         w = self.world
         if ids is None:  # whole batch: plain slices, gathers along the object axis only
 
@@ -158,7 +201,7 @@ class CpuPhysics:
             geom_xmat=take("geom_xmat", self._nonfoot).reshape(-1, len(self._nonfoot), 3, 3),
         )
 
-    def physics_data(self, i: int) -> mujoco.MjData:
+    def mj_data(self, physics: Any, i: int) -> mujoco.MjData:
         """A copy of env ``i``'s whole MjData as of its last call.
 
         Positions and velocities (and what depends on them only) are current; acceleration-stage
@@ -166,3 +209,17 @@ class CpuPhysics:
         Run ``mj_forward`` on the copy for a snapshot where everything belongs to one state.
         """
         return self.batch.get_data(int(i))
+
+    def init_rng(self, rng: Any) -> np.uint64:
+        """A numpy uint64 seed from a jax key (its first two words) or an int."""
+        if isinstance(rng, (int, np.integer)):
+            return np.uint64(rng)
+        key = jax.random.key_data(rng) if jax.dtypes.issubdtype(rng.dtype, jax.dtypes.prng_key) else rng
+        words = np.asarray(key, dtype=np.uint64).ravel()
+        return np.uint64(sum(int(w) << (32 * i) for i, w in enumerate(words[:2])))
+
+    def uniforms(self, rng: np.uint64, n: int) -> tuple[np.uint64, np.ndarray, np.ndarray]:
+        """Next seed and two uniform (n,) arrays in [0, 1) from numpy's default generator."""
+        gen = np.random.default_rng(int(rng))
+        u = gen.random((2, n))
+        return np.uint64(gen.integers(0, 2**63)), u[0], u[1]
