@@ -15,6 +15,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
+from musclerl.retarget.ground.soles import point_positions_m
 from musclerl.retarget.ik.constraints import JointEqualities
 from musclerl.retarget.ik.kinematics import FREE, HINGE, SLIDE
 
@@ -37,14 +38,8 @@ def marker_positions(
     model: mujoco.MjModel, qs: np.ndarray, bodies: list[str], local_points_m: np.ndarray
 ) -> np.ndarray:
     """World positions (T, M, 3) of body-fixed points for qs (T, nq), with MuJoCo C."""
-    data = mujoco.MjData(model)
-    ids = np.array([model.body(b).id for b in bodies])
-    out = np.empty((len(qs), len(bodies), 3))
-    for t, q in enumerate(qs):
-        data.qpos[:] = q
-        mujoco.mj_kinematics(model, data)
-        out[t] = data.xpos[ids] + np.einsum("mij,mj->mi", data.xmat[ids].reshape(-1, 3, 3), local_points_m)
-    return out
+    ids = [model.body(b).id for b in bodies]
+    return point_positions_m(model, qs, list(zip(ids, np.asarray(local_points_m), strict=True)))
 
 
 def synthetic_clip(
