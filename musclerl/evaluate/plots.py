@@ -34,6 +34,15 @@ def _pyplot():
     return plt
 
 
+def _save(fig, path: str | os.PathLike, top: float = 1.0) -> Path:
+    """Lay ``fig`` out (leaving ``top`` of the height below a suptitle), write it and close it."""
+    fig.tight_layout(rect=(0, 0, 1, top))
+    path = Path(path)
+    fig.savefig(path)
+    _pyplot().close(fig)
+    return path
+
+
 def invalid_spans(time_s: np.ndarray, valid: np.ndarray) -> list[tuple[float, float]]:
     """Contiguous (start, end) time spans where ``valid`` is False, padded by half a sample."""
     t = np.asarray(time_s, dtype=float)
@@ -90,11 +99,7 @@ def plot_series(
     _draw(ax, series, cycle, legend=True)
     if subtitle:
         ax.set_title(f"{series.name}\n{subtitle}", fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_grid(
@@ -116,11 +121,7 @@ def plot_grid(
         else:
             ax.axis("off")
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path, top=0.97)
 
 
 def plot_tracking(rec: Recording, path: str | os.PathLike) -> Path:
@@ -140,11 +141,7 @@ def plot_tracking(rec: Recording, path: str | os.PathLike) -> Path:
         for ax in (a0, a1):
             ax.axvline(rec.time_s[-1], color="red", lw=1)
         a0.set_title("early termination (red line)", fontsize=9, color="red")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_r_distribution(column_rows: list[dict], path: str | os.PathLike) -> Path | None:
@@ -173,11 +170,7 @@ def plot_r_distribution(column_rows: list[dict], path: str | os.PathLike) -> Pat
         ax.set_ylim(-1.05, 1.05)
         ax.set_ylabel("Pearson r")
         ax.set_title(f"{kind}: r per column across trials", fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_cycle_stack(
@@ -209,8 +202,4 @@ def plot_cycle_stack(
         if i == 0:
             ax.legend(fontsize=6)
     fig.suptitle("torque (N·m/kg): policy vs reference, mean ± SD across trials", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, path, top=0.96)
