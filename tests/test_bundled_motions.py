@@ -37,18 +37,22 @@ def test_bundled_walk_is_a_looping_cycle_on_the_floor(name):
     assert 0.8 < speed < 1.3  # a walk (DeepMimic's is about 1 m/s)
 
 
-def test_bundled_myolegs_walk_is_plausible_but_its_centre_of_pressure():
-    traj = Trajectory.load(MOTIONS / "walk_myolegs.npz")
-    check = trajectory_plausibility(traj, load_model("myolegs"))
+@pytest.mark.parametrize("name", ["myolegs", "myofullbody"])
+def test_bundled_walk_is_physically_plausible(name):
+    """A body can follow the bundled walk: feet planted, the floor pushing about one body weight,
+    no jerks, and (after the balance pass) the centre of pressure on the feet."""
+    traj = Trajectory.load(MOTIONS / f"walk_{name}.npz")
+    check = trajectory_plausibility(traj, load_model(name))
     assert check.stance_slip["median_mps"] <= check.thresholds.max_slip_median_mps
     assert check.vertical_force_bw["pulling_frames"] == 0 and check.vertical_force_bw["above_max_frames"] == 0
-    assert 0.7 < check.vertical_force_bw["min"] and check.vertical_force_bw["max"] < 1.5  # walking
+    assert 0.6 < check.vertical_force_bw["min"] and check.vertical_force_bw["max"] < 1.5  # walking
     accel = check.root_accel_mps2
     assert max(-accel["vertical_min"], accel["vertical_max"], accel["horizontal_max"]) < 0.5 * 9.81
-    if not check.passed:
+    if name == "myofullbody" and not check.passed:
         assert all(f.startswith("centre of pressure") for f in check.failures), check.failures
         pytest.xfail(
-            "known: myolegs' trunk is rigid on the pelvis, so the retargeted pelvis roll swings the "
-            "whole upper body and the ground would need its centre of pressure off the feet: "
-            f"{check.failures}"
+            "known: the balance pass does not converge on myofullbody (its clip needs the centre of "
+            "mass 6 cm further back throughout; with the feet held the straight knees at heel strike "
+            f"jerk the pelvis), so this clip is shipped without it: {check.failures}"
         )
+    assert check.passed, check.failures

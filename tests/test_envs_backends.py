@@ -112,11 +112,16 @@ def test_cpu_and_mjx_agree_step_by_step_on_tiny_and_mjx_resets_nan():
         mjx_env.physics_data(2)
 
 
-@pytest.mark.parametrize("space", ["reference_pd", "joint_reference_pd"])
-def test_cpu_and_mjx_agree_with_pd_actions_on_tiny(space):
-    """The PD action spaces invert the PD law before every physics step on both backends alike."""
+@pytest.mark.parametrize(
+    "space, feedforward", [("reference_pd", False), ("joint_reference_pd", False), ("joint_reference_pd", True)]
+)
+def test_cpu_and_mjx_agree_with_pd_actions_on_tiny(space, feedforward):
+    """The PD action spaces invert the PD law before every physics step on both backends alike
+    (with the reference's activations fed forward too)."""
     dataset = sine_dataset("tiny", num_clips=1, duration_s=2.0)
-    cfg = EnvConfig.from_dict({"integrator": "euler", "substeps": 3, "action": {"space": space}})
+    cfg = EnvConfig.from_dict(
+        {"integrator": "euler", "substeps": 3, "action": {"space": space, "feedforward": feedforward}}
+    )
     worst = _compare("tiny", dataset, cfg, np.array([0, 0]), np.array([0.2, 0.7]), 3)[0]
     assert worst["start_obs"] < 1e-3
     assert worst["obs"] < 1e-3

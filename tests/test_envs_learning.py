@@ -72,6 +72,36 @@ def test_muscle_gain_bias_match_mujoco_and_pd_force_is_produced():
     assert np.all(bias[low] <= commanded[low] + 1e-3)
 
 
+def test_feedforward_adds_the_pd_force_to_the_reference_activations_force():
+    """Computed muscle control: at zero PD error the excitation is the reference's activation;
+    otherwise the muscle force is the feedforward activation's force plus the PD force."""
+    model = load_model("myolegs")
+    data = mujoco.MjData(model)
+    data.qpos[:] = model.qpos0
+    data.qpos[model.joint("knee_angle_r").qposadr[0]] = -0.6
+    data.qvel[:] = np.random.default_rng(2).normal(0, 0.5, model.nv)
+    mujoco.mj_forward(model, data)
+    peak = model.actuator_gainprm[:, 2]
+    params = MuscleParams.from_model(model, peak)
+    space = ActionSpace(ActionConfig(space="reference_pd", kp=30.0, kd_ratio=0.1, feedforward=True), params)
+    length, velocity = data.actuator_length[None].copy(), data.actuator_velocity[None].copy()
+    a_ref = np.random.default_rng(3).uniform(0.1, 0.6, (1, model.nu))
+    np.testing.assert_allclose(space.pd(length, velocity, length, velocity, np, a_ref), a_ref, atol=1e-6)
+    target = length + np.random.default_rng(4).normal(0, 0.002, length.shape)  # a few mm
+    excitation = space.pd(target, velocity, length, velocity, np, a_ref)
+    data.act[:] = a_ref[0]
+    mujoco.mj_forward(model, data)
+    reference_force = data.actuator_force.copy()
+    data.act[:] = excitation[0]
+    mujoco.mj_forward(model, data)
+    inside = (excitation[0] > 1e-6) & (excitation[0] < 1 - 1e-6)
+    assert inside.sum() > 60
+    commanded = reference_force + (30 * peak * (target - length))[0]
+    np.testing.assert_allclose(data.actuator_force[inside], commanded[inside], rtol=1e-4, atol=1e-2)
+    with pytest.raises(Exception, match="feedforward needs a reference space"):
+        EnvConfig.from_dict({"action": {"space": "excitation", "feedforward": True}})
+
+
 def test_reference_pd_neutral_action_targets_the_reference(myolegs_env):
     env = TrackingEnv(
         "myolegs",

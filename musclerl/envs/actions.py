@@ -25,7 +25,11 @@ space                  action       controls
 PD spaces: the force ``F = kp (L* - L) - kd (V - V*)`` with ``kp`` in peak isometric forces per
 metre and ``kd = kd_ratio * kp``, clipped to [-F_max, 0] (muscles only pull; MuJoCo's sign), is
 inverted to an excitation with MuJoCo's own muscle model: ``F = gain(L, V) e + bias(L)``, so
-``e = (F - bias) / gain`` clipped to [0, 1]. ``gain``/``bias`` are MJX's jax versions of
+``e = (F - bias) / gain`` clipped to [0, 1]. With ``feedforward`` (reference spaces), the PD force
+is added to what the reference's static-optimisation activations ``a_ref`` produce at the
+current length and speed, as OpenSim's Computed Muscle Control adds feedback to static
+optimisation: ``e = a_ref + F / gain`` clipped to [0, 1] (the PD term may then also relax a
+muscle below ``a_ref``), so a zero action carries the reference's joint moments from the start. ``gain``/``bias`` are MJX's jax versions of
 ``mju_muscleGain``/``mju_muscleBias`` (the same curves; tests compare them with MuJoCo C), run
 jitted on both backends. Lengths in m (actuator length), speeds in m/s.
 """
@@ -88,13 +92,17 @@ def pd_excitation(
     target_velocity: Any,
     length: Any,
     velocity: Any,
+    feedforward: Any = None,
 ) -> Any:
-    """Excitation (N, nu) in [0, 1] that makes each muscle produce the PD force (jax)."""
+    """Excitation (N, nu) in [0, 1] that makes each muscle produce the PD force (jax); with
+    ``feedforward`` activations (N, nu), the PD force on top of theirs (module docstring)."""
     peak = jnp.asarray(params.peak_force_n)
     force = kp * peak * (target_length - length) - kd * peak * (velocity - target_velocity)
-    force = jnp.clip(force, -peak, 0.0)
     gain, bias = muscle_gain_bias(params, length, velocity)
     gain = jnp.minimum(gain, -1.0)  # gain is negative (pulling); keep away from 0 at extreme lengths
+    if feedforward is not None:
+        return jnp.clip(feedforward + force / gain, 0.0, 1.0)
+    force = jnp.clip(force, -peak, 0.0)
     return jnp.clip((force - bias) / gain, 0.0, 1.0)
 
 
@@ -116,7 +124,10 @@ class ActionSpace:
             self.low, self.high = np.zeros(nu), np.ones(nu)
             self.neutral = np.full(nu, float(config.neutral_excitation))
         kp, kd = float(config.kp), float(config.kd_ratio * config.kp)
-        self._pd_jax = jax.jit(lambda lt, vt, length, vel: pd_excitation(params, kp, kd, lt, vt, length, vel))
+        self.feedforward = self.is_pd and config.feedforward
+        self._pd_jax = jax.jit(
+            lambda lt, vt, length, vel, ff: pd_excitation(params, kp, kd, lt, vt, length, vel, ff)
+        )
 
     def targets(self, action: Any, target: dict[str, Any], xp: Any) -> tuple[Any, Any]:
         """Target muscle lengths and speeds (N, nu) for ``action`` (N, A) and the reference
@@ -131,19 +142,30 @@ class ActionSpace:
         offset = action * self.config.offset_fraction * (hi - lo)
         return target["muscle_length_m"] + offset, target["muscle_velocity_mps"]
 
-    def pd(self, target_length: Any, target_velocity: Any, length: Any, velocity: Any, xp: Any) -> Any:
-        """PD excitations (N, nu) as ``xp`` arrays (numpy in, numpy out on the cpu backend)."""
-        out = self._pd_jax(target_length, target_velocity, length, velocity)
+    def pd(
+        self,
+        target_length: Any,
+        target_velocity: Any,
+        length: Any,
+        velocity: Any,
+        xp: Any,
+        feedforward: Any = None,
+    ) -> Any:
+        """PD excitations (N, nu) as ``xp`` arrays (numpy in, numpy out on the cpu backend);
+        ``feedforward`` (N, nu) activations or None."""
+        out = self._pd_jax(target_length, target_velocity, length, velocity, feedforward)
         return np.asarray(out) if xp is np else out
 
     def controller(self, action: Any, target: dict[str, Any], length: Any, velocity: Any, xp: Any) -> Any:
         """Excitations (N, nu) for the whole control step, or, for ``per_physics_step`` PD spaces,
         ``ctrl(length, velocity) -> (N, nu)`` to call before every physics step. ``length`` and
-        ``velocity`` (N, nu) are the muscles' state at the start of the control step."""
+        ``velocity`` (N, nu) are the muscles' state at the start of the control step; with
+        ``feedforward``, ``target["activation"]`` (N, na = nu) is the reference's activations."""
         action = xp.clip(action, self.low, self.high)
         if not self.is_pd:
             return action
         lt, vt = self.targets(action, target, xp)
+        ff = target["activation"] if self.feedforward else None
         if self.per_physics_step:
-            return lambda length_now, velocity_now: self.pd(lt, vt, length_now, velocity_now, xp)
-        return self.pd(lt, vt, length, velocity, xp)
+            return lambda length_now, velocity_now: self.pd(lt, vt, length_now, velocity_now, xp, ff)
+        return self.pd(lt, vt, length, velocity, xp, ff)

@@ -145,7 +145,8 @@ class ActionConfig:
     Jacobian: 14 coordinated actions instead of 80 on myolegs). The PD spaces command a force
     ``kp (L* - L) - kd (V - V*)`` clipped to [-F_max, 0] and invert it to an excitation with
     MuJoCo's muscle gain and bias, at every physics step (``per_physics_step``) or once per
-    control step.
+    control step. ``feedforward`` (PD spaces): the PD force is added to the force of the
+    reference's static-optimisation activations (computed muscle control), see actions.py.
     """
 
     space: str = "excitation"
@@ -155,6 +156,7 @@ class ActionConfig:
     offset_fraction: float = 0.25  # reference_pd: |action| = 1 moves L* by this fraction of the range
     joint_offset_rad: float = 0.3  # joint_reference_pd: |action| = 1 offsets a coordinate by this
     per_physics_step: bool = True
+    feedforward: bool = False  # PD spaces: e = a_ref + F_pd / gain, a_ref the reference's static optimisation
 
 
 @dataclasses.dataclass
@@ -184,7 +186,7 @@ class EnvConfig:
     sampling: SamplingConfig = dataclasses.field(default_factory=SamplingConfig)
     action: ActionConfig = dataclasses.field(default_factory=ActionConfig)
     initial_activation: str = (
-        "zero"  # "zero", or "static": static optimisation of the reference (see initial_state.py)
+        "zero"  # "zero", or "static": static optimisation of the reference (see start_activation.py)
     )
     mjx: MjxConfig = dataclasses.field(default_factory=MjxConfig)
 
@@ -232,6 +234,10 @@ class EnvConfig:
             f"action.space must be one of {list(ACTION_SPACES)}, got '{a.space}'",
         )
         need(0 <= a.neutral_excitation <= 1, "action.neutral_excitation must be in [0, 1]")
+        need(
+            not a.feedforward or a.space in ("reference_pd", "joint_reference_pd"),
+            f"action.feedforward needs a reference space (reference_pd or joint_reference_pd), not '{a.space}'",
+        )
         need(
             a.kp > 0 and a.kd_ratio >= 0 and a.offset_fraction > 0 and a.joint_offset_rad > 0,
             "action.kp, offset_fraction > 0, kd_ratio >= 0",

@@ -105,7 +105,10 @@ class TrackingEnv:
             self.config = dataclasses.replace(self.config, substeps=substeps)
         self.control_dt_s = float(self.config.substeps * self.model.opt.timestep)
         self.reference: Reference = build_reference(
-            self.world, dataset, 1.0 / self.control_dt_s, self.config.initial_activation == "static"
+            self.world,
+            dataset,
+            1.0 / self.control_dt_s,
+            self.config.initial_activation == "static" or self.config.action.feedforward,
         )
         self.actions = ActionSpace(
             self.config.action,

@@ -95,7 +95,8 @@ class PlausibilitySeries:
     ``force_n`` (T, 3) external force; ``moment_nm`` (T, 3) external moment about ``com_m``;
     ``com_m`` (T, 3) whole-body centre of mass (filtered pose); ``cop_m`` (T, 3) centre of pressure
     (NaN where not loaded); ``cop_outside_m`` (T,) its distance outside the support (NaN where not
-    loaded); ``clearance_m`` (T, F) height of each foot's lowest point above the ground;
+    loaded); ``cop_support_m`` (T, 2) the support's point nearest to the centre of pressure (the
+    centre of pressure itself inside; NaN where not loaded or no foot touches); ``clearance_m`` (T, F) height of each foot's lowest point above the ground;
     ``stance`` (T, F) bool; ``planted`` (T, F) bool, stance with both neighbours in stance;
     ``slip_mps`` (T, F) horizontal speed of each foot's lowest point;
     ``root_accel_mps2`` (T, 3).
@@ -106,6 +107,7 @@ class PlausibilitySeries:
     com_m: np.ndarray
     cop_m: np.ndarray
     cop_outside_m: np.ndarray
+    cop_support_m: np.ndarray
     clearance_m: np.ndarray
     stance: np.ndarray
     planted: np.ndarray
@@ -340,8 +342,9 @@ def clip_kinematics(
 # ----------------------------------------------------------------------------- support geometry
 
 
-def _outside_distance(points_xy: np.ndarray, p: np.ndarray) -> float:
-    """Distance (m) from ``p`` (2,) to the convex hull of ``points_xy`` (N, 2); 0 inside."""
+def nearest_support_point(points_xy: np.ndarray, p: np.ndarray) -> tuple[float, np.ndarray]:
+    """Distance (m) from ``p`` (2,) to the convex hull of ``points_xy`` (N, 2) (0 inside) and the
+    hull's point nearest to ``p`` (2,) (``p`` itself inside)."""
     from scipy.spatial import ConvexHull, QhullError
 
     try:
@@ -353,14 +356,16 @@ def _outside_distance(points_xy: np.ndarray, p: np.ndarray) -> float:
         edges = [(points_xy[np.argmin(along)], points_xy[np.argmax(along)])]
     else:
         if np.all(hull.equations[:, :2] @ p + hull.equations[:, 2] <= 1e-12):
-            return 0.0
+            return 0.0, np.array(p, dtype=float)
         edges = [(points_xy[a], points_xy[b]) for a, b in hull.simplices]
-    best = math.inf
+    best, nearest = math.inf, np.array(p, dtype=float)
     for a, b in edges:
         ab = b - a
         s = np.clip((p - a) @ ab / max(float(ab @ ab), 1e-18), 0.0, 1.0)
-        best = min(best, float(np.linalg.norm(p - (a + s * ab))))
-    return best
+        dist = float(np.linalg.norm(p - (a + s * ab)))
+        if dist < best:
+            best, nearest = dist, a + s * ab
+    return best, nearest
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -409,6 +414,7 @@ def plausibility(
     stance = np.zeros((n, nf), dtype=bool)
     force, moment, com = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
     cop, outside = np.full((n, 3), np.nan), np.full(n, np.nan)
+    cop_support = np.full((n, 2), np.nan)
     for t in range(n):
         data.qpos[:] = qpos[t]  # the pose as given: feet, contact and slip
         mujoco.mj_kinematics(model, data)
@@ -451,7 +457,7 @@ def plausibility(
         fx, fy, fz = force[t]
         cop[t] = com[t] + [(rz * fx - moment[t, 1]) / fz, (moment[t, 0] + rz * fy) / fz, rz]
         if touching.any():
-            outside[t] = _outside_distance(pts[touching, :2], cop[t, :2])
+            outside[t], cop_support[t] = nearest_support_point(pts[touching, :2], cop[t, :2])
         else:
             outside[t] = float(np.min(np.linalg.norm(lowest[t] - cop[t], axis=1)))
 
@@ -462,7 +468,9 @@ def plausibility(
             prev[0], after[-1] = stance[s], stance[e - 1]
         planted[s:e] &= prev & after
     accel = qacc_f[:, root_dof : root_dof + 3].copy()
-    series = PlausibilitySeries(force, moment, com, cop, outside, clearance, stance, planted, slip, accel)
+    series = PlausibilitySeries(
+        force, moment, com, cop, outside, cop_support, clearance, stance, planted, slip, accel
+    )
     return _summarise(series, feet, weight, th)
 
 

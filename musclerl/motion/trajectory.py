@@ -311,6 +311,25 @@ def finite_difference_qvel(
     return qvel
 
 
+def looping_qvel(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float, cycle_xy_m: np.ndarray) -> np.ndarray:
+    """Generalised velocities (T, nv) of one looping clip by wrapped central differences.
+
+    ``qpos`` (T, nq) holds one period (frame T would be frame 0 again); the next period is the
+    same motion moved by ``cycle_xy_m`` (2,), the free root's ground-plane displacement per
+    period, so the first and last frames' differences cross the seam without a jump.
+    """
+    qpos = np.asarray(qpos, dtype=np.float64)
+    n = len(qpos)
+    step = np.zeros(model.nq)
+    step[:2] = cycle_xy_m
+    ahead = np.vstack([qpos[1:], qpos[:1] + step])
+    behind = np.vstack([qpos[-1:] - step, qpos[:-1]])
+    qvel = np.zeros((n, model.nv))
+    for t in range(n):
+        mujoco.mj_differentiatePos(model, qvel[t], 2.0 / rate_hz, behind[t], ahead[t])
+    return qvel
+
+
 def concatenate(trajectories: list[Trajectory], names: list[str] | None = None) -> Trajectory:
     """Join single- or multi-clip trajectories of the same model and rate into one dataset."""
     if not trajectories:

@@ -16,12 +16,15 @@ task                   cost added per frame                            target (p
 ``OrientationTask``    ``sum_b w_b |log(R_b R*_b^T)|^2`` (rad)         (T, B, 4) quat wxyz, NaN=free
 ``CoordinateTask``     ``w sum_j (q_j - c_j)^2`` (rad or m)            optional (T, J), NaN=free
 ``PostureTask``        ``w sum_j (q_j - q_rest_j)^2`` over hinge/slide none
+``ComTask``            ``w |mask (c(q) - c*)|^2``, c the whole-body     (T, 3) world, NaN=free
+                       centre of mass (m)
 =====================  ==============================================  ====================
 
 All weights are multiplied in as ``sqrt(w)`` on the residual rows. A task may also give
 ``residual_jacobian(tree, q, target, prev, dq_dx)``: its rows and their Jacobian w.r.t. the solver's
 variables in closed form (MarkerTask and OrientationTask from the tree's joint twists; CoordinateTask and
-PostureTask, whose rows are linear in the coordinates, as rows of ``dq_dx``); otherwise the
+PostureTask, whose rows are linear in the coordinates, as rows of ``dq_dx``; ComTask as the
+mass-weighted sum of the bodies' centre Jacobians); otherwise the
 solver differentiates ``residual`` with ``jax.jacfwd`` (FK has an analytic JVP, so that is
 cheap too).
 """
@@ -349,3 +352,56 @@ class PostureTask(Task):
         qadr = np.array([j.qpos_adr for j in tree.all_joints() if j.type in (HINGE, SLIDE)], dtype=np.int64)
         r = (q[qadr] - jnp.asarray(self.q_rest[qadr], q.dtype)) * self.sqrt_w
         return r, None if dq_dx is None else dq_dx[qadr] * self.sqrt_w
+
+
+class ComTask(Task):
+    """The whole-body centre of mass should reach a target (world frame, m).
+
+    ``c(q) = sum_b m_b x_b(q) / M`` over the bodies' inertial centres ``x_b`` (``body_ipos`` in
+    each body frame), so the tree must hold every body with mass (build it from all bodies).
+    Rows ``sqrt(w) (c - c*)`` per axis; a NaN target axis is free in that frame, so (T, 3)
+    targets with NaN heights move the centre of mass horizontally only. Closed-form Jacobian:
+    the mass-weighted sum of the centres' point Jacobians (what ``mj_jacSubtreeCom`` gives for
+    the root).
+    """
+
+    def __init__(self, tree: KinematicTree, weight: float = 1.0, name: str = "com"):
+        require(weight >= 0, name, "weight must be non-negative")
+        model = tree.model
+        mass = np.asarray(model.body_mass[tree.model_body_ids], dtype=np.float64)
+        total = float(mujoco.mj_getTotalmass(model))
+        require(
+            total > 0 and abs(mass.sum() - total) <= 1e-9 * total,
+            name,
+            f"the kinematic tree holds {mass.sum():.3f} of the model's {total:.3f} kg: build it from all bodies",
+        )
+        self.name = name
+        self.body_ids = np.arange(tree.nbody, dtype=np.int64)
+        self.local_points_m = np.asarray(model.body_ipos[tree.model_body_ids], dtype=np.float64)
+        self.mass_frac = mass / mass.sum()
+        self.sqrt_w = float(np.sqrt(weight))
+
+    def target_shape(self, tree: KinematicTree) -> tuple[int, ...]:
+        return (3,)
+
+    def com(self, tree: KinematicTree, q: jnp.ndarray) -> jnp.ndarray:
+        """Whole-body centre of mass (3,), world frame, m."""
+        pts = tree.point_positions(q, self.body_ids, self.local_points_m)
+        return jnp.asarray(self.mass_frac, pts.dtype) @ pts
+
+    def residual(self, tree, q, target, prev):
+        ok = jnp.isfinite(target)
+        return jnp.where(ok, (self.com(tree, q) - jnp.where(ok, target, 0.0)) * self.sqrt_w, 0.0)
+
+    def residual_jacobian(self, tree, q, target, prev, dq_dx):
+        pts, jac = tree.points_and_jacobian(q, self.body_ids, self.local_points_m, dq_dx)
+        frac = jnp.asarray(self.mass_frac, pts.dtype)
+        com, com_jac = frac @ pts, jnp.einsum("b,bin->in", frac, jac)
+        ok = jnp.isfinite(target)
+        r = jnp.where(ok, (com - jnp.where(ok, target, 0.0)) * self.sqrt_w, 0.0)
+        return r, jnp.where(ok[:, None], com_jac * self.sqrt_w, 0.0)
+
+    def position_errors_m(self, tree, q, target):
+        ok = jnp.isfinite(target)
+        diff = jnp.where(ok, self.com(tree, q) - jnp.where(ok, target, 0.0), 0.0)
+        return jnp.where(jnp.any(ok), jnp.linalg.norm(diff), jnp.nan)[None]

@@ -6,7 +6,9 @@
 ground). When the recovered ground is flat (its heights span less than ``FLAT_SPAN_M``), the clip
 is lowered onto the model's own floor (z = 0) and stored without a heightfield: a looping clip
 walks on, beyond any heightfield recovered from one cycle. A looping clip is then low-passed
-(:func:`smooth_loop`). Regenerate with::
+(:func:`smooth_loop`), and its centre of mass moved until the centre of pressure stays on the
+feet (:func:`musclerl.retarget.balance.balance_trajectory`), then low-passed again (the IK's
+frame-to-frame noise); a balanced clip that still fails the check is not kept. Regenerate with::
 
     python -m musclerl.retarget.keypoints.bundled --model myolegs \\
         --source ../shared/data/deepmimic/humanoid3d_walk.txt --out assets/motions/walk_myolegs.npz
@@ -21,7 +23,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from musclerl.motion.trajectory import Trajectory
+from musclerl.motion.trajectory import Trajectory, looping_qvel
 
 FLAT_SPAN_M = 0.02  # recovered ground heights within 2 cm: a level floor (retargeting noise)
 SMOOTH_CUTOFF_HZ = 6.0  # the usual low-pass of gait kinematics (Winter 2009): keeps the gait's harmonics
@@ -44,11 +46,7 @@ def smooth_loop(traj: Trajectory, model, cutoff_hz: float = SMOOTH_CUTOFF_HZ) ->
         tiled[k * n : (k + 1) * n, :2] += (k - 1) * shift
     smooth = lowpass(tiled, traj.rate_hz, cutoff_hz)[n : 2 * n]
     smooth[:, 3:7] /= np.linalg.norm(smooth[:, 3:7], axis=1, keepdims=True)
-    ahead = np.vstack([smooth[1:], smooth[:1] + np.r_[shift, np.zeros(model.nq - 2)]])
-    behind = np.vstack([smooth[-1:] - np.r_[shift, np.zeros(model.nq - 2)], smooth[:-1]])
-    qvel = np.zeros((n, model.nv))
-    for t in range(n):
-        mujoco.mj_differentiatePos(model, qvel[t], 2.0 / traj.rate_hz, behind[t], ahead[t])
+    qvel = looping_qvel(model, smooth, traj.rate_hz, shift)
     return dataclasses.replace(traj, qpos=smooth, qvel=qvel, site_pos_m=None, site_names=())
 
 
@@ -93,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keypoints-only", action="store_true", help="keypoint IK only, then onto the floor (no ground pass)"
     )
+    parser.add_argument(
+        "--no-balance", action="store_true", help="keep the kinematic centre of mass (no balance pass)"
+    )
     args = parser.parse_args(argv)
     # the environment simulates the registry model itself, so the clip must not be for a rescaled
     # one; keypoint IK without the ground pass, whose stance pinning jerks the pelvis sideways at
@@ -105,6 +106,23 @@ def main(argv: list[str] | None = None) -> int:
         traj = smooth_loop(traj, model)
     if traj.terrain is None:
         traj = onto_floor(traj, model)
+    if not args.no_balance:
+        from musclerl.evaluate.plausibility import format_plausibility, trajectory_plausibility
+        from musclerl.retarget.balance import balance_trajectory
+
+        balanced = balance_trajectory(traj, model)
+        fixed = balanced.trajectory
+        if fixed.num_clips == 1 and bool(fixed.clip_loop[0]):
+            fixed = smooth_loop(fixed, model)
+        if fixed.terrain is None:
+            fixed = onto_floor(fixed, model)
+        after = trajectory_plausibility(fixed, model)
+        for label, check in (("before the balance pass", balanced.before), ("after it", after)):
+            print(label, *format_plausibility(check.as_dict()), sep="\n")
+        if after.passed:
+            traj = fixed
+        else:  # e.g. myofullbody: the rounds do not converge; ship the kinematic clip, said so
+            print("the balance pass did not make the clip pass: saving it without the pass")
     traj.save(args.out)
     print(
         f"{args.out}: {traj.num_frames} frames at {traj.rate_hz:.2f} Hz, terrain {traj.terrain is not None}"

@@ -1,0 +1,251 @@
+"""Dynamic balance for a retargeted motion: move the centre of mass so that the feet can carry it.
+
+Retargeting keeps the feet and the segment directions of the source, not its dynamics. On a
+different body (e.g. the DeepMimic humanoid's walk on myolegs, whose trunk is rigid on the
+pelvis) the centre of pressure that inverse dynamics needs can leave the feet for tenths of a
+second around each heel strike (:mod:`musclerl.evaluate.plausibility`): no body can follow that
+motion, and a tracking policy learns to drift instead. :func:`balance_trajectory` corrects the
+horizontal path of the centre of mass, keeping the feet where they are, in a few rounds of:
+
+1. **check**: per loaded frame the centre of pressure ``p`` and the support's point ``s`` nearest
+   to it (``s = p`` inside the support), from :func:`~musclerl.evaluate.plausibility.plausibility`;
+2. **plan**: the centre-of-mass shift ``d`` (T, 2) minimising, per clip,
+
+   ``sum_loaded |d - k d'' - e|^2 + reg_shift |d|^2 + reg_accel |k d''|^2``
+
+   where ``k = m (c_z - ground) / F_z`` (s^2) is the inverted pendulum's relation between the
+   centre of pressure and the centre of mass (``p = c - k c''`` for an unchanged vertical motion
+   and angular momentum), ``e`` the wanted move of the centre of pressure (to ``s``, then
+   ``margin_m`` further into the support; 0 where it is inside), and ``d''`` second differences at
+   the clip's rate (periodic for a looping clip, so the shift loops too);
+3. **IK** (:func:`~musclerl.retarget.ik.solver.solve_clip`): the centre of mass to ``c + d``
+   horizontally at its height (:class:`~musclerl.retarget.ik.tasks.ComTask`; a pelvis moved
+   with the feet held would otherwise rise or sink, and the vertical force with it), every foot body held at its pose
+   (:class:`~musclerl.retarget.ik.tasks.FrameTask`), the root's orientation and every
+   independent coordinate kept near their values (the legs' loosely, the rest of the body
+   firmly: swinging arms or trunk to move the centre of mass would change the angular momentum
+   the step assumes unchanged), joint limits and couplings held.
+
+The pendulum relation leaves out the change of angular momentum the new pose brings; the next
+round's inverse dynamics measures it, so the rounds converge on the full dynamics. It stops when
+no loaded frame has its centre of pressure more than ``cop_outside_m`` off the feet (stricter than
+the check, which allows a tenth of the frames), or after ``max_rounds``. Positions in metres, world frame, Z up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import numpy as np
+
+from musclerl.evaluate.plausibility import Plausibility, Thresholds, leg_feet, plausibility
+from musclerl.models.couplings import independent_coordinates
+from musclerl.motion.trajectory import Trajectory, finite_difference_qvel, looping_qvel
+
+FOOT_WEIGHT = 1.0e5  # per m^2 (and rad^2): a foot moved by 1 mm costs as much as the COM 10 mm off
+COM_WEIGHT = 1.0e3  # per m^2
+ROOT_ORIENTATION_WEIGHT = 1.0  # per rad^2: the pelvis may turn a little to move the trunk's mass
+LEG_COORDINATE_WEIGHT = 0.1  # per rad^2: leg joints change only as much as the centre of mass needs
+UPPER_COORDINATE_WEIGHT = 100.0  # per rad^2: the rest (trunk, arms, head) keeps its motion
+MARGIN_M = 0.02  # the centre of pressure is planned this far inside the support
+REG_SHIFT = 1.0e-3  # per m^2, against shifting frames whose centre of pressure is fine
+REG_ACCEL = 1.0e-2  # per m^2 of k d'': keeps the shift smooth where no frame asks for it
+
+
+@dataclasses.dataclass(frozen=True)
+class BalanceResult:
+    """The corrected ``trajectory``, the check ``before`` and ``after``, and per round the fraction
+    of loaded frames with the centre of pressure outside (``outside_frac``), the largest distance
+    outside (``outside_max_m``) and the largest horizontal centre-of-mass shift (``shift_max_m``)."""
+
+    trajectory: Trajectory
+    before: Plausibility
+    after: Plausibility
+    rounds: list[dict]
+
+
+def second_difference(n: int, rate_hz: float, loop: bool) -> np.ndarray:
+    """(n, n) matrix of second differences at ``rate_hz`` (1/s^2): periodic when ``loop``, else
+    zero rows at both ends (no neighbour on one side)."""
+    d2 = np.zeros((n, n))
+    for t in range(n):
+        if not loop and t in (0, n - 1):
+            continue
+        d2[t, (t - 1) % n] += 1.0
+        d2[t, t] -= 2.0
+        d2[t, (t + 1) % n] += 1.0
+    return d2 * rate_hz**2
+
+
+def plan_com_shift(
+    check: Plausibility,
+    mass_kg: float,
+    rate_hz: float,
+    loop: bool,
+    margin_m: float = MARGIN_M,
+    reg_shift: float = REG_SHIFT,
+    reg_accel: float = REG_ACCEL,
+) -> np.ndarray:
+    """Horizontal centre-of-mass shift (T, 2) of one clip's frames (see the module docstring)."""
+    s = check.series
+    n = len(s.com_m)
+    gravity = check.body_weight_n / mass_kg
+    loaded = np.isfinite(s.cop_outside_m) & np.all(np.isfinite(s.cop_support_m), axis=1)
+    fz = np.maximum(s.force_n[:, 2], 1e-3 * check.body_weight_n)
+    height = np.where(np.isfinite(s.cop_m[:, 2]), s.com_m[:, 2] - s.cop_m[:, 2], 0.0)
+    k = np.where(loaded, mass_kg * height / fz, height / gravity)  # s^2
+    want = np.zeros((n, 2))
+    out = loaded & (s.cop_outside_m > 0)
+    inward = s.cop_support_m[out] - s.cop_m[out, :2]
+    unit = inward / np.maximum(np.linalg.norm(inward, axis=1, keepdims=True), 1e-12)
+    want[out] = inward + margin_m * unit
+    d2 = second_difference(n, rate_hz, loop)
+    pendulum = np.eye(n) - k[:, None] * d2  # d -> the centre of pressure's move
+    w = loaded.astype(float)
+    lhs = pendulum.T @ (w[:, None] * pendulum) + reg_shift * np.eye(n) + reg_accel * (k[:, None] * d2).T @ (
+        k[:, None] * d2
+    )
+    return np.linalg.solve(lhs, pendulum.T @ (w[:, None] * want))
+
+
+def _body_poses(model: mujoco.MjModel, qpos: np.ndarray, bodies: np.ndarray) -> tuple[np.ndarray, ...]:
+    """World positions (T, B, 3), quaternions (T, B, 4) of ``bodies`` and the centre of mass (T, 3)."""
+    data = mujoco.MjData(model)
+    pos = np.zeros((len(qpos), len(bodies), 3))
+    quat = np.zeros((len(qpos), len(bodies), 4))
+    com = np.zeros((len(qpos), 3))
+    for t, q in enumerate(qpos):
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        pos[t], quat[t], com[t] = data.xpos[bodies], data.xquat[bodies], data.subtree_com[0]
+    return pos, quat, com
+
+
+class _Solver:
+    """The IK of step 3 for one model, built (and compiled) once for every round and clip."""
+
+    def __init__(self, model: mujoco.MjModel):
+        from musclerl.retarget.ik.kinematics import KinematicTree
+        from musclerl.retarget.ik.solver import IKProblem, default_constraints
+        from musclerl.retarget.ik.tasks import ComTask, CoordinateTask, FrameTask
+
+        self.model = model
+        _, geoms, _ = leg_feet(model)
+        self.feet = np.unique(model.geom_bodyid[geoms])
+        tree = KinematicTree.from_model(model)
+        root = model.body(int(model.jnt_bodyid[0])).name
+        legs = set()  # bodies from the root down to each foot
+        for b in self.feet:
+            while b > 0:
+                legs.add(int(b))
+                b = int(model.body_parentid[b])
+        coordinates = independent_coordinates(model)
+        self.groups = {
+            "legs": [c for c in coordinates if int(model.joint(c).bodyid[0]) in legs],
+            "upper_body": [c for c in coordinates if int(model.joint(c).bodyid[0]) not in legs],
+        }
+        weights = {"legs": LEG_COORDINATE_WEIGHT, "upper_body": UPPER_COORDINATE_WEIGHT}
+        tasks = [ComTask(tree, COM_WEIGHT)]
+        tasks += [
+            FrameTask(tree, model.body(int(b)).name, weight=FOOT_WEIGHT, name=f"foot{i}")
+            for i, b in enumerate(self.feet)
+        ]
+        tasks.append(FrameTask(tree, root, pos_mask=(0, 0, 0), rot_weight=ROOT_ORIENTATION_WEIGHT, name="root"))
+        tasks += [
+            CoordinateTask(dict.fromkeys(names, 0.0), weights[group], name=group)
+            for group, names in self.groups.items()
+            if names
+        ]
+        self.problem = IKProblem(tree, tasks, default_constraints(model))
+        self.root_body = int(model.jnt_bodyid[0])
+
+    def solve(self, qpos: np.ndarray, com_target: np.ndarray, source: np.ndarray) -> np.ndarray:
+        """qpos (T, nq) moved so that its centre of mass is at ``com_target`` (T, 3), with the
+        feet where they are in ``source`` (T, nq) (the clip before the first round: no drift
+        over rounds)."""
+        from musclerl.retarget.ik.solver import solve_clip
+
+        pos, quat, _ = _body_poses(self.model, source, self.feet)
+        _, root_quat, _ = _body_poses(self.model, qpos, np.array([self.root_body]))
+        targets = {
+            "com": com_target,
+            "root": np.concatenate([np.full((len(qpos), 3), np.nan), root_quat[:, 0]], axis=1),
+        }
+        for group, names in self.groups.items():
+            if names:
+                targets[group] = qpos[:, [int(self.model.joint(c).qposadr[0]) for c in names]]
+        for i in range(len(self.feet)):
+            targets[f"foot{i}"] = np.concatenate([pos[:, i], quat[:, i]], axis=1)
+        return solve_clip(self.problem, targets, qpos[0], max_iters=50).q
+
+
+def balance_trajectory(
+    traj: Trajectory,
+    model: mujoco.MjModel,
+    *,
+    max_rounds: int = 6,
+    thresholds: Thresholds | None = None,
+    margin_m: float = MARGIN_M,
+) -> BalanceResult:
+    """``traj`` (on ``model``, free root first) with its centre of mass moved until the centre of
+    pressure stays on the feet (see the module docstring); clips are planned apart. Feet,
+    terrain, clips and rate are unchanged; ``qvel`` is recomputed (wrapped for looping clips)."""
+    th = thresholds or Thresholds()
+    traj.check_model(model, traj.model_name)
+    mass_kg = float(mujoco.mj_getTotalmass(model))
+    solver = _Solver(model)
+    starts, ends = np.asarray(traj.clip_starts, dtype=int), np.asarray(traj.clip_ends, dtype=int)
+    loops = np.asarray(traj.clip_loop, dtype=bool)
+
+    def check(qpos: np.ndarray) -> list[Plausibility]:
+        return [
+            plausibility(model, qpos[s:e], traj.rate_hz, terrain=traj.terrain, clip_loop=np.array([lp]), thresholds=th)
+            for s, e, lp in zip(starts, ends, loops, strict=True)
+        ]
+
+    def check_all(qpos: np.ndarray) -> Plausibility:
+        return plausibility(
+            model,
+            qpos,
+            traj.rate_hz,
+            terrain=traj.terrain,
+            clip_starts=starts,
+            clip_loop=loops,
+            thresholds=th,
+        )
+
+    qpos = np.array(traj.qpos, dtype=float)
+    before = check_all(qpos)
+    rounds: list[dict] = []
+    current = before
+    for _ in range(max_rounds):
+        if not current.cop["outside_frac"]:  # no loaded frame, or none more than cop_outside_m off
+            break
+        new = qpos.copy()
+        shift_max = 0.0
+        for clip_check, s, e, lp in zip(check(qpos), starts, ends, loops, strict=True):
+            shift = plan_com_shift(clip_check, mass_kg, traj.rate_hz, bool(lp), margin_m)
+            _, _, com = _body_poses(model, qpos[s:e], np.zeros(0, dtype=int))
+            target = com + np.concatenate([shift, np.zeros((e - s, 1))], axis=1)  # same heights
+            new[s:e] = solver.solve(qpos[s:e], target, traj.qpos[s:e])
+            shift_max = max(shift_max, float(np.abs(shift).max()))
+        qpos = new
+        current = check_all(qpos)
+        rounds.append(
+            {
+                "outside_frac": current.cop["outside_frac"],
+                "outside_max_m": current.cop["outside_max_m"],
+                "shift_max_m": shift_max,
+            }
+        )
+    qvel = np.zeros((len(qpos), model.nv))
+    for s, e, lp in zip(starts, ends, loops, strict=True):
+        if lp:
+            cycle_xy = traj.qpos[e - 1, :2] - traj.qpos[s, :2] + traj.qvel[e - 1, :2] / traj.rate_hz
+            qvel[s:e] = looping_qvel(model, qpos[s:e], traj.rate_hz, cycle_xy)
+        else:
+            qvel[s:e] = finite_difference_qvel(model, qpos[s:e], traj.rate_hz)
+    out = dataclasses.replace(traj, qpos=qpos, qvel=qvel, site_pos_m=None, site_names=())
+    return BalanceResult(out, before, current, rounds)
