@@ -14,7 +14,16 @@ REPO = Path(__file__).resolve().parents[1]
 def test_default_yaml_equals_code_defaults():
     data = yaml.safe_load((REPO / "configs" / "env" / "default.yaml").read_text())
     assert EnvConfig.from_dict(data) == EnvConfig()
-    assert set(data) == set(EnvConfig().to_dict())  # every setting is listed
+
+    def keys(tree, prefix=""):  # every setting at every depth, e.g. "action.feedforward"
+        out = set()
+        for key, value in tree.items():
+            out.add(prefix + key)
+            if isinstance(value, dict):
+                out |= keys(value, prefix + key + ".")
+        return out
+
+    assert keys(data) == keys(EnvConfig().to_dict())  # every setting is listed
 
 
 def test_partial_dict_keeps_other_defaults():
