@@ -113,7 +113,8 @@ def test_cpu_and_mjx_agree_step_by_step_on_tiny_and_mjx_resets_nan():
 
 
 @pytest.mark.parametrize(
-    "space, feedforward", [("reference_pd", False), ("joint_reference_pd", False), ("joint_reference_pd", True)]
+    "space, feedforward",
+    [("reference_pd", False), ("joint_reference_pd", False), ("joint_reference_pd", True)],
 )
 def test_cpu_and_mjx_agree_with_pd_actions_on_tiny(space, feedforward):
     """The PD action spaces invert the PD law before every physics step on both backends alike

@@ -34,15 +34,21 @@ def _state_at(env: TrackingEnv, time_s: float):
     return state, ref
 
 
-def test_muscle_gain_bias_match_mujoco_and_pd_force_is_produced():
+def _moving_myolegs(seed: int):
+    """myolegs with the right knee bent and random joint velocities: (model, data after
+    mj_forward, peak isometric forces (nu,), MuscleParams)."""
     model = load_model("myolegs")
     data = mujoco.MjData(model)
     data.qpos[:] = model.qpos0
     data.qpos[model.joint("knee_angle_r").qposadr[0]] = -0.6
-    data.qvel[:] = np.random.default_rng(0).normal(0, 0.5, model.nv)
+    data.qvel[:] = np.random.default_rng(seed).normal(0, 0.5, model.nv)
     mujoco.mj_forward(model, data)
     peak = model.actuator_gainprm[:, 2]
-    params = MuscleParams.from_model(model, peak)
+    return model, data, peak, MuscleParams.from_model(model, peak)
+
+
+def test_muscle_gain_bias_match_mujoco_and_pd_force_is_produced():
+    model, data, peak, params = _moving_myolegs(seed=0)
     length, velocity = data.actuator_length[None].copy(), data.actuator_velocity[None].copy()
     gain, bias = (np.asarray(x)[0] for x in muscle_gain_bias(params, length, velocity))
     for i in range(model.nu):
@@ -75,14 +81,7 @@ def test_muscle_gain_bias_match_mujoco_and_pd_force_is_produced():
 def test_feedforward_adds_the_pd_force_to_the_reference_activations_force():
     """Computed muscle control: at zero PD error the excitation is the reference's activation;
     otherwise the muscle force is the feedforward activation's force plus the PD force."""
-    model = load_model("myolegs")
-    data = mujoco.MjData(model)
-    data.qpos[:] = model.qpos0
-    data.qpos[model.joint("knee_angle_r").qposadr[0]] = -0.6
-    data.qvel[:] = np.random.default_rng(2).normal(0, 0.5, model.nv)
-    mujoco.mj_forward(model, data)
-    peak = model.actuator_gainprm[:, 2]
-    params = MuscleParams.from_model(model, peak)
+    model, data, peak, params = _moving_myolegs(seed=2)
     space = ActionSpace(ActionConfig(space="reference_pd", kp=30.0, kd_ratio=0.1, feedforward=True), params)
     length, velocity = data.actuator_length[None].copy(), data.actuator_velocity[None].copy()
     a_ref = np.random.default_rng(3).uniform(0.1, 0.6, (1, model.nu))

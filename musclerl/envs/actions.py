@@ -29,9 +29,10 @@ inverted to an excitation with MuJoCo's own muscle model: ``F = gain(L, V) e + b
 is added to what the reference's static-optimisation activations ``a_ref`` produce at the
 current length and speed, as OpenSim's Computed Muscle Control adds feedback to static
 optimisation: ``e = a_ref + F / gain`` clipped to [0, 1] (the PD term may then also relax a
-muscle below ``a_ref``), so a zero action carries the reference's joint moments from the start. ``gain``/``bias`` are MJX's jax versions of
-``mju_muscleGain``/``mju_muscleBias`` (the same curves; tests compare them with MuJoCo C), run
-jitted on both backends. Lengths in m (actuator length), speeds in m/s.
+muscle below ``a_ref``), so a zero action carries the reference's joint moments from the start.
+``gain``/``bias`` are MJX's jax versions of ``mju_muscleGain``/``mju_muscleBias`` (the same
+curves; tests compare them with MuJoCo C), run jitted on both backends. Lengths in m (actuator
+length), speeds in m/s.
 """
 
 from __future__ import annotations

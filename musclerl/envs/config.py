@@ -236,7 +236,8 @@ class EnvConfig:
         need(0 <= a.neutral_excitation <= 1, "action.neutral_excitation must be in [0, 1]")
         need(
             not a.feedforward or a.space in ("reference_pd", "joint_reference_pd"),
-            f"action.feedforward needs a reference space (reference_pd or joint_reference_pd), not '{a.space}'",
+            "action.feedforward needs a reference space (reference_pd or joint_reference_pd), "
+            f"not '{a.space}'",
         )
         need(
             a.kp > 0 and a.kd_ratio >= 0 and a.offset_fraction > 0 and a.joint_offset_rad > 0,

@@ -96,7 +96,8 @@ class PlausibilitySeries:
     ``com_m`` (T, 3) whole-body centre of mass (filtered pose); ``cop_m`` (T, 3) centre of pressure
     (NaN where not loaded); ``cop_outside_m`` (T,) its distance outside the support (NaN where not
     loaded); ``cop_support_m`` (T, 2) the support's point nearest to the centre of pressure (the
-    centre of pressure itself inside; NaN where not loaded or no foot touches); ``clearance_m`` (T, F) height of each foot's lowest point above the ground;
+    centre of pressure itself inside; NaN where not loaded or no foot touches); ``clearance_m``
+    (T, F) height of each foot's lowest point above the ground;
     ``stance`` (T, F) bool; ``planted`` (T, F) bool, stance with both neighbours in stance;
     ``slip_mps`` (T, F) horizontal speed of each foot's lowest point;
     ``root_accel_mps2`` (T, 3).

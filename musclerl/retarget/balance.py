@@ -20,16 +20,17 @@ horizontal path of the centre of mass, keeping the feet where they are, in a few
    the clip's rate (periodic for a looping clip, so the shift loops too);
 3. **IK** (:func:`~musclerl.retarget.ik.solver.solve_clip`): the centre of mass to ``c + d``
    horizontally at its height (:class:`~musclerl.retarget.ik.tasks.ComTask`; a pelvis moved
-   with the feet held would otherwise rise or sink, and the vertical force with it), every foot body held at its pose
-   (:class:`~musclerl.retarget.ik.tasks.FrameTask`), the root's orientation and every
-   independent coordinate kept near their values (the legs' loosely, the rest of the body
-   firmly: swinging arms or trunk to move the centre of mass would change the angular momentum
-   the step assumes unchanged), joint limits and couplings held.
+   with the feet held would otherwise rise or sink, and the vertical force with it), every
+   foot body held at its pose (:class:`~musclerl.retarget.ik.tasks.FrameTask`), the root's
+   orientation and every independent coordinate kept near their values (the legs' loosely, the
+   rest of the body firmly: swinging arms or trunk to move the centre of mass would change the
+   angular momentum the step assumes unchanged), joint limits and couplings held.
 
 The pendulum relation leaves out the change of angular momentum the new pose brings; the next
 round's inverse dynamics measures it, so the rounds converge on the full dynamics. It stops when
 no loaded frame has its centre of pressure more than ``cop_outside_m`` off the feet (stricter than
-the check, which allows a tenth of the frames), or after ``max_rounds``. Positions in metres, world frame, Z up.
+the check, which allows a tenth of the frames), or after ``max_rounds``. Positions in metres,
+world frame, Z up.
 """
 
 from __future__ import annotations
@@ -103,8 +104,10 @@ def plan_com_shift(
     d2 = second_difference(n, rate_hz, loop)
     pendulum = np.eye(n) - k[:, None] * d2  # d -> the centre of pressure's move
     w = loaded.astype(float)
-    lhs = pendulum.T @ (w[:, None] * pendulum) + reg_shift * np.eye(n) + reg_accel * (k[:, None] * d2).T @ (
-        k[:, None] * d2
+    lhs = (
+        pendulum.T @ (w[:, None] * pendulum)
+        + reg_shift * np.eye(n)
+        + reg_accel * (k[:, None] * d2).T @ (k[:, None] * d2)
     )
     return np.linalg.solve(lhs, pendulum.T @ (w[:, None] * want))
 
@@ -152,7 +155,9 @@ class _Solver:
             FrameTask(tree, model.body(int(b)).name, weight=FOOT_WEIGHT, name=f"foot{i}")
             for i, b in enumerate(self.feet)
         ]
-        tasks.append(FrameTask(tree, root, pos_mask=(0, 0, 0), rot_weight=ROOT_ORIENTATION_WEIGHT, name="root"))
+        tasks.append(
+            FrameTask(tree, root, pos_mask=(0, 0, 0), rot_weight=ROOT_ORIENTATION_WEIGHT, name="root")
+        )
         tasks += [
             CoordinateTask(dict.fromkeys(names, 0.0), weights[group], name=group)
             for group, names in self.groups.items()
@@ -201,7 +206,9 @@ def balance_trajectory(
 
     def check(qpos: np.ndarray) -> list[Plausibility]:
         return [
-            plausibility(model, qpos[s:e], traj.rate_hz, terrain=traj.terrain, clip_loop=np.array([lp]), thresholds=th)
+            plausibility(
+                model, qpos[s:e], traj.rate_hz, terrain=traj.terrain, clip_loop=np.array([lp]), thresholds=th
+            )
             for s, e, lp in zip(starts, ends, loops, strict=True)
         ]
 

@@ -373,7 +373,8 @@ class ComTask(Task):
         require(
             total > 0 and abs(mass.sum() - total) <= 1e-9 * total,
             name,
-            f"the kinematic tree holds {mass.sum():.3f} of the model's {total:.3f} kg: build it from all bodies",
+            f"the kinematic tree holds {mass.sum():.3f} of the model's {total:.3f} kg: "
+            "build it from all bodies",
         )
         self.name = name
         self.body_ids = np.arange(tree.nbody, dtype=np.int64)
