@@ -22,7 +22,7 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    targets, so both passes — and every later trial of the same subject and marker set — reuse
    one :class:`~musclerl.retarget.ik.solver.IKProblem` (cached on the :class:`CalibratedModel`);
    the JIT compile happens once per process, and not at all when JAX's persistent compilation
-   cache (set up by the command, :func:`musclerl.retarget.batch.configure_compilation_cache`)
+   cache (set up by the command, :func:`musclerl.jax_setup.configure_compilation_cache`)
    already holds it. Only the static-trial placement (one averaged pose, fitted in two stages
    with the root or the limbs locked) runs on MuJoCo C (:class:`PoseFit`): a single pose costs
    milliseconds there, against seconds of compile for a JAX problem used once.
