@@ -32,7 +32,7 @@ MAX_STEPS = 10
 @pytest.fixture(scope="module")
 def retargeted(tmp_path_factory):
     """Two generated SMPL walks on flat ground (different step lengths), retargeted as a folder."""
-    from musclerl.retarget.batch import configure_compilation_cache
+    from musclerl.jax_setup import configure_compilation_cache
 
     root = tmp_path_factory.mktemp("chain")
     smpl = root / "smpl"

@@ -185,6 +185,23 @@ def test_batch_folder_is_resumable(case, tmp_path, capsys):
     assert rows[0]["frames"] == 19
 
 
+def test_folder_with_a_bad_trial_goes_on(case, tmp_path, capsys):
+    """The folder rule (musclerl.retarget.batch): a trial that fails is listed with its reason
+    and the trial after it still runs; the run succeeds (exit 0)."""
+    trials = tmp_path / "trials"
+    trials.mkdir()
+    (trials / "a_bad.trc").write_text("PathFileType\t4\t(X/Y/Z)\ta_bad.trc\nno header\n")
+    (trials / "b.trc").write_bytes(case["walk"].read_bytes())
+    out = tmp_path / "out"
+    options = [*_subject(case), "--out", str(out), "--start", "0.0", "--end", "0.3"]
+    assert _retarget_tiny(trials, case["markers"], *options) == 0
+    rows = json.loads((out / "summary.json").read_text())
+    assert [r["status"] for r in rows] == ["error", "done"]
+    assert rows[0]["error"].startswith(str(trials / "a_bad.trc"))
+    assert f"failed: {rows[0]['error']}" in capsys.readouterr().out
+    assert (out / "b.npz").exists() and not (out / "a_bad.npz").exists()
+
+
 TRUNK = ("Sternum", "R.Acromium", "L.Acromium", "Top.Head")
 
 

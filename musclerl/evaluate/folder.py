@@ -77,17 +77,15 @@ def evaluate_item(item: TrialInputs, policy_path: str, options: TrialOptions, tr
     folder.
     """
     from musclerl.evaluate.trial import evaluate_trial
+    from musclerl.retarget.batch import failure_row
     from musclerl.rl.export import load_policy
 
     try:
         if "policy" not in state:
             state["policy"] = load_policy(policy_path)
         return evaluate_trial(state["policy"], item, options, Path(trials_dir) / item.name)
-    except InputError as err:
-        return {"trial": item.name, "error": str(err)}
     except Exception as err:  # noqa: BLE001 - reported per trial, the folder goes on
-        reason = " ".join(str(err).split()) or "no message"
-        return {"trial": item.name, "error": f"{item.name}: unexpected {type(err).__name__}: {reason}"}
+        return failure_row(item.name, err)
 
 
 def _unreadable(item: TrialInputs) -> str | None:
@@ -109,7 +107,8 @@ def run_folder(args: argparse.Namespace, options: TrialOptions) -> int:
     """Evaluate every trial (see the module docstring); returns 0, raises InputError if none ran."""
     from musclerl.evaluate.trial import TrialResult
     from musclerl.fileio import atomic_path
-    from musclerl.retarget.batch import available_cores, run_items
+    from musclerl.jax_setup import available_cores
+    from musclerl.retarget.batch import run_items
     from musclerl.rl.export import load_policy
 
     if args.activations or args.emg:

@@ -9,7 +9,8 @@
 * :mod:`~musclerl.retarget.markers`: OpenSim-style markers -> scaled model -> IK (``retarget markers``);
 * :mod:`~musclerl.retarget.keypoints`: SMPL/AMASS and DeepMimic keypoints -> scaled model -> IK
   (``retarget smpl``, and the bundled motions);
-* :mod:`~musclerl.retarget.batch`: the folder runner and JAX CPU set-up of both commands;
+* :mod:`~musclerl.retarget.batch`: the folder runner of both commands (outputs per input,
+  resume, worker processes, the failure rule);
 * :mod:`~musclerl.retarget.synthetic`: generated motions with a known truth, for tests and
   :mod:`~musclerl.retarget.bench` (``musclerl bench ik``).
 """

@@ -1,101 +1,44 @@
-"""Many motions or marker trials: one output + report each, a summary table, resumable, parallel.
+"""Folder runs of the retarget commands: one output + report per input, a summary, resumable, parallel.
 
-An item whose output ``.npz`` already exists is skipped (its report, when present, still enters
-the summary), so an interrupted batch resumes where it stopped. :func:`run_items` runs the rest:
+Each input file ``<stem>.<ext>`` gets ``<stem>.npz`` (the Trajectory), ``<stem>.json`` (its
+report) and optional ``.mot``/``.png`` files in the output folder (:func:`plan`). An input whose
+``.npz`` already exists is skipped (its report, when present, still enters the summary), so an
+interrupted run resumes where it stopped. :func:`run_folder` runs the rest through
+:func:`run_items`:
 
 * ``jobs`` > 1: a process pool (``spawn``); each worker process keeps its own state across the
   items it runs (e.g. the calibrated subject model and its compiled IK problem);
 * otherwise one item after the other in this process, sharing that state.
 
-Across JAX devices: every solve splits its warm-start chains over all local devices
-(:func:`musclerl.retarget.ik.solver.solve_clip`, ``shard_map``), so one process uses every device
-it sees: the GPUs, or on a CPU-only host as many CPU devices as :func:`configure_jax` gives it
-(the cores this process may use, divided among the ``jobs`` processes).
+Across JAX devices: every solve splits its warm-start chains over all local devices, so one
+process uses every device it sees: the GPUs, or on a CPU-only host as many CPU devices as
+:func:`musclerl.jax_setup.configure_jax` gives it (the cores this process may use, divided among
+the ``jobs`` processes). A tqdm bar shows progress.
 
-A tqdm bar shows progress. Failures on bad input are recorded per item and do not stop the batch.
-
-:func:`configure_compilation_cache` points JAX's persistent compilation cache at
-``$MUSCLERL_CACHE`` (default ``~/.cache/musclerl/jax``; ``MUSCLERL_CACHE=off`` disables it), so a
-second run, or another process of the same batch, loads the compiled IK solver from disk instead
-of compiling it again. The commands call :func:`configure_jax` (cache and CPU devices) first
-thing; importing the library changes nothing.
+Failures follow one rule (:data:`FOLDER_RULE`, the rule of ``musclerl evaluate`` on a folder): an
+input that fails is listed with its one-line reason (``summary.json`` and stdout) and the others
+go on; the run fails (exit 2, one error line, nothing written) only when no input has an output,
+none retargeted now and none by an earlier run (:func:`finish_folder`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
 import multiprocessing
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path
+from musclerl.jax_setup import configure_jax
 
-CACHE_ENV = "MUSCLERL_CACHE"
-#: Compiles shorter than this are not written to the persistent cache. 0: every compile, the
-#: the small eager-op kernels of a solve too, whose compiles add up per process.
-CACHE_MIN_COMPILE_S = 0.0
-
-
-def compilation_cache_dir() -> Path | None:
-    """The persistent compilation cache folder: ``$MUSCLERL_CACHE``, else ``~/.cache/musclerl/jax``;
-    None when ``MUSCLERL_CACHE=off``."""
-    value = os.environ.get(CACHE_ENV, "")
-    if value.lower() == "off":
-        return None
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "musclerl" / "jax"
-
-
-def configure_compilation_cache() -> Path | None:
-    """Turn on JAX's persistent compilation cache in :func:`compilation_cache_dir` (every entry
-    compiled in more than :data:`CACHE_MIN_COMPILE_S`, any size); returns the folder or None.
-
-    Must run before the process compiles anything with JAX: JAX decides once, at its first
-    compile, whether a cache is used.
-    """
-    import jax
-
-    path = compilation_cache_dir()
-    if path is None:
-        return None
-    path.mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHE_MIN_COMPILE_S)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    return path
-
-
-def configure_jax(jobs: int = 1) -> int:
-    """Set up JAX for one of ``jobs`` retargeting processes: the persistent compilation cache
-    (:func:`configure_compilation_cache`) and :func:`set_cpu_devices` with this process's share of
-    the cores (at least 1). Returns the CPU device count set (0: left as it was)."""
-    configure_compilation_cache()
-    return set_cpu_devices(max(1, available_cores() // max(1, jobs)))
-
-
-def available_cores() -> int:
-    """CPU cores this process may run on (its affinity mask, not the machine's count)."""
-    return len(os.sched_getaffinity(0))
-
-
-def set_cpu_devices(count: int) -> int:
-    """Give JAX ``count`` CPU devices (``jax_num_cpu_devices``), so that a solve split over the
-    local devices runs each share on its own thread; on a GPU host the solver uses the GPUs and
-    this does not matter. Left alone (returns 0) when ``XLA_FLAGS`` already sets a host device
-    count or when JAX has already computed something in this process (the count is fixed then);
-    else returns ``count``."""
-    import jax
-
-    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
-        return 0
-    try:
-        jax.config.update("jax_num_cpu_devices", count)
-    except RuntimeError:  # raised once JAX's backends are initialised: keep what it has
-        return 0
-    return count
-
+#: The failure rule of folder runs, for the commands' ``--help``.
+FOLDER_RULE = (
+    "an input that fails is listed with its one-line reason (summary.json, stdout) and the others "
+    "go on (exit 0); exit 2 only when no input could be retargeted"
+)
 
 SUMMARY_FIELDS = (
     "frames",
@@ -127,6 +70,47 @@ def expand_inputs(inputs: list[str], suffixes: tuple[str, ...], what: str) -> li
     if not found:
         raise InputError(", ".join(inputs), f"no {' or '.join(suffixes)} {what}s found")
     return found
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemOutputs:
+    """Where one input (``source``) of a folder run writes: the Trajectory ``out``, the report
+    ``report``, and the optional ``mot`` (coordinates table) and ``plot`` (PNG) files."""
+
+    source: Path
+    out: Path
+    report: Path
+    mot: Path | None = None
+    plot: Path | None = None
+
+
+def plan(inputs: Sequence[Path], out_dir: Path, mot: bool = False, plot: bool = False) -> list[ItemOutputs]:
+    """Outputs of every input inside ``out_dir``: ``<stem>.npz``, ``<stem>.json``, and with
+    ``mot``/``plot`` ``<stem>.mot``/``<stem>.png``. InputError when two inputs share a stem."""
+    stems = [Path(p).stem for p in inputs]
+    shared = sorted({s for s in stems if stems.count(s) > 1})
+    if shared:
+        raise InputError(out_dir, f"two inputs share the file name {shared[0]!r}; outputs would collide")
+    out_dir = Path(out_dir)
+    return [
+        ItemOutputs(
+            Path(p),
+            out_dir / f"{Path(p).stem}.npz",
+            out_dir / f"{Path(p).stem}.json",
+            out_dir / f"{Path(p).stem}.mot" if mot else None,
+            out_dir / f"{Path(p).stem}.png" if plot else None,
+        )
+        for p in inputs
+    ]
+
+
+def failure_row(trial: str, err: Exception) -> dict:
+    """``{"trial", "error"}`` of an item that failed: an InputError's one line, or an unexpected
+    exception marked as such (one item must not stop the folder)."""
+    if isinstance(err, InputError):
+        return {"trial": trial, "error": str(err)}
+    reason = " ".join(str(err).split()) or "no message"
+    return {"trial": trial, "error": f"{trial}: unexpected {type(err).__name__}: {reason}"}
 
 
 def skipped_row(item: Path, report: Path) -> dict:
@@ -179,6 +163,56 @@ def run_items(
                 rows[futures[future]] = future.result()
                 bar.update()
     return rows
+
+
+def _guarded(item: ItemOutputs, run_one: Callable, *args) -> dict:
+    """``run_one(item, *args)`` (args end with the worker's state), a failure as its row."""
+    try:
+        return run_one(item, *args)
+    except Exception as err:  # noqa: BLE001 - reported per item, the folder goes on
+        return failure_row(str(item.source), err)
+
+
+def run_folder(
+    items: Sequence[ItemOutputs],
+    run_one: Callable,
+    args: tuple = (),
+    jobs: int = 1,
+    desc: str = "retarget",
+    progress: bool = True,
+) -> list[dict]:
+    """``run_one(item, *args, state)`` (it writes the item's outputs, returns its report) for every
+    item whose ``out`` does not exist yet (:func:`run_items`); returns one row per item, in order:
+    its report, :func:`skipped_row` or :func:`failure_row`."""
+    rows: dict[int, dict] = {}
+    todo = []
+    for k, item in enumerate(items):
+        if item.out.exists():
+            rows[k] = skipped_row(item.source, item.report)
+        else:
+            todo.append(k)
+    done = run_items(
+        [items[k] for k in todo], _guarded, (run_one, *args), jobs=jobs, desc=desc, progress=progress
+    )
+    rows.update(zip(todo, done, strict=True))
+    return [rows[k] for k in range(len(items))]
+
+
+def finish_folder(out_dir: Path, rows: list[dict], source: str) -> int:
+    """Apply the folder rule (:data:`FOLDER_RULE`) to the rows of :func:`run_folder`: when every
+    input failed, InputError naming ``source`` with the first reasons (nothing written); else
+    ``summary.json`` in ``out_dir``, the table and every failure's reason on stdout, and 0."""
+    failures = [r for r in rows if "error" in r]
+    if len(failures) == len(rows):
+        reasons = "; ".join(r["error"] for r in failures[:3])
+        more = f" and {len(failures) - 3} more" if len(failures) > 3 else ""
+        raise InputError(source, f"no input could be retargeted ({reasons}{more})")
+    table = summary_rows(rows)
+    write_summary(out_dir, table)
+    print(format_table(table))
+    for failure in failures:
+        print(f"  failed: {failure['error']}")
+    return 0
 
 
 def summary_rows(reports: list[dict]) -> list[dict]:

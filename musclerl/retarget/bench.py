@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("bench ik", "--frames must be >= 2 and --chunk-len >= 1")
     if args.cpu_devices is not None and args.cpu_devices < 1:
         raise InputError("bench ik", "--cpu-devices must be >= 1")
-    from musclerl.retarget.batch import available_cores, set_cpu_devices
+    from musclerl.jax_setup import available_cores, set_cpu_devices
 
     # No persistent compilation cache here: the bench reports compile seconds.
     set_cpu_devices(args.cpu_devices or available_cores())

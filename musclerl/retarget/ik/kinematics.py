@@ -37,13 +37,13 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.motion.keypoints import quat_wxyz_to_matrix
 from musclerl.retarget.ik.rotations import (
     mat_log,
     mat_to_quat,
     mm,
     mv,
     normalize,
-    np_quat_to_mat,
     quat_exp,
     quat_mul,
     quat_rate_matrix,
@@ -533,7 +533,7 @@ class _FKPlan:
         k1 = np.zeros((len(axes), 3, 3))
         k1[:, 0, 1], k1[:, 0, 2], k1[:, 1, 2] = -axes[:, 2], axes[:, 1], -axes[:, 0]
         k1 = k1 - np.transpose(k1, (0, 2, 1))
-        body_rot = np.array([np_quat_to_mat(qt) for qt in tree.body_quat[order]]).reshape(-1, 3, 3)
+        body_rot = quat_wxyz_to_matrix(tree.body_quat[order])  # (B, 3, 3)
         ancestors = np.zeros((tree.nbody, tree.nbody))
         for b in range(tree.nbody):
             a = b

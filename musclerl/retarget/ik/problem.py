@@ -26,6 +26,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from musclerl.errors import InputError, require
+from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from musclerl.retarget.ik.constraints import Constraint
 from musclerl.retarget.ik.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
 from musclerl.retarget.ik.rotations import kabsch, quat_left_matrix
@@ -68,12 +69,9 @@ def align_root(
     dst = targets_m[ok]
     rot, src_c, dst_c = kabsch(src, dst)
     root_pos = qpos[adr : adr + 3]
-    root_mat = np.zeros(9)
-    mujoco.mju_quat2Mat(root_mat, qpos[adr + 3 : adr + 7])
-    new_quat = np.zeros(4)
-    mujoco.mju_mat2Quat(new_quat, (rot @ root_mat.reshape(3, 3)).reshape(9))
+    root_rot = quat_wxyz_to_matrix(qpos[adr + 3 : adr + 7])
     qpos[adr : adr + 3] = rot @ (root_pos - src_c) + dst_c
-    qpos[adr + 3 : adr + 7] = new_quat
+    qpos[adr + 3 : adr + 7] = matrix_to_quat_wxyz(rot @ root_rot)
     return qpos
 
 
@@ -504,8 +502,7 @@ class IKProblem:
                 continue
             target = np.where(np.isfinite(tgt[c]), tgt[c], 0.0)
             rot, cp, ct = kabsch(pts[c], target, w[c])
-            quat = np.empty(4)
-            mujoco.mju_mat2Quat(quat, rot.reshape(-1))
+            quat = matrix_to_quat_wxyz(rot)
             out[c, a : a + 3] = rot @ (out[c, a : a + 3] - cp) + ct
             mujoco.mju_mulQuat(out[c, a + 3 : a + 7], quat, np.array(q_start[a + 3 : a + 7]))
         return out

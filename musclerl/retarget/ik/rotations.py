@@ -10,7 +10,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from musclerl.envs import geometry
-from musclerl.motion.keypoints import quat_wxyz_to_matrix
 
 
 def quat_mul(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
@@ -171,11 +170,6 @@ def quat_rate_matrix(quat: jnp.ndarray) -> jnp.ndarray:
     w, x, y, z = quat / jnp.linalg.norm(quat)
     rows = jnp.stack([jnp.stack([-x, w, z, -y]), jnp.stack([-y, -z, w, x]), jnp.stack([-z, y, -x, w])])
     return 2.0 * rows / jnp.linalg.norm(quat)
-
-
-def np_quat_to_mat(quat: np.ndarray) -> np.ndarray:
-    """Rotation matrix (3, 3) of a unit quaternion (4,) ``w, x, y, z`` (NumPy)."""
-    return quat_wxyz_to_matrix(quat)
 
 
 def normalize(quat: jnp.ndarray) -> jnp.ndarray:

@@ -9,9 +9,10 @@ One motion: ``--out OUT.npz`` plus optional ``--report R.json`` and ``--plot P.p
 ``P_terrain.png`` beside it). Several motions (or a folder of ``.npz``/``.txt``): ``--out`` is a
 folder receiving ``<motion>.npz`` and ``<motion>.json`` (and ``.png`` files when ``--plot`` is
 given) and a ``summary.json``; finished motions are skipped; motions run spread over the
-process's JAX devices, or over ``--jobs`` processes (:func:`musclerl.retarget.batch.run_items`).
-JAX's persistent compilation cache is turned on first
-(:func:`musclerl.retarget.batch.configure_compilation_cache`, ``$MUSCLERL_CACHE``).
+process's JAX devices, or over ``--jobs`` processes (:func:`musclerl.retarget.batch.run_folder`);
+a motion that fails is listed with its reason while the others go on (exit 2 only when no motion
+could be retargeted). JAX's persistent compilation cache is turned on first
+(:func:`musclerl.jax_setup.configure_compilation_cache`, ``$MUSCLERL_CACHE``).
 
 Report fields are those of :mod:`musclerl.retarget.report`, with the ground ones measured on the
 recovered terrain: ``penetration_frac``/``penetration_max_m`` (every collision geom's lowest
@@ -26,6 +27,8 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from musclerl.retarget.batch import FOLDER_RULE
+
 MOTION_SUFFIXES = (".npz", ".txt")
 MIN_FRAMES = 3
 
@@ -39,7 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="myolegs",
         help="registered model with a keypoint table: myolegs, myofullbody, musclemimic-fullbody, tiny",
     )
-    parser.add_argument("--out", required=True, help="output Trajectory .npz (a folder for many motions)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help=f"output Trajectory .npz; a folder for many motions, which gets <motion>.npz/.json and a "
+        f"summary.json (finished motions are skipped): {FOLDER_RULE}",
+    )
     parser.add_argument("--report", help="quality report JSON (many motions: always written)")
     parser.add_argument("--plot", help="quality plot PNG; with many motions any value turns plots on")
     parser.add_argument("--no-scale", action="store_true", help="keep the model's own segment lengths")
@@ -181,19 +189,14 @@ def plot_terrain(path: Path, result) -> None:
 
 
 def write_outputs(
-    path: Path,
-    options: SmplOptions,
-    out: Path,
-    report: Path | None,
-    plot: Path | None,
-    solvers: dict | None = None,
-) -> dict:
-    """Retarget ``path`` and write the Trajectory, report and plots; returns the report."""
+    result, report_dict: dict, series: dict, out: Path, report: Path | None, plot: Path | None, title: str
+) -> None:
+    """Write the Trajectory of one retargeted motion (:func:`retarget_file`'s outputs) to ``out``,
+    and its report and plots (``plot`` and ``<plot>_terrain.png`` beside it) when given."""
     import numpy as np
 
     from musclerl.retarget.report import plot_report, write_report
 
-    result, report_dict, series = retarget_file(path, options, solvers)
     out.parent.mkdir(parents=True, exist_ok=True)
     result.trajectory.save(out)
     if report is not None:
@@ -206,10 +209,9 @@ def write_outputs(
             for name in ("hip_flexion_r", "knee_angle_r", "ankle_angle_r")
             if name in traj.joint_names
         }
-        plot_report(plot, report_dict, series, coords, title=path.name)
+        plot_report(plot, report_dict, series, coords, title=title)
         if traj.terrain is not None:
             plot_terrain(plot.with_name(plot.stem + "_terrain.png"), result)
-    return report_dict
 
 
 def expand_motions(inputs: list[str]) -> list[Path]:
@@ -219,28 +221,20 @@ def expand_motions(inputs: list[str]) -> list[Path]:
     return expand_inputs(inputs, MOTION_SUFFIXES, "motion")
 
 
-def retarget_motion(path: Path, options: SmplOptions, out_dir: Path, plot: bool, state: dict) -> dict:
-    """One motion of a folder run (:func:`musclerl.retarget.batch.run_items`): its report or an
-    error row. ``state["solvers"]`` keeps the worker's compiled IK problems: motions of one
-    skeleton and keypoint set share one (see :meth:`musclerl.retarget.keypoints.pipeline.ClipIK.key`)."""
-    from musclerl.errors import InputError
-
-    try:
-        return write_outputs(
-            path,
-            options,
-            out_dir / f"{path.stem}.npz",
-            out_dir / f"{path.stem}.json",
-            out_dir / f"{path.stem}.png" if plot else None,
-            state.setdefault("solvers", {}),
-        )
-    except InputError as err:
-        return {"trial": str(path), "error": str(err)}
+def retarget_motion(paths, options: SmplOptions, state: dict) -> dict:
+    """Retarget and write one motion of a folder run (:func:`musclerl.retarget.batch.run_folder`,
+    ``paths`` its :class:`~musclerl.retarget.batch.ItemOutputs`); returns its report.
+    ``state["solvers"]`` keeps the worker's compiled IK problems: motions of one skeleton and
+    keypoint set share one (see :func:`musclerl.retarget.keypoints.pipeline.clip_key`)."""
+    result, report, series = retarget_file(paths.source, options, state.setdefault("solvers", {}))
+    write_outputs(result, report, series, paths.out, paths.report, paths.plot, paths.source.name)
+    return report
 
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.errors import InputError
     from musclerl.fileio import check_outputs
+    from musclerl.jax_setup import configure_jax
     from musclerl.retarget import batch
 
     options = SmplOptions(
@@ -256,36 +250,17 @@ def run(args: argparse.Namespace) -> int:
         terrain_plot = None if plot is None or args.no_ground else plot.with_name(plot.stem + "_terrain.png")
         files = {"--out": out, "--report": args.report, "--plot": plot, "--plot (terrain)": terrain_plot}
         check_outputs(files, inputs=inputs)
-        batch.configure_jax(args.jobs)
+        configure_jax(args.jobs)
+        result, report, series = retarget_file(motions[0], options)
         write_outputs(
-            motions[0],
-            options,
-            out,
-            Path(args.report) if args.report else None,
-            Path(args.plot) if args.plot else None,
+            result, report, series, out, Path(args.report) if args.report else None, plot, motions[0].name
         )
         return 0
     out_dir = Path(args.out)
     if out_dir.suffix.lower() == ".npz":
         raise InputError(out_dir, "--out must be a folder when several motions are given")
     check_outputs(folders={"--out": out_dir}, inputs=inputs)
-    batch.configure_jax(args.jobs)
-    stems = [m.stem for m in motions]
-    if len(set(stems)) != len(stems):
-        raise InputError(out_dir, "two motions share a file name; outputs would collide")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rows: dict[Path, dict] = {}
-    todo = []
-    for m in motions:
-        if (out_dir / f"{m.stem}.npz").exists():
-            rows[m] = batch.skipped_row(m, out_dir / f"{m.stem}.json")
-        else:
-            todo.append(m)
-    done = batch.run_items(
-        todo, retarget_motion, (options, out_dir, bool(args.plot)), jobs=args.jobs, desc="retarget smpl"
-    )
-    rows.update(zip(todo, done, strict=True))
-    table = batch.summary_rows([rows[m] for m in motions])
-    batch.write_summary(out_dir, table)
-    print(batch.format_table(table))
-    return 1 if any(r["status"] == "error" for r in table) else 0
+    configure_jax(args.jobs)
+    paths = batch.plan(motions, out_dir, plot=bool(args.plot))
+    rows = batch.run_folder(paths, retarget_motion, (options,), jobs=max(1, args.jobs), desc="retarget smpl")
+    return batch.finish_folder(out_dir, rows, ", ".join(args.motion))

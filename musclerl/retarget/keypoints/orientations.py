@@ -25,7 +25,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.motion.keypoints import KeypointMotion
+from musclerl.motion.keypoints import KeypointMotion, matrix_to_quat_wxyz
 from musclerl.retarget import correspondence as corr
 
 
@@ -108,9 +108,5 @@ def orientation_targets(source_rot: np.ndarray, offsets: np.ndarray) -> np.ndarr
     rot = source_rot @ offsets
     ok = np.all(np.isfinite(rot), axis=(-2, -1))
     out = np.full(rot.shape[:-2] + (4,), np.nan)
-    flat = rot[ok].reshape(-1, 9)
-    quats = np.empty((len(flat), 4))
-    for i, m in enumerate(flat):
-        mujoco.mju_mat2Quat(quats[i], m)
-    out[ok] = quats
+    out[ok] = matrix_to_quat_wxyz(rot[ok])
     return out

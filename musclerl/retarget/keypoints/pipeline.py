@@ -23,7 +23,8 @@ Steps of :func:`retarget_keypoints`:
    (:class:`~musclerl.retarget.ground.constraint.SoleContact`, the terrain given as a plane per
    frame and sole point), and lifted where a foot's collision geoms still dip in
    (:mod:`~musclerl.retarget.ground.surface`); a pass is repeated while any of them penetrates.
-   Steps 2 and 4 share one :class:`~musclerl.retarget.ik.solver.IKProblem` (:class:`ClipIK`): the
+   Steps 2 and 4 share one clip solver (:func:`keypoint_clip_ik`, a
+   :class:`~musclerl.retarget.ik.clip.ClipIK` as the marker pipeline's): the
    anchors and planes are its targets (all NaN in step 2), and so are the keypoint sites' local
    points (the toes and trunk are placed per motion). Scale factors are rounded
    (:data:`~musclerl.retarget.keypoints.model.SCALE_DECIMALS`), so the motions of one skeleton
@@ -47,7 +48,7 @@ from musclerl.models.couplings import couplings, equality_residual
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget.ground.constraint import ground_planes
+from musclerl.retarget.ground.constraint import SoleContact, ground_planes
 from musclerl.retarget.ground.contact import ContactParams, dilate_flags
 from musclerl.retarget.ground.soles import SOLE_POINTS
 from musclerl.retarget.ground.surface import (
@@ -59,8 +60,8 @@ from musclerl.retarget.ground.surface import (
     skating_mps,
 )
 from musclerl.retarget.ground.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
-from musclerl.retarget.ik.constraints import TendonContinuity
-from musclerl.retarget.ik.problem import align_root
+from musclerl.retarget.ik.clip import ClipIK, cached, site_bodies, site_tree, start_pose
+from musclerl.retarget.ik.tasks import MarkerTask, OrientationTask, PostureTask
 from musclerl.retarget.keypoints import orientations as orient
 from musclerl.retarget.keypoints.model import (
     PreparedModel,
@@ -75,9 +76,6 @@ from musclerl.retarget.keypoints.model import (
 #: keypoint's weight is 1 per m^2): it holds still the coordinates no keypoint sees (wrists,
 #: fingers, toes), which otherwise wander with the warm starts and make muscle paths jump.
 POSTURE_WEIGHT = 1e-4
-#: Compiled problems a ``solvers`` dict of :func:`retarget_keypoints` keeps (least recently used
-#: dropped first): a folder of clips with their own body shapes must not pile them up.
-SOLVERS_KEPT = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,123 +108,59 @@ class RetargetResult:
     metrics: dict
 
 
-class ClipIK:
-    """Every frame of the clip in one batched JAX solve (:func:`musclerl.retarget.ik.solver.solve_clip`).
+def keypoint_clip_ik(
+    prepared: PreparedModel,
+    kp_sites: list[str],
+    kp_weights: np.ndarray,
+    params: PipelineParams,
+    segment_bodies: tuple[str, ...] = (),
+) -> ClipIK:
+    """The clip solver of a keypoint motion (:class:`~musclerl.retarget.ik.clip.ClipIK`).
 
-    Tasks: the keypoint sites (``MarkerTask``, the correspondence weights; the sites' local
-    points come with the targets, so motions whose sites differ, e.g. the calibrated toes and
-    trunk, share the problem); segment orientations (``OrientationTask``, targets (T, B, 4),
-    all NaN in the positions-only pass) when ``segment_bodies`` are given. Constraints: joint
-    limits, joint equalities, smoothness, tendon
-    continuity (jumps detected and re-solved,
-    :class:`~musclerl.retarget.ik.constraints.TendonContinuity`), a weak rest-pose pull
-    (:data:`POSTURE_WEIGHT`) and
-    :class:`~musclerl.retarget.ground.constraint.SoleContact` (targets (T, P, 6): anchors and
-    ground planes, NaN where a rule does not bind). One problem for all passes, and for every
-    motion of the same :meth:`key`. ``stats`` sums ``compile_s``, ``solve_s`` and the tendon
-    jumps detected over the solves since :meth:`reset_stats`, and keeps the frames still jumping
-    after the last one (``tendon_jumps_left``).
+    Tasks: the keypoint sites (``MarkerTask``, the correspondence weights ``kp_weights`` (L,);
+    the sites' local points come with the targets, so motions whose sites differ, e.g. the
+    calibrated toes and trunk, share the problem); a weak rest-pose pull
+    (:data:`POSTURE_WEIGHT`); segment orientations (``OrientationTask``, targets (T, B, 4), all
+    NaN in the positions-only pass) when ``segment_bodies`` are given. Besides the constraints
+    every clip holds: :class:`~musclerl.retarget.ground.constraint.SoleContact` (targets (T, P,
+    6): anchors and ground planes, NaN where a rule does not bind). One problem for all passes,
+    and for every motion of the same :func:`clip_key`.
     """
+    model = prepared.model
+    kp_ids = site_ids(model, kp_sites)
+    tree = site_tree(model, [*kp_ids, *site_ids(model, prepared.sole_sites)], segment_bodies)
+    tasks = [
+        MarkerTask(
+            tree, site_bodies(model, kp_ids), None, np.asarray(kp_weights, dtype=float), name="keypoints"
+        ),
+        PostureTask(model.qpos0, weight=POSTURE_WEIGHT),
+    ]
+    if segment_bodies:
+        weights = np.full(len(segment_bodies), params.orientation_weight)
+        tasks.append(OrientationTask(tree, segment_bodies, weights, name="orientations"))
+    sole = SoleContact(model, tree, prepared.sole_sites, weight=params.ground_weight)
+    return ClipIK(model, tree, tasks, [sole], max_iters=params.max_iterations, tol=params.tolerance)
 
-    def __init__(
-        self,
-        prepared: PreparedModel,
-        kp_sites: list[str],
-        kp_weights: np.ndarray,
-        params: PipelineParams,
-        segment_bodies: tuple[str, ...] = (),
-    ):
-        from musclerl.retarget.ground.constraint import SoleContact
-        from musclerl.retarget.ik.constraints import JointEqualities, JointLimits, Smoothness
-        from musclerl.retarget.ik.kinematics import KinematicTree
-        from musclerl.retarget.ik.solver import IKProblem
-        from musclerl.retarget.ik.tasks import MarkerTask, OrientationTask, PostureTask
 
-        model = prepared.model
-        kp_ids = site_ids(model, kp_sites)
-        sole_ids = site_ids(model, prepared.sole_sites)
-        body_of = [model.body(int(model.site_bodyid[i])).name for i in kp_ids]
-        keep = body_of + [model.body(int(model.site_bodyid[i])).name for i in sole_ids]
-        tree = KinematicTree.from_model(model, keep_bodies=list(dict.fromkeys(keep + list(segment_bodies))))
-        tasks = [
-            MarkerTask(tree, body_of, None, np.asarray(kp_weights, dtype=float), name="keypoints"),
-            PostureTask(model.qpos0, weight=POSTURE_WEIGHT),
-        ]
-        if segment_bodies:
-            weights = np.full(len(segment_bodies), params.orientation_weight)
-            tasks.append(OrientationTask(tree, segment_bodies, weights, name="orientations"))
-        self.n_segments = len(segment_bodies)
-        constraints = [
-            JointLimits(model),
-            JointEqualities(model),
-            Smoothness(),
-            TendonContinuity(model),
-            SoleContact(model, tree, prepared.sole_sites, weight=params.ground_weight),
-        ]
-        self.problem = IKProblem(tree, tasks, constraints)
-        self.n_sole = len(prepared.sole_sites)
-        self.params = params
-        self.reset_stats()
-
-    @staticmethod
-    def key(
-        prepared: PreparedModel,
-        kp_sites: list[str],
-        kp_weights: np.ndarray,
-        params: PipelineParams,
-        segment_bodies: tuple[str, ...] = (),
-    ) -> tuple:
-        """What a ClipIK depends on besides the keypoint sites' placement: the model and its
-        (rounded) scale factors, which fix the scaled tree, its constraints and sole sites, the
-        keypoint sites and weights, the oriented bodies, and the settings. Equal keys: one
-        ClipIK serves both."""
-        return (
-            prepared.name,
-            tuple(sorted(prepared.scale_factors.items())),
-            tuple(kp_sites),
-            np.asarray(kp_weights, dtype=float).tobytes(),
-            params,
-            tuple(segment_bodies),
-        )
-
-    def reset_stats(self) -> None:
-        self.stats = {"compile_s": 0.0, "solve_s": 0.0, "tendon_jumps_detected": 0, "tendon_jumps_left": 0}
-
-    def solve(
-        self,
-        kp_targets: np.ndarray,
-        kp_local_m: np.ndarray,
-        ground: np.ndarray | None,
-        q0: np.ndarray,
-        orientations: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """qpos (T, nq) and converged (T,) for keypoints (T, L, 3) on sites at ``kp_local_m``
-        (L, 3) in their bodies, sole targets ``ground`` (T, P, 6): anchors and ground planes
-        (None: no ground, the keypoint pass), and segment ``orientations`` (T, B, 4) quaternions
-        (None: positions only, the pass that calibrates them)."""
-        from musclerl.retarget.ik.solver import solve_clip
-
-        n = len(kp_targets)
-        if ground is None:
-            ground = np.full((n, self.n_sole, 6), np.nan)
-        local = np.broadcast_to(kp_local_m, kp_targets.shape)
-        targets = {"keypoints": np.concatenate([kp_targets, local], axis=-1), "ground": ground}
-        if self.n_segments:
-            targets["orientations"] = (
-                np.full((n, self.n_segments, 4), np.nan) if orientations is None else orientations
-            )
-        result = solve_clip(
-            self.problem,
-            targets,
-            q0,
-            max_iters=self.params.max_iterations,
-            tol=self.params.tolerance,
-        )
-        self.stats["compile_s"] += result.compile_s
-        self.stats["solve_s"] += result.solve_s
-        self.stats["tendon_jumps_detected"] += int(result.tendon_jumps_detected)
-        self.stats["tendon_jumps_left"] = int(result.tendon_jump.sum())
-        return result.q, result.converged
+def clip_key(
+    prepared: PreparedModel,
+    kp_sites: list[str],
+    kp_weights: np.ndarray,
+    params: PipelineParams,
+    segment_bodies: tuple[str, ...] = (),
+) -> tuple:
+    """What a :func:`keypoint_clip_ik` depends on besides the keypoint sites' placement: the
+    model and its (rounded) scale factors, which fix the scaled tree, its constraints and sole
+    sites, the keypoint sites and weights, the oriented bodies, and the settings. Equal keys: one
+    solver serves both."""
+    return (
+        prepared.name,
+        tuple(sorted(prepared.scale_factors.items())),
+        tuple(kp_sites),
+        np.asarray(kp_weights, dtype=float).tobytes(),
+        params,
+        tuple(segment_bodies),
+    )
 
 
 def _foot_penetration(prepared: PreparedModel, q: np.ndarray, terrain: Terrain) -> np.ndarray:
@@ -251,8 +185,8 @@ def retarget_keypoints(
 ) -> RetargetResult:
     """Retarget ``motion`` onto ``model_name``; see the module docstring for the steps.
 
-    ``solvers``: a dict the caller keeps across motions; the :class:`ClipIK` of each
-    :meth:`ClipIK.key` is kept in it (the :data:`SOLVERS_KEPT` last used) and reused (no new
+    ``solvers``: a dict the caller keeps across motions; the clip solver of each
+    :func:`clip_key` is kept in it (:func:`musclerl.retarget.ik.clip.cached`) and reused (no new
     compile) by later motions of that key.
     """
     params = params or PipelineParams()
@@ -261,27 +195,44 @@ def retarget_keypoints(
     kp_sites = [site_name(lm) for lm in match.landmarks]
     sites = kp_sites + list(prepared.sole_sites)
     kp_targets = match.source_positions(motion.names, motion.positions_m)  # (T, L, 3)
-    q0 = align_root(model, np.array(model.qpos0), kp_sites, kp_targets[0])
+    q0 = start_pose(model, kp_sites, kp_targets)
     segs = orient.segments(model, model_name, motion, match.source_kind)
     weight = params.orientation_weight
     if weight is None:
         weight = corr.ORIENTATION_WEIGHTS[match.source_kind]
         params = dataclasses.replace(params, orientation_weight=weight)
     bodies = segs.bodies if weight > 0 else ()
-    key = ClipIK.key(prepared, kp_sites, match.weights, params, bodies)
-    solvers = {} if solvers is None else solvers
-    ik = solvers.pop(key, None) or ClipIK(prepared, kp_sites, match.weights, params, bodies)
-    solvers[key] = ik  # most recently used last
-    while len(solvers) > SOLVERS_KEPT:
-        solvers.pop(next(iter(solvers)))
+    key = clip_key(prepared, kp_sites, match.weights, params, bodies)
+    ik = cached(
+        {} if solvers is None else solvers,
+        key,
+        lambda: keypoint_clip_ik(prepared, kp_sites, match.weights, params, bodies),
+    )
     ik.reset_stats()
-    kp_local = model.site_pos[site_ids(model, kp_sites)]  # (L, 3)
-    q, converged = ik.solve(kp_targets, kp_local, None, q0)
+    kp_local = np.broadcast_to(model.site_pos[site_ids(model, kp_sites)], kp_targets.shape)  # (T, L, 3)
+    n_frames, n_sole = len(kp_targets), len(prepared.sole_sites)
+
+    def solve(ground: np.ndarray | None, orientations: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """qpos (T, nq) and converged (T,) with sole targets ``ground`` (T, P, 6): anchors and
+        ground planes (None: the keypoint passes, no ground), and segment ``orientations`` (T, B,
+        4) quaternions (None: positions only, the pass that calibrates them)."""
+        targets = {
+            "keypoints": np.concatenate([kp_targets, kp_local], axis=-1),
+            "ground": np.full((n_frames, n_sole, 6), np.nan) if ground is None else ground,
+        }
+        if bodies:
+            targets["orientations"] = (
+                np.full((n_frames, len(bodies), 4), np.nan) if orientations is None else orientations
+            )
+        result = ik.solve(targets, q0)
+        return result.q, result.converged
+
+    q, converged = solve(None, None)
     orientations = None
     if bodies:
         source_rot = motion.rotations[:, segs.keypoints]
         orientations = _orientation_targets(model, q, kp_targets, kp_sites, source_rot, bodies)
-        q, converged = ik.solve(kp_targets, kp_local, None, q0, orientations)
+        q, converged = solve(None, orientations)
     sole_ids = site_ids(model, prepared.sole_sites)
     sole1 = site_positions_m(model, q, sole_ids)
 
@@ -312,9 +263,7 @@ def retarget_keypoints(
             planes = ground_planes(
                 terrain, np.where(np.isnan(targets), site_positions_m(model, q, sole_ids), targets)
             )
-            q, converged = ik.solve(
-                kp_targets, kp_local, np.concatenate([targets, planes], axis=-1), q0, orientations
-            )
+            q, converged = solve(np.concatenate([targets, planes], axis=-1), orientations)
             if k == params.ground_passes - 1:
                 break
             depth = _foot_penetration(prepared, q, terrain)  # (T, 2)

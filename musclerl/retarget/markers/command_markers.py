@@ -3,20 +3,22 @@
 One trial: ``--out OUT.npz`` plus optional ``--mot``, ``--report``, ``--plot`` files. Several
 trials (or a folder): ``--out`` is a folder receiving ``<trial>.npz/.json[/.mot/.png]`` and a
 ``summary.json``; finished trials are skipped, ``--jobs`` runs trials in parallel processes
-(:func:`musclerl.retarget.batch.run_items`). The subject model is calibrated once per process
-and its IK problem compiled once; JAX's persistent compilation cache (``$MUSCLERL_CACHE``,
-default ``~/.cache/musclerl/jax``) is turned on first, so later runs load it instead.
+(:func:`musclerl.retarget.batch.run_folder`), and a trial that fails is listed with its reason
+while the others go on (exit 2 only when no trial could be retargeted). The subject model is
+calibrated once per process and its IK problem compiled once; JAX's persistent compilation cache
+(``$MUSCLERL_CACHE``, default ``~/.cache/musclerl/jax``) is turned on first, so later runs load
+it instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 from pathlib import Path
 
 from musclerl.errors import InputError
+from musclerl.jax_setup import configure_jax
 from musclerl.retarget import batch
 
 
@@ -59,7 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "walks overground",
     )
     belt.add_argument("--overground", action="store_true", help="never treat the trial as a treadmill trial")
-    parser.add_argument("--out", required=True, help="output Trajectory .npz (a folder for many trials)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help=f"output Trajectory .npz; a folder for many trials, which gets <trial>.npz/.json and a "
+        f"summary.json (finished trials are skipped): {batch.FOLDER_RULE}",
+    )
     parser.add_argument(
         "--mot",
         help="also write coordinates as an OpenSim .mot (degrees); with many "
@@ -99,66 +106,24 @@ def write_outputs(result, out: Path, report: Path | None, mot: Path | None, plot
         plot_report(plot, result.report, result.series, coords, title=Path(result.report["trial"]).name)
 
 
-@dataclasses.dataclass(frozen=True)
-class TrialPaths:
-    trc: Path
-    out: Path
-    report: Path
-    mot: Path | None = None
-    plot: Path | None = None
-
-
 def expand_trials(inputs: list[str]) -> list[Path]:
     """``.trc`` trials from files and folders; InputError if none."""
     return batch.expand_inputs(inputs, (".trc",), "trial")
 
 
-def plan(trials: list[Path], out_dir: Path, mot: bool, plot: bool) -> list[TrialPaths]:
-    """Output paths per trial inside ``out_dir`` (``<stem>.npz``, ``.json``, ``.mot``, ``.png``)."""
-    stems = [t.stem for t in trials]
-    if len(set(stems)) != len(stems):
-        raise InputError(out_dir, "two trials share a file name; outputs would collide")
-    return [
-        TrialPaths(
-            t,
-            out_dir / f"{t.stem}.npz",
-            out_dir / f"{t.stem}.json",
-            out_dir / f"{t.stem}.mot" if mot else None,
-            out_dir / f"{t.stem}.png" if plot else None,
-        )
-        for t in trials
-    ]
-
-
-def retarget_trial(paths: TrialPaths, options, state: dict) -> dict:
-    """Retarget and write one trial; returns its report (or an error row).
+def retarget_trial(paths: batch.ItemOutputs, options, state: dict) -> dict:
+    """Retarget and write one trial of a folder run (:func:`musclerl.retarget.batch.run_folder`);
+    returns its report.
 
     ``state`` is kept by the worker across its trials: the subject model (it depends only on
     ``options``) is calibrated once and its compiled IK problems are reused.
     """
     from musclerl.retarget.markers.pipeline import retarget_markers
 
-    try:
-        result = retarget_markers(paths.trc, options, state.get("calibrated"))
-    except InputError as err:
-        return {"trial": str(paths.trc), "error": str(err)}
+    result = retarget_markers(paths.source, options, state.get("calibrated"))
     state["calibrated"] = result.calibrated
     write_outputs(result, paths.out, paths.report, paths.mot, paths.plot)
     return result.report
-
-
-def run_batch(trials: list[TrialPaths], options, jobs: int = 1, progress: bool = True) -> list[dict]:
-    """Retarget every trial not already done; returns one summary row per trial (input order)."""
-    rows = {}
-    todo = []
-    for paths in trials:
-        if paths.out.exists():
-            rows[paths.trc] = batch.skipped_row(paths.trc, paths.report)
-        else:
-            todo.append(paths)
-    results = batch.run_items(todo, retarget_trial, (options,), jobs=jobs, desc="retarget", progress=progress)
-    rows.update({paths.trc: row for paths, row in zip(todo, results, strict=True)})
-    return [rows[p.trc] for p in trials]
 
 
 def _options(args: argparse.Namespace):
@@ -193,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         check_outputs(files, inputs=inputs)
     else:
         check_outputs(folders={"--out": args.out}, inputs=inputs)
-    batch.configure_jax(args.jobs)
+    configure_jax(args.jobs)
     options = _options(args)
     load_inputs(options)  # fail early, before any output, on a bad marker set / setup / static trial
     if single:
@@ -220,9 +185,6 @@ def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     if out_dir.suffix == ".npz":
         raise InputError(out_dir, "with several trials or a folder, --out must be a folder")
-    paths = plan(trials, out_dir, mot=bool(args.mot), plot=bool(args.plot))
-    reports = run_batch(paths, options, jobs=max(1, args.jobs))
-    rows = batch.summary_rows(reports)
-    batch.write_summary(out_dir, rows)
-    print(batch.format_table(rows))
-    return 0 if all(r["status"] != "error" for r in rows) else 2
+    paths = batch.plan(trials, out_dir, mot=bool(args.mot), plot=bool(args.plot))
+    rows = batch.run_folder(paths, retarget_trial, (options,), jobs=max(1, args.jobs), desc="retarget")
+    return batch.finish_folder(out_dir, rows, ", ".join(args.trc))

@@ -22,7 +22,7 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    targets, so both passes — and every later trial of the same subject and marker set — reuse
    one :class:`~musclerl.retarget.ik.solver.IKProblem` (cached on the :class:`CalibratedModel`);
    the JIT compile happens once per process, and not at all when JAX's persistent compilation
-   cache (set up by the command, :func:`musclerl.retarget.batch.configure_compilation_cache`)
+   cache (set up by the command, :func:`musclerl.jax_setup.configure_compilation_cache`)
    already holds it. Only the static-trial placement (one averaged pose, fitted in two stages
    with the root or the limbs locked) runs on MuJoCo C (:class:`PoseFit`): a single pose costs
    milliseconds there, against seconds of compile for a JAX problem used once.
@@ -51,7 +51,9 @@ from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 from musclerl.motion.trc import MarkerData, read_trc
 from musclerl.retarget.ground.surface import site_positions_m
+from musclerl.retarget.ik.clip import ClipIK, cached, site_bodies, site_tree, start_pose
 from musclerl.retarget.ik.problem import align_root
+from musclerl.retarget.ik.tasks import CoordinateTask, MarkerTask
 from musclerl.retarget.markers.fit import (
     PoseFit,
     place_markers,
@@ -106,12 +108,10 @@ class CalibratedModel:
     problems: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def clip_ik(self, names: list[str], coordinates: dict) -> ClipIK:
-        """The :class:`ClipIK` of markers ``names`` and coordinate tasks ``coordinates`` on this
-        subject, built on first use and then reused (its solver compiles once)."""
+        """The :func:`marker_clip_ik` of markers ``names`` and coordinate tasks ``coordinates`` on
+        this subject, built on first use and then reused (its solver compiles once)."""
         key = (tuple(names), tuple(sorted(coordinates.items())))
-        if key not in self.problems:
-            self.problems[key] = ClipIK(self.model, names, coordinates)
-        return self.problems[key]
+        return cached(self.problems, key, lambda: marker_clip_ik(self.model, names, coordinates))
 
     def to_dict(self) -> dict:
         """JSON-ready description from which :func:`subject_spec` rebuilds the subject model."""
@@ -367,45 +367,31 @@ def place_from_trial(
     )
 
 
-class ClipIK:
-    """The batched JAX solve (:func:`musclerl.retarget.ik.solver.solve_clip`) of one marker set on one
-    model: marker and coordinate tasks; joint limits, joint equalities, smoothness and tendon
-    continuity (jump repair) held. The marker weights (M,) travel with the targets (``MarkerTask``
-    with ``frame_weights``), so re-weighted passes and other trials reuse the compiled problem."""
+def marker_clip_ik(model: mujoco.MjModel, names: list[str], coordinates: dict) -> ClipIK:
+    """The clip solver of markers ``names`` (sites of ``model``) with the coordinate tasks
+    ``coordinates`` (joint -> (value rad or m, None: the rest pose's; weight)) of joints in the
+    markers' tree. The marker weights (M,) travel with the targets (``MarkerTask`` with
+    ``frame_weights``, see :func:`marker_targets`), so re-weighted passes and other trials reuse
+    the compiled problem."""
+    site_ids = [model.site(n).id for n in names]
+    tree = site_tree(model, site_ids)
+    in_tree = {j.name for j in tree.all_joints()}
+    bodies = site_bodies(model, site_ids)
+    tasks = [MarkerTask(tree, bodies, np.array(model.site_pos[site_ids]), name="markers", frame_weights=True)]
+    for name, (value, weight) in coordinates.items():
+        if name in in_tree:
+            default = float(model.qpos0[model.jnt_qposadr[model.joint(name).id]])
+            tasks.append(
+                CoordinateTask({name: default if value is None else value}, weight, name=f"coord {name}")
+            )
+    return ClipIK(model, tree, tasks)
 
-    def __init__(self, model: mujoco.MjModel, names: list[str], coordinates: dict):
-        from musclerl.retarget.ik.constraints import Smoothness, TendonContinuity
-        from musclerl.retarget.ik.kinematics import KinematicTree
-        from musclerl.retarget.ik.solver import IKProblem, default_constraints
-        from musclerl.retarget.ik.tasks import CoordinateTask, MarkerTask
 
-        site_ids = [model.site(n).id for n in names]
-        bodies = [model.body(int(model.site_bodyid[i])).name for i in site_ids]
-        tree = KinematicTree.from_model(model, keep_bodies=bodies)
-        in_tree = {j.name for j in tree.all_joints()}
-        tasks = [
-            MarkerTask(tree, bodies, np.array(model.site_pos[site_ids]), name="markers", frame_weights=True)
-        ]
-        for name, (value, weight) in coordinates.items():
-            if name in in_tree:
-                default = float(model.qpos0[model.jnt_qposadr[model.joint(name).id]])
-                tasks.append(
-                    CoordinateTask({name: default if value is None else value}, weight, name=f"coord {name}")
-                )
-        constraints = default_constraints(model) + [Smoothness(), TendonContinuity(model)]
-        self.model, self.names = model, names
-        self.problem = IKProblem(tree, tasks, constraints)
-
-    def solve(self, weights: np.ndarray, targets: np.ndarray):
-        """IK of marker ``targets`` (T, M, 3) world metres (NaN = missing) with ``weights`` (M,);
-        returns the :class:`~musclerl.retarget.ik.solver.IKResult`."""
-        from musclerl.retarget.ik.solver import solve_clip
-
-        column = np.broadcast_to(weights[None, :, None], (*targets.shape[:2], 1))
-        weighted = np.concatenate([targets, column], axis=-1)  # (T, M, 4): position, weight
-        first = int(np.argmax(np.sum(~np.isnan(targets[..., 0]), axis=1)))  # the fullest frame
-        q0 = align_root(self.model, self.model.qpos0, self.names, targets[first])
-        return solve_clip(self.problem, {"markers": weighted}, q0)
+def marker_targets(targets: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Targets of :func:`marker_clip_ik`: marker positions (T, M, 3) world metres (NaN =
+    missing) with their weights (M,) as a fourth column, (T, M, 4)."""
+    column = np.broadcast_to(weights[None, :, None], (*targets.shape[:2], 1))
+    return {"markers": np.concatenate([targets, column], axis=-1)}
 
 
 def solve_trial(
@@ -426,10 +412,11 @@ def solve_trial(
     weights = _weights(names, setup)
     coordinates = _coordinate_targets(setup)
     ik = calibrated.clip_ik(names, coordinates)
+    ik.reset_stats()
     site_ids = np.array([model.site(n).id for n in names])
     start = time.perf_counter()
-    result = ik.solve(weights, targets)
-    compile_s, jumps = result.compile_s, int(result.tendon_jumps_detected)
+    q0 = start_pose(model, names, targets)
+    result = ik.solve(marker_targets(targets, weights), q0)
     errors = np.linalg.norm(site_positions_m(model, result.q, site_ids) - targets, axis=-1)
     if robust:
         with np.errstate(invalid="ignore"):
@@ -441,10 +428,9 @@ def solve_trial(
             factor = np.ones(len(names))
             factor[bad] = (ROBUST_MEDIAN_FACTOR * median / rms[bad]) ** 2
             weights = weights * factor
-            result = ik.solve(weights, targets)
-            compile_s, jumps = compile_s + result.compile_s, jumps + int(result.tendon_jumps_detected)
+            result = ik.solve(marker_targets(targets, weights), q0)
             errors = np.linalg.norm(site_positions_m(model, result.q, site_ids) - targets, axis=-1)
-    seconds = time.perf_counter() - start - compile_s
+    seconds = time.perf_counter() - start - ik.stats["compile_s"]
     return TrialSolution(
         result.q,
         result.converged,
@@ -452,9 +438,9 @@ def solve_trial(
         tuple(names),
         weights,
         seconds,
-        compile_s,
-        jumps,
-        int(result.tendon_jump.sum()),
+        ik.stats["compile_s"],
+        ik.stats["tendon_jumps_detected"],
+        ik.stats["tendon_jumps_left"],
     )
 
 
