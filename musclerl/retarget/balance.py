@@ -18,13 +18,15 @@ horizontal path of the centre of mass, keeping the feet where they are, in a few
    and angular momentum), ``e`` the wanted move of the centre of pressure (to ``s``, then
    ``margin_m`` further into the support; 0 where it is inside), and ``d''`` second differences at
    the clip's rate (periodic for a looping clip, so the shift loops too);
-3. **IK** (:func:`~musclerl.retarget.ik.solver.solve_clip`): the centre of mass to ``c + d``
+3. **IK** (:class:`~musclerl.retarget.ik.clip.ClipIK`): the centre of mass to ``c + d``
    horizontally at its height (:class:`~musclerl.retarget.ik.tasks.ComTask`; a pelvis moved
    with the feet held would otherwise rise or sink, and the vertical force with it), every
    foot body held at its pose (:class:`~musclerl.retarget.ik.tasks.FrameTask`), the root's
    orientation and every independent coordinate kept near their values (the legs' loosely, the
    rest of the body firmly: swinging arms or trunk to move the centre of mass would change the
-   angular momentum the step assumes unchanged), joint limits and couplings held.
+   angular momentum the step assumes unchanged), with what every retarget holds
+   (:class:`~musclerl.retarget.ik.clip.ClipIK`: joint limits, couplings, smoothness, muscle
+   paths without jumps).
 
 The pendulum relation leaves out the change of angular momentum the new pose brings; the next
 round's inverse dynamics measures it, so the rounds converge on the full dynamics. It stops when
@@ -130,8 +132,8 @@ class _Solver:
     """The IK of step 3 for one model, built (and compiled) once for every round and clip."""
 
     def __init__(self, model: mujoco.MjModel):
+        from musclerl.retarget.ik.clip import ClipIK
         from musclerl.retarget.ik.kinematics import KinematicTree
-        from musclerl.retarget.ik.solver import IKProblem, default_constraints
         from musclerl.retarget.ik.tasks import ComTask, CoordinateTask, FrameTask
 
         self.model = model
@@ -163,15 +165,13 @@ class _Solver:
             for group, names in self.groups.items()
             if names
         ]
-        self.problem = IKProblem(tree, tasks, default_constraints(model))
+        self.ik = ClipIK(model, tree, tasks, max_iters=50)
         self.root_body = int(model.jnt_bodyid[0])
 
     def solve(self, qpos: np.ndarray, com_target: np.ndarray, source: np.ndarray) -> np.ndarray:
         """qpos (T, nq) moved so that its centre of mass is at ``com_target`` (T, 3), with the
         feet where they are in ``source`` (T, nq) (the clip before the first round: no drift
         over rounds)."""
-        from musclerl.retarget.ik.solver import solve_clip
-
         pos, quat, _ = _body_poses(self.model, source, self.feet)
         _, root_quat, _ = _body_poses(self.model, qpos, np.array([self.root_body]))
         targets = {
@@ -183,7 +183,7 @@ class _Solver:
                 targets[group] = qpos[:, [int(self.model.joint(c).qposadr[0]) for c in names]]
         for i in range(len(self.feet)):
             targets[f"foot{i}"] = np.concatenate([pos[:, i], quat[:, i]], axis=1)
-        return solve_clip(self.problem, targets, qpos[0], max_iters=50).q
+        return self.ik.solve(targets, qpos[0]).q
 
 
 def balance_trajectory(
