@@ -230,3 +230,23 @@ def test_retargeted_deepmimic_walk(shared_data):
             "known retarget defect: the pelvis jumps 2-4 cm sideways within 2-3 frames at each "
             f"heel strike, so the centre of pressure leaves the feet: {check['failures']}"
         )
+
+
+@pytest.mark.slow
+def test_retargeted_deepmimic_walk_with_balance_passes(shared_data):
+    """``retarget smpl --balance``: the same walk, its centre of mass moved with the feet held,
+    passes every check (the centre of pressure included) and keeps its feet planted."""
+    from pathlib import Path
+
+    from musclerl.retarget.keypoints.command_smpl import SmplOptions, retarget_file
+
+    path = Path(shared_data) / "deepmimic" / "humanoid3d_walk.txt"
+    if not path.exists():
+        pytest.skip("deepmimic walk not present")
+    result, report, _ = retarget_file(path, SmplOptions(model="myolegs", balance=True))
+    check = report["plausibility"]
+    assert check["passed"], check["failures"]
+    assert report["balance"]["cop_outside_frac_before"] > 0.1  # it needed the pass
+    assert report["balance"]["cop_outside_frac_after"] == 0.0
+    assert report["balance"]["root_shift_max_m"] < 0.1  # a correction, not another motion
+    assert result.trajectory.site_pos_m.shape[1] == len(result.trajectory.site_names)

@@ -58,6 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--y-up", action="store_true", help="AMASS file in SMPL's Y-up frame (not AMASS's Z-up)"
     )
     parser.add_argument(
+        "--balance",
+        action="store_true",
+        help="then move the centre of mass, feet held, until the centre of pressure inverse dynamics "
+        "needs stays on the feet (a clip a body can follow, to train on; the report's keypoint "
+        "errors are the kinematic solve's)",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=1,
@@ -72,6 +79,7 @@ class SmplOptions:
     scale: bool = True
     ground: bool = True
     y_up: bool = False
+    balance: bool = False
 
 
 def read_motion(path: Path, y_up: bool = False):
@@ -111,6 +119,9 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     start = time.perf_counter()
     params = PipelineParams(scale=options.scale, ground=options.ground)
     result = retarget_keypoints(motion, options.model, params, solvers)
+    balance = None
+    if options.balance:
+        result, balance = _balanced(result)
     seconds = time.perf_counter() - start
     names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
     report, series = quality_report(
@@ -134,6 +145,8 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     ):
         if key in result.metrics:
             report[key] = result.metrics[key]
+    if balance is not None:
+        report["balance"] = balance
     report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
     report["trial"] = str(path)
     report["model"] = options.model
@@ -142,6 +155,36 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
         if key in result.metrics:
             report[key] = result.metrics[key]
     return result, report, series
+
+
+def _balanced(result):
+    """``result`` with its trajectory through :func:`musclerl.retarget.balance.balance_trajectory`
+    (site positions recomputed), and the report's ``balance`` entry."""
+    import dataclasses
+
+    import mujoco
+    import numpy as np
+
+    from musclerl.retarget.balance import balance_trajectory
+
+    model = result.prepared.model
+    balanced = balance_trajectory(result.trajectory, model)
+    traj = balanced.trajectory
+    sites = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, n) for n in result.trajectory.site_names]
+    data = mujoco.MjData(model)
+    positions = np.zeros((traj.num_frames, len(sites), 3))
+    for t, q in enumerate(traj.qpos):
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        positions[t] = data.site_xpos[sites]
+    traj = dataclasses.replace(traj, site_pos_m=positions, site_names=result.trajectory.site_names)
+    entry = {
+        "rounds": balanced.rounds,
+        "cop_outside_frac_before": balanced.before.cop["outside_frac"],
+        "cop_outside_frac_after": balanced.after.cop["outside_frac"],
+        "root_shift_max_m": float(np.abs(traj.qpos[:, :3] - result.trajectory.qpos[:, :3]).max()),
+    }
+    return dataclasses.replace(result, trajectory=traj), entry
 
 
 def plot_terrain(path: Path, result) -> None:
@@ -238,7 +281,11 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.retarget import batch
 
     options = SmplOptions(
-        model=args.model, scale=not args.no_scale, ground=not args.no_ground, y_up=args.y_up
+        model=args.model,
+        scale=not args.no_scale,
+        ground=not args.no_ground,
+        y_up=args.y_up,
+        balance=args.balance,
     )
     motions = expand_motions(args.motion)
     inputs = [*motions, *args.motion]
