@@ -23,9 +23,9 @@ from musclerl.motion.trajectory import Terrain, Trajectory
 
 
 def _slope() -> Terrain:
-    """A 10 % ramp up along +x from x = 0, flat before it; 5 cm cells."""
+    """A 10 % ramp up along +x through 0 at x = 0 (below the floor before it); 5 cm cells."""
     xs = np.arange(-1.0, 3.0 + 1e-9, 0.05)
-    h = np.clip(xs, 0.0, None) * 0.1
+    h = xs * 0.1
     return Terrain(np.tile(h, (41, 1)), np.array([-1.0, -1.0]), 0.05)
 
 
@@ -66,19 +66,24 @@ def dataset(files):
 def test_each_clip_lands_on_its_own_ground(files, dataset):
     traj = dataset.trajectory
     assert traj.clip_names == ("flat", "slope", "steps") and traj.terrain is not None
-    offsets = dataset.ground_offset_m
-    assert np.all(offsets[0] == 0.0)  # the first ground stays where it is
-    assert len({float(y) for y in offsets[:, 1]}) == 3  # three tiles
+    offsets = dataset.ground_offset_m  # (C, 3)
+    assert np.all(offsets[0] == 0.0)  # the flat clip stays on the floor plane, off the grid
+    flat_y = files["flat"][1].qpos[:, 1]
+    assert traj.terrain.origin_m[1] >= flat_y.max() + TILE_MARGIN_M - 1e-9
+    assert traj.terrain.height_m.min() == 0.0  # nothing under the floor plane at z = 0
+    assert offsets[1, 1] > 0 and offsets[2, 1] > offsets[1, 1]  # two tiles along +y
+    assert offsets[1, 2] == pytest.approx(0.1) and offsets[2, 2] == 0.0  # the slope lifted out of the floor
     for c, (name, (_, clip)) in enumerate(files.items()):
         a, b = traj.clip_starts[c], traj.clip_starts[c] + clip.num_frames
-        np.testing.assert_allclose(traj.qpos[a:b, :2], clip.qpos[:, :2] + offsets[c], atol=1e-12)
-        np.testing.assert_array_equal(traj.qpos[a:b, 2:], clip.qpos[:, 2:])
+        np.testing.assert_allclose(traj.qpos[a:b, :3], clip.qpos[:, :3] + offsets[c], atol=1e-12)
+        np.testing.assert_array_equal(traj.qpos[a:b, 3:], clip.qpos[:, 3:])
         # around every root, within the tile's margin, the tiled ground is the clip's own ground
         rng = np.random.default_rng(c)
         near = clip.qpos[:, None, :2] + rng.uniform(-0.9, 0.9, (clip.num_frames, 8, 2)) * TILE_MARGIN_M
         own = np.zeros(near.shape[:2]) if GROUNDS[name] is None else GROUNDS[name].height_at(near)
         # the steps' 10 cm grid resampled on the 5 cm one: bilinear cells split in four stay exact
-        np.testing.assert_allclose(traj.terrain.height_at(near + offsets[c]), own, atol=1e-9, err_msg=name)
+        tiled = traj.terrain.height_at(near + offsets[c, :2]) - offsets[c, 2]
+        np.testing.assert_allclose(tiled, own, atol=1e-9, err_msg=name)
 
 
 def test_one_ground_or_none_is_left_as_it_is(files):
@@ -92,17 +97,19 @@ def test_one_ground_or_none_is_left_as_it_is(files):
 
 def test_mirrored_clips_stand_on_their_mirrored_ground(files):
     data = load_dataset(
-        {"clips": [str(files["slope"][0])], "mirror": True}, load_model("tiny"), "tiny", source="m"
+        {"clips": [str(files["steps"][0])], "mirror": True}, load_model("tiny"), "tiny", source="m"
     )
-    slope = files["slope"][1]
-    assert data.clip_names == ("slope", "slope:mirror") and data.num_clips == 2
-    n = slope.num_frames
-    mirrored_root = data.trajectory.qpos[n:, :2] - data.ground_offset_m[1]
-    np.testing.assert_allclose(mirrored_root[:, 1], -slope.qpos[:, 1], atol=1e-12)
-    # a ramp along x reflected about the x-z plane is the same ramp: heights under the roots match
+    steps = files["steps"][1]
+    assert data.clip_names == ("steps", "steps:mirror") and data.num_clips == 2
+    # the steps' grid is not symmetric about y = 0: its mirror is another ground, on a tile of its own
+    assert np.all(data.ground_offset_m[0] == 0.0) and data.ground_offset_m[1, 1] > 0
+    n = steps.num_frames
+    mirrored_root = data.trajectory.qpos[n:, :2] - data.ground_offset_m[1, :2]
+    np.testing.assert_allclose(mirrored_root[:, 1], -steps.qpos[:, 1], atol=1e-12)
+    # steps along x reflected about the x-z plane are the same steps: heights under the roots match
     np.testing.assert_allclose(
         data.trajectory.terrain.height_at(data.trajectory.qpos[n:, :2]),
-        GROUNDS["slope"].height_at(mirrored_root),
+        GROUNDS["steps"].height_at(mirrored_root),
         atol=1e-9,
     )
 
@@ -131,7 +138,9 @@ def test_root_height_above_its_own_ground_at_reset_on_cpu(files, dataset):
         start = np.array([kin.qpos[i, 0] + 0.8, kin.qpos[i, 1], 2.0])  # ahead of the root, on the ramp/steps
         geom = np.zeros(1, dtype=np.int32)
         dist = mujoco.mj_ray(env.model, data, start, np.array([0.0, 0.0, -1.0]), None, 1, -1, geom)
-        under = GROUNDS[names[clip[i]]].height_at(own.qpos[0, :2] + [0.8, 0.0])
+        under = (
+            GROUNDS[names[clip[i]]].height_at(own.qpos[0, :2] + [0.8, 0.0]) + dataset.ground_offset_m[i, 2]
+        )
         assert geom[0] == hid and 2.0 - dist == pytest.approx(float(under), abs=5e-3)
 
 

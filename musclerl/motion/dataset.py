@@ -23,8 +23,8 @@ per clip. ``mirror: true`` appends the left/right mirror of every clip
 the data.
 
 Clips may stand on different grounds (flat, or each its own terrain): every distinct ground
-becomes a tile of the one heightfield the run's environments share, and each clip is moved in
-the ground plane onto its tile (:mod:`musclerl.motion.ground_tiles`; the moves are
+becomes a tile of the one heightfield the run's environments share, each clip moved onto its
+tile, flat clips left on the floor plane (:mod:`musclerl.motion.ground_tiles`; the moves are
 ``Dataset.ground_offset_m``). A mirrored clip stands on its mirrored ground.
 
 The result, :class:`Dataset`, is packed: one ``qpos`` (T, nq) / ``qvel`` (T, nv) array for all
@@ -74,7 +74,7 @@ class Dataset:
     tags: tuple[tuple[str, ...], ...]  # (C,) tags of each clip
     sources: tuple[str, ...]  # (C,) file each clip came from
     mirrored: np.ndarray  # (C,) bool: the clip is a mirrored copy
-    ground_offset_m: np.ndarray  # (C, 2) x, y each clip was moved by onto its ground's tile
+    ground_offset_m: np.ndarray  # (C, 3) x, y, z each clip was moved by onto its ground's tile
 
     @property
     def num_clips(self) -> int:
