@@ -95,7 +95,7 @@ def test_resumed_run_keeps_the_per_clip_totals(tmp_path):
             f"motion={tmp_path / 'set.csv'}",
             "ppo.num_envs=4",
             "ppo.rollout_steps=16",
-            "ppo.total_env_steps=192",
+            "ppo.total_env_steps=128",
             "checkpoint.every_updates=1",
             "threads=1",
             "network.policy_hidden=[16]",
@@ -106,9 +106,9 @@ def test_resumed_run_keeps_the_per_clip_totals(tmp_path):
     whole = train(cfg, tmp_path / "whole", quiet=True)
     train(cfg, tmp_path / "cut", quiet=True, stop_after_updates=1)
     resumed = train(cfg, tmp_path / "cut", quiet=True, resume=True)
-    assert resumed["resumed_from_update"] == 1 and resumed["env_steps"] == whole["env_steps"] == 192
+    assert resumed["resumed_from_update"] == 1 and resumed["env_steps"] == whole["env_steps"] == 128
     totals = resumed["clip_results"]["tags"]["all"]
-    assert totals["steps"] == 192  # every step of the run, the ones before the interruption included
+    assert totals["steps"] == 128  # every step of the run, the ones before the interruption included
     assert resumed["clip_results"] == whole["clip_results"]
     saved = json.loads((tmp_path / "cut" / "summary.json").read_text())
     assert saved["clip_results"] == whole["clip_results"]
