@@ -311,9 +311,7 @@ def finite_difference_qvel(
     return qvel
 
 
-def looping_qvel(
-    model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float, cycle_xy_m: np.ndarray
-) -> np.ndarray:
+def looping_qvel(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float, cycle_xy_m: np.ndarray) -> np.ndarray:
     """Generalised velocities (T, nv) of one looping clip by wrapped central differences.
 
     ``qpos`` (T, nq) holds one period (frame T would be frame 0 again); the next period is the
