@@ -1,7 +1,10 @@
 """Checkpointer round trips: every leaf back with its dtype, zero-size leaves included (an
-``mjx.Data`` has empty fields on models without the feature, which orbax cannot write)."""
+``mjx.Data`` has empty fields on models without the feature, which orbax cannot write),
+and the per-clip run totals a resumed run continues from."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -71,3 +74,41 @@ def test_checkpoints_of_the_earlier_nested_format_still_restore(tmp_path):
     assert int(restored["step"]) == 4 and meta == {"u": 5}
     assert set(ckpt.read_tree()["train"]) == {"w"}
     ckpt.close()
+
+
+def test_resumed_run_keeps_the_per_clip_totals(tmp_path):
+    """A run killed after its first checkpoint and resumed reports the same per-clip totals in
+    summary.json as the same run uninterrupted (cpu checkpoints restart the episodes in both)."""
+    from musclerl.envs.motions import sine_gait
+    from musclerl.rl.config import load_config
+    from musclerl.rl.runner import train
+
+    for k in range(2):
+        clip = sine_gait("tiny", duration_s=1.0, rate_hz=50.0, phase_rad=k, name=f"s{k}")
+        clip.save(tmp_path / f"s{k}.npz")
+    (tmp_path / "set.csv").write_text(f"path,tags\n{tmp_path}/s0.npz,flat\n{tmp_path}/s1.npz,flat;fast\n")
+    cfg = load_config(
+        None,
+        [
+            "model=tiny",
+            "backend=cpu",
+            f"motion={tmp_path / 'set.csv'}",
+            "ppo.num_envs=4",
+            "ppo.rollout_steps=16",
+            "ppo.total_env_steps=128",
+            "checkpoint.every_updates=1",
+            "threads=1",
+            "network.policy_hidden=[16]",
+            "network.value_hidden=[16]",
+            "log.progress=false",
+        ],
+    )
+    whole = train(cfg, tmp_path / "whole", quiet=True)
+    train(cfg, tmp_path / "cut", quiet=True, stop_after_updates=1)
+    resumed = train(cfg, tmp_path / "cut", quiet=True, resume=True)
+    assert resumed["resumed_from_update"] == 1 and resumed["env_steps"] == whole["env_steps"] == 128
+    totals = resumed["clip_results"]["tags"]["all"]
+    assert totals["steps"] == 128  # every step of the run, the ones before the interruption included
+    assert resumed["clip_results"] == whole["clip_results"]
+    saved = json.loads((tmp_path / "cut" / "summary.json").read_text())
+    assert saved["clip_results"] == whole["clip_results"]

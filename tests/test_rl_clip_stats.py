@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from musclerl.envs.motions import sine_gait
+from musclerl.errors import InputError
 from musclerl.rl.clip_stats import ClipLog, clip_sums
 from musclerl.rl.config import load_config
 from musclerl.rl.run_log import plot_curves
@@ -157,3 +158,15 @@ def test_mjx_update_returns_clip_sums(tmp_path):
     sums = np.asarray(metrics["clip_sums"])
     assert sums.shape == (4, 2) and sums[2].sum() == 4 * 16
     assert np.all(sums[1] <= sums[0]) and np.all(sums[3] >= 0)
+
+
+def test_clip_totals_round_trip_through_json_and_refuse_other_clips():
+    log = ClipLog(("walk", "run"), (("flat",), ()))
+    log.add(np.array([[2, 1], [1, 0], [30, 20], [0.3, 0.125]]))
+    saved = json.loads(json.dumps(log.totals()))  # as the checkpoint's meta stores it
+    again = ClipLog(("walk", "run"), (("flat",), ()))
+    again.restore_totals(saved, "ckpt/3")
+    assert again.summary() == log.summary()
+    assert again.interval_metrics()["tag/all/episodes"] == 0.0  # only the totals carry over
+    with pytest.raises(InputError, match="ckpt/3.*other clips"):
+        ClipLog(("run", "walk")).restore_totals(saved, "ckpt/3")

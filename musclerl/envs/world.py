@@ -6,6 +6,8 @@
   every body that has a joint (the root included);
 - terrain: a Trajectory that carries a heightfield gets it as an ``hfield`` geom covering the same
   grid, and the model's floor planes are lowered to the lowest terrain point (outside the grid);
+  a dataset whose clips stand on different grounds brings them as tiles of one heightfield, each
+  clip moved onto its own tile (``musclerl.motion.ground_tiles``), so one model serves every env;
 - foot bodies for the contact observation: the config's, else the bodies with collision geoms
   whose origin lies within 0.15 m of the lowest such body in the model's default pose; the
   collision geoms of every other moving body end an episode when they reach the ground.

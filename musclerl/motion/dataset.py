@@ -22,6 +22,11 @@ per clip. ``mirror: true`` appends the left/right mirror of every clip
 (:mod:`musclerl.motion.mirror`), named ``<name>:mirror`` with the same weight and tags, doubling
 the data.
 
+Clips may stand on different grounds (flat, or each its own terrain): every distinct ground
+becomes a tile of the one heightfield the run's environments share, each clip moved onto its
+tile, flat clips left on the floor plane (:mod:`musclerl.motion.ground_tiles`; the moves are
+``Dataset.ground_offset_m``). A mirrored clip stands on its mirrored ground.
+
 The result, :class:`Dataset`, is packed: one ``qpos`` (T, nq) / ``qvel`` (T, nv) array for all
 clips with ``clip_starts`` (C,), so nothing per clip is a Python object once loaded. Loading reads
 one file at a time and joins the arrays once at the end: peak memory is about twice the packed
@@ -43,6 +48,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.motion.ground_tiles import tile_grounds
 from musclerl.motion.trajectory import Trajectory, concatenate, resample
 
 GLOB_CHARS = set("*?[")
@@ -68,6 +74,7 @@ class Dataset:
     tags: tuple[tuple[str, ...], ...]  # (C,) tags of each clip
     sources: tuple[str, ...]  # (C,) file each clip came from
     mirrored: np.ndarray  # (C,) bool: the clip is a mirrored copy
+    ground_offset_m: np.ndarray  # (C, 3) x, y, z each clip was moved by onto its ground's tile
 
     @property
     def num_clips(self) -> int:
@@ -236,26 +243,31 @@ def load_dataset(
         weights += [src.weight] * traj.num_clips
         tags += [src.tags] * traj.num_clips
         files += [str(src.path)] * traj.num_clips
-    grounds = [t.terrain for t in trajs]
-    if any(g is not None for g in grounds) and not all(_same_ground(g, grounds[0]) for g in grounds):
-        raise InputError(source, "clips on different terrains cannot share a dataset (one ground per run)")
     rate_hz = max(t.rate_hz for t in trajs)
     trajs = [t if abs(t.rate_hz - rate_hz) <= 1e-9 * rate_hz else _at_rate(t, model, rate_hz) for t in trajs]
-    packed = concatenate(trajs, [str(s.path) for s in sources])
-    packed = dataclasses.replace(packed, model_name=model_name)
-    flags = np.zeros(packed.num_clips, dtype=bool)
-    if mirror:
+    names = [str(s.path) for s in sources]
+    flags = np.zeros(sum(t.num_clips for t in trajs), dtype=bool)
+    if mirror:  # each file mirrored with its own ground (a mirrored terrain is another ground)
         from musclerl.motion.mirror import mirror_map, mirror_trajectory
 
-        twin = mirror_trajectory(packed, mirror_map(model))
-        twin = dataclasses.replace(twin, clip_names=tuple(f"{n}:mirror" for n in packed.clip_names))
-        packed = concatenate([packed, twin])
+        pairs = mirror_map(model)
+        twins = [mirror_trajectory(t, pairs) for t in trajs]
+        trajs += [
+            dataclasses.replace(t, clip_names=tuple(f"{n}:mirror" for n in t.clip_names)) for t in twins
+        ]
+        names += [f"{n} (mirror)" for n in names]
         weights, tags, files = weights * 2, tags * 2, files * 2
         flags = np.concatenate([flags, np.ones_like(flags)])
+    tiled = tile_grounds(trajs)
+    packed = concatenate(tiled.trajectories, names)
+    packed = dataclasses.replace(packed, model_name=model_name)
+    offsets = np.concatenate(
+        [np.repeat(off[None], t.num_clips, axis=0) for t, off in zip(trajs, tiled.offset_m, strict=True)]
+    )
     w = np.asarray(weights, dtype=float)
     if not np.any(w > 0):
         raise InputError(source, "every clip has weight 0")
-    return Dataset(packed, w, tuple(tags), tuple(files), flags)
+    return Dataset(packed, w, tuple(tags), tuple(files), flags, offsets)
 
 
 def _at_rate(traj: Trajectory, model: mujoco.MjModel, rate_hz: float) -> Trajectory:
@@ -263,18 +275,6 @@ def _at_rate(traj: Trajectory, model: mujoco.MjModel, rate_hz: float) -> Traject
     own nearest rate; the packed dataset needs one rate, so that rate is set to the target)."""
     out = resample(traj, model, rate_hz)
     return dataclasses.replace(out, rate_hz=rate_hz)
-
-
-def _same_ground(a, b) -> bool:
-    """Both flat (no terrain), or the same heightfield, origin and cell size."""
-    if a is None or b is None:
-        return a is b
-    return (
-        a.height_m.shape == b.height_m.shape
-        and bool(np.array_equal(a.height_m, b.height_m))
-        and bool(np.array_equal(a.origin_m, b.origin_m))
-        and a.cell_m == b.cell_m
-    )
 
 
 def with_clip_weights(env_cfg, dataset: Dataset):

@@ -14,6 +14,12 @@ error. :class:`ClipLog` accumulates those sums on the host:
 - over the whole run, :meth:`ClipLog.summary` gives per clip and per tag ``steps``, ``episodes``,
   ``failures``, ``failure_rate``, ``success_rate`` (1 - failure rate: episodes that reached the
   clip's end or the horizon) and ``site_err_m``, and the clips with the highest failure rate.
+
+The run totals travel with every checkpoint (:meth:`ClipLog.totals` into the checkpoint's meta,
+:meth:`ClipLog.restore_totals` on ``--resume``), so a resumed run's summary counts the episodes
+before the interruption, as an uninterrupted run does. The checkpoint, not ``metrics.jsonl``, is
+their source: the log may hold lines written after the checkpoint the run resumes from, and its
+interval rates do not give back the step and error sums.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from musclerl.errors import InputError
 
 FIELDS = ("episodes", "failures", "steps", "site_err_sum_m")
 
@@ -68,6 +76,21 @@ class ClipLog:
         s = np.asarray(sums, dtype=float)
         self.total += s
         self.interval += s
+
+    def totals(self) -> dict[str, Any]:
+        """The run totals as JSON data (clip names, :data:`FIELDS`, sums (4, C) as lists)."""
+        return {"clips": list(self.names), "fields": list(FIELDS), "sums": self.total.tolist()}
+
+    def restore_totals(self, saved: dict[str, Any], source: str) -> None:
+        """Continue from :meth:`totals` of a checkpoint (``source`` names it in errors): the same
+        clips in the same order, or an InputError."""
+        if list(saved.get("clips", ())) != list(self.names) or list(saved.get("fields", ())) != list(FIELDS):
+            raise InputError(source, "the checkpoint's per-clip totals are for other clips than this run's")
+        sums = np.asarray(saved["sums"], dtype=float)
+        if sums.shape != self.total.shape:
+            raise InputError(source, f"per-clip totals of shape {sums.shape}, expected {self.total.shape}")
+        self.total = sums
+        self.interval = np.zeros_like(self.total)
 
     def _groups(self) -> dict[str, np.ndarray]:
         """Boolean masks (C,) of ``all`` and of every tag."""

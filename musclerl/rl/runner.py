@@ -3,7 +3,8 @@
 Run folder layout::
 
     DIR/config.yaml       the resolved config (defaults + files + overrides)
-    DIR/checkpoints/<n>/  orbax checkpoints of the whole carry (last ``checkpoint.keep``)
+    DIR/checkpoints/<n>/  orbax checkpoints of the whole carry and the per-clip run totals
+                          (last ``checkpoint.keep``)
     DIR/policy/           exported policy (``musclerl.load_policy(DIR/policy)``)
     DIR/tb/               TensorBoard event files
     DIR/metrics.jsonl     one JSON line of scalars per logged update (per clip: ``clip/<name>/...``,
@@ -218,8 +219,10 @@ def train(
     if not resume:  # created only now, so bad input (env config, motion) leaves no run folder
         checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
     else:
-        restored, _ = checkpointer.restore(_checkpointed(carry, cfg["backend"]), start)
+        restored, saved_meta = checkpointer.restore(_checkpointed(carry, cfg["backend"]), start)
         carry = after_checkpoint(_to_device(restored, cfg["backend"]), start)
+        if clip_log is not None and saved_meta.get("clip_totals") is not None:
+            clip_log.restore_totals(saved_meta["clip_totals"], str(ckpt_dir / str(start)))
     if is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(out_dir / "config.yaml") as tmp:
@@ -251,7 +254,12 @@ def train(
             checkpointer.save(
                 update,
                 _checkpointed(carry, cfg["backend"]),
-                {"config": cfg, "update": update, "env_steps": update * steps_per_update},
+                {
+                    "config": cfg,
+                    "update": update,
+                    "env_steps": update * steps_per_update,
+                    "clip_totals": None if clip_log is None else clip_log.totals(),
+                },
             )
             carry = after_checkpoint(carry, update)
     train_s = time.perf_counter() - train_t0
