@@ -37,7 +37,7 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
         "SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model coordinates by keypoint IK "
         "with recovered terrain",
     ),
-    (("train",), "musclerl.rl.command", "train a tracking policy with PPO"),
+    (("train",), "musclerl.rl.command_train", "train a tracking policy with PPO"),
     (
         ("evaluate",),
         "musclerl.evaluate.command_evaluate",

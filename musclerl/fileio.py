@@ -1,4 +1,4 @@
-"""Small file helpers shared by every writer: atomic outputs and input checks.
+"""Small file helpers shared by every reader and writer: input checks, YAML, atomic outputs.
 
 A failed command must leave no partial output, so writers produce a temporary file next to the
 target and rename it into place only when everything succeeded; and every command checks its
@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from musclerl.errors import InputError
 
@@ -146,3 +147,29 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
             return {k: z[k] for k in z.files}
     except Exception as err:
         raise InputError(path, f"not a readable .npz file ({type(err).__name__})") from err
+
+
+def load_yaml(path: str | os.PathLike) -> dict:
+    """Parse ``path`` as YAML and return its top-level mapping.
+
+    Missing, empty or binary files, malformed YAML (the message gives the line and column) and a
+    top level that is not a mapping (a list, a scalar) raise :class:`InputError` naming the file.
+    """
+    text = read_text(path, "YAML file")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise InputError(path, f"malformed YAML{where}: {problem}") from None
+    if data is None:
+        raise InputError(path, "YAML file has no content (only comments or blank lines)")
+    if not isinstance(data, dict):
+        raise InputError(
+            path, f"the top level must be a mapping of keys to values, got a {type(data).__name__}"
+        )
+    bad_keys = [k for k in data if not isinstance(k, str)]
+    if bad_keys:
+        raise InputError(path, f"top-level keys must be strings, got {bad_keys[0]!r}")
+    return data

@@ -24,8 +24,8 @@ from motion_samples import (
 )
 
 from musclerl.cli import main
-from musclerl.config import load_yaml
 from musclerl.errors import InputError
+from musclerl.fileio import load_yaml
 from musclerl.motion.trajectory import Trajectory
 
 GOOD_TRC = trc_text(["A", "B"], simple_trc_rows(4))

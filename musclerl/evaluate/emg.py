@@ -83,7 +83,7 @@ class EmgChannelMap:
 
 def read_emg_map(path: str | os.PathLike, channels: tuple[str, ...] = ()) -> EmgChannelMap:
     """Parse the map YAML; channels absent from ``channels`` (when given) are an error."""
-    from musclerl.config import load_yaml
+    from musclerl.fileio import load_yaml
 
     raw = load_yaml(path)
     muscles: dict[str, list[str]] = {}

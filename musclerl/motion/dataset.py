@@ -153,8 +153,7 @@ def _entry(item: Any, base: Path | None, source: str) -> list[ClipSource]:
 
 def read_manifest(path: Path) -> tuple[list[ClipSource], bool]:
     """ClipSources of a ``.csv`` or ``.yaml`` manifest and its ``mirror`` flag (CSV: False)."""
-    from musclerl.config import load_yaml
-    from musclerl.fileio import read_text
+    from musclerl.fileio import load_yaml, read_text
 
     base = path.parent
     if path.suffix.lower() == ".csv":

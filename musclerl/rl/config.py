@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from musclerl.config import load_yaml
 from musclerl.errors import InputError
+from musclerl.fileio import load_yaml
 from musclerl.resources import bundled, configs_dir
 
 CONFIG_DIR = configs_dir()
