@@ -175,3 +175,23 @@ def test_balance_brings_a_swaying_clip_back_onto_its_feet():
     assert moved.max() < 0.005
     joints = np.abs(result.trajectory.qpos[:, 7:] - qpos[:, 7:]).max()
     assert np.rad2deg(joints) < 15.0  # the legs adapt; no joint swings far from the source
+
+
+@pytest.mark.slow
+def test_balance_never_returns_a_worse_clip(shared_data):
+    """The DeepMimic run retargeted onto myolegs: its flight is not ballistic (the floor would
+    pull), which no horizontal shift of the centre of mass can mend. The pass may not help, but
+    what it returns is never worse than its input, and the input itself when no round helped."""
+    from musclerl.retarget.keypoints.command_smpl import SmplOptions, retarget_file
+
+    path = Path(shared_data) / "deepmimic" / "humanoid3d_run.txt"
+    if not path.exists():
+        pytest.skip("deepmimic run not present")
+    result, _, _ = retarget_file(path, SmplOptions(model="myolegs", scale=False))
+    model = result.prepared.model
+    balanced = balance_trajectory(result.trajectory, model)
+    before, after = balanced.before.cop, balanced.after.cop
+    score = {k: (c["outside_frac"], c["outside_max_m"]) for k, c in (("before", before), ("after", after))}
+    assert score["after"] <= score["before"]
+    if after == before:
+        np.testing.assert_array_equal(balanced.trajectory.qpos, result.trajectory.qpos)

@@ -17,7 +17,9 @@ horizontal path of the centre of mass, keeping the feet where they are, in a few
    centre of pressure and the centre of mass (``p = c - k c''`` for an unchanged vertical motion
    and angular momentum), ``e`` the wanted move of the centre of pressure (to ``s``, then
    ``margin_m`` further into the support; 0 where it is inside), and ``d''`` second differences at
-   the clip's rate (periodic for a looping clip, so the shift loops too);
+   the clip's rate (periodic for a looping clip, so the shift loops too); in frames without a
+   supporting foot (a run's flight) nothing can push the centre of mass sideways, so there
+   ``k d''`` is held near 0 (``FREE_ACCEL_WEIGHT``);
 3. **IK** (:class:`~musclerl.retarget.ik.clip.ClipIK`): the centre of mass to ``c + d``
    horizontally at its height (:class:`~musclerl.retarget.ik.tasks.ComTask`; a pelvis moved
    with the feet held would otherwise rise or sink, and the vertical force with it), every
@@ -54,6 +56,7 @@ UPPER_COORDINATE_WEIGHT = 100.0  # per rad^2: the rest (trunk, arms, head) keeps
 MARGIN_M = 0.02  # the centre of pressure is planned this far inside the support
 REG_SHIFT = 1.0e-3  # per m^2, against shifting frames whose centre of pressure is fine
 REG_ACCEL = 1.0e-2  # per m^2 of k d'': keeps the shift smooth where no frame asks for it
+FREE_ACCEL_WEIGHT = 1.0e2  # per m^2 of k d'' in frames without support (flight): no horizontal push
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,10 +109,11 @@ def plan_com_shift(
     d2 = second_difference(n, rate_hz, loop)
     pendulum = np.eye(n) - k[:, None] * d2  # d -> the centre of pressure's move
     w = loaded.astype(float)
+    accel_w = np.where(loaded, reg_accel, FREE_ACCEL_WEIGHT)  # unsupported: nothing can push the COM
     lhs = (
         pendulum.T @ (w[:, None] * pendulum)
         + reg_shift * np.eye(n)
-        + reg_accel * (k[:, None] * d2).T @ (k[:, None] * d2)
+        + (k[:, None] * d2).T @ (accel_w[:, None] * (k[:, None] * d2))
     )
     return np.linalg.solve(lhs, pendulum.T @ (w[:, None] * want))
 
@@ -186,6 +190,12 @@ class _Solver:
         return self.ik.solve(targets, qpos[0]).q
 
 
+def _score(check: Plausibility) -> tuple[float, float]:
+    """(fraction of loaded frames with the centre of pressure off the feet, largest distance):
+    lower is better; a clip without loaded frames scores 0."""
+    return (check.cop["outside_frac"] or 0.0, check.cop["outside_max_m"] or 0.0)
+
+
 def balance_trajectory(
     traj: Trajectory,
     model: mujoco.MjModel,
@@ -196,7 +206,11 @@ def balance_trajectory(
 ) -> BalanceResult:
     """``traj`` (on ``model``, free root first) with its centre of mass moved until the centre of
     pressure stays on the feet (see the module docstring); clips are planned apart. Feet,
-    terrain, clips and rate are unchanged; ``qvel`` is recomputed (wrapped for looping clips)."""
+    terrain, clips and rate are unchanged; ``qvel`` is recomputed (wrapped for looping clips).
+    The best round is returned (fewest frames off the feet, then the smallest distance): the
+    input itself when no round improves on it, and the rounds stop once one is worse than the
+    best, so a motion the pass cannot help (e.g. a run whose flight is not ballistic) comes back
+    unchanged rather than worse (``rounds`` shows what was tried)."""
     th = thresholds or Thresholds()
     traj.check_model(model, traj.model_name)
     mass_kg = float(mujoco.mj_getTotalmass(model))
@@ -227,6 +241,7 @@ def balance_trajectory(
     before = check_all(qpos)
     rounds: list[dict] = []
     current = before
+    best, best_qpos = before, qpos
     for _ in range(max_rounds):
         if not current.cop["outside_frac"]:  # no loaded frame, or none more than cop_outside_m off
             break
@@ -247,6 +262,11 @@ def balance_trajectory(
                 "shift_max_m": shift_max,
             }
         )
+        if _score(current) < _score(best):
+            best, best_qpos = current, qpos
+        elif _score(current)[0] > _score(best)[0]:  # diverging (e.g. no support to move): stop
+            break
+    current, qpos = best, best_qpos
     qvel = np.zeros((len(qpos), model.nv))
     for s, e, lp in zip(starts, ends, loops, strict=True):
         if lp:
