@@ -14,6 +14,8 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
+from backend_samples import mjx_step_from  # noqa: E402
+
 from musclerl.envs import EnvConfig, TrackingEnv  # noqa: E402
 from musclerl.envs.motions import sine_dataset  # noqa: E402
 from musclerl.errors import InputError  # noqa: E402
@@ -24,12 +26,7 @@ def _compare(model: str, dataset, cfg: EnvConfig, clip: np.ndarray, time_s: np.n
     cpu = TrackingEnv(model, dataset, cfg, backend="cpu", num_envs=n)
     mjx = TrackingEnv(model, dataset, cfg, backend="mjx", num_envs=n)
 
-    @jax.jit
-    def from_shared(clip_now, time_now, qpos, qvel, act, last_action, action):
-        start = mjx.with_physics(mjx.reset(jax.random.PRNGKey(0), clip_now, time_now), qpos, qvel, act)
-        start = start.replace(info={**start.info, "last_ctrl": last_action})
-        return start, mjx.step(start, action)
-
+    from_shared = mjx_step_from(mjx)
     rng = np.random.default_rng(0)
     state = cpu.reset(0, clip=clip, time_s=time_s)
     worst = {"obs": 0.0, "reward": 0.0, "qpos": 0.0, "start_obs": 0.0}

@@ -13,6 +13,7 @@ import dataclasses
 import mujoco
 import numpy as np
 import pytest
+from backend_samples import mjx_step_from
 
 from musclerl.envs import EnvConfig, TrackingEnv
 from musclerl.envs.motions import sine_gait
@@ -147,18 +148,14 @@ def test_root_height_above_its_own_ground_at_reset_on_cpu(files, dataset):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_cpu_and_mjx_agree_on_tiled_grounds(dataset):
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     cfg = EnvConfig.from_dict({"integrator": "euler", "substeps": 2})
     cpu = TrackingEnv("tiny", dataset.trajectory, cfg, backend="cpu", num_envs=3)
     mjx = TrackingEnv("tiny", dataset.trajectory, cfg, backend="mjx", num_envs=3)
     state = cpu.reset(0, clip=np.array([0, 1, 2]), time_s=np.array([0.1, 0.2, 0.3]))
     ground = [_columns(cpu, "root_height"), _columns(cpu, "foot_contact")]
 
-    @jax.jit
-    def from_shared(clip, time_s, qpos, qvel, act, last_ctrl, action):
-        start = mjx.with_physics(mjx.reset(jax.random.PRNGKey(0), clip, time_s), qpos, qvel, act)
-        start = start.replace(info={**start.info, "last_ctrl": last_ctrl})
-        return start, mjx.step(start, action)
+    from_shared = mjx_step_from(mjx)
 
     rng = np.random.default_rng(0)
     for _ in range(3):
