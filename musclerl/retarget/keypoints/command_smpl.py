@@ -166,17 +166,15 @@ def _balanced(result):
     import numpy as np
 
     from musclerl.retarget.balance import balance_trajectory
+    from musclerl.retarget.ground.surface import site_positions_m
 
     model = result.prepared.model
     balanced = balance_trajectory(result.trajectory, model)
     traj = balanced.trajectory
-    sites = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, n) for n in result.trajectory.site_names]
-    data = mujoco.MjData(model)
-    positions = np.zeros((traj.num_frames, len(sites), 3))
-    for t, q in enumerate(traj.qpos):
-        data.qpos[:] = q
-        mujoco.mj_kinematics(model, data)
-        positions[t] = data.site_xpos[sites]
+    sites = np.array(
+        [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, n) for n in result.trajectory.site_names]
+    )
+    positions = site_positions_m(model, traj.qpos, sites)
     traj = dataclasses.replace(traj, site_pos_m=positions, site_names=result.trajectory.site_names)
     entry = {
         "rounds": balanced.rounds,
