@@ -58,6 +58,9 @@ DEFAULTS: dict[str, Any] = {
         "lr_min": 1.0e-5,
         "lr_max": 3.0e-3,
         "normalize_obs": True,  # running mean/std of observations (kept in checkpoints)
+        # add the left/right mirror of every sample to each PPO batch (musclerl.envs.symmetry):
+        # twice the data for a symmetric motion set, for a larger batch in the update only
+        "mirror_augment": False,
         "obs_clip": 5.0,  # normalised observations are clipped to +-obs_clip
     },
     "network": {

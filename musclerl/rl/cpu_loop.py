@@ -35,10 +35,10 @@ from musclerl.rl.clip_stats import clip_sums
 class CpuTrainer:
     """``init(rng) -> Carry`` and ``update_step(carry) -> (carry, metrics)`` for a numpy env."""
 
-    def __init__(self, cfg: dict[str, Any], env, total_updates: int, mesh=None):
+    def __init__(self, cfg: dict[str, Any], env, total_updates: int, mesh=None, mirror=None):
         self.cfg, self.env, self.mesh = cfg, env, mesh
         bounds = networks.ActionBounds.of(env)
-        self.learner = ppo.make_learner(cfg, env.observation_size, bounds, total_updates, mesh)
+        self.learner = ppo.make_learner(cfg, env.observation_size, bounds, total_updates, mesh, mirror)
         self._act = jax.jit(self._act_impl)
         self._finish = jax.jit(self._finish_impl)
 

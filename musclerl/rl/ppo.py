@@ -116,6 +116,7 @@ class Batch(NamedTuple):
     value: jax.Array  # (B,)
     advantage: jax.Array  # (B,)
     target: jax.Array  # (B,) value target (returns)
+    original: jax.Array  # (B,) 1 for collected samples, 0 for their mirrored copies
 
 
 def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: dict[str, Any]):
@@ -141,7 +142,10 @@ def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: dict[str, Any]):
         "loss/policy": policy_loss,
         "loss/value": value_loss,
         "loss/entropy": entropy,
-        "loss/approx_kl": jnp.mean((ratio - 1.0) - log_ratio),
+        # over the collected samples only: a mirrored copy's ratio starts away from 1 by how far
+        # the policy is from symmetric, which is not a step the learning rate took
+        "loss/approx_kl": jnp.sum(((ratio - 1.0) - log_ratio) * batch.original)
+        / jnp.maximum(jnp.sum(batch.original), 1.0),
         "loss/clip_frac": jnp.mean((jnp.abs(ratio - 1.0) > eps).astype(jnp.float32)),
         "policy/std": dist.mean_std(),
     }
@@ -249,6 +253,7 @@ class Learner:
     obs_size: int
     mesh: Mesh | None
     bounds: networks.ActionBounds
+    mirror: Any = None  # envs.symmetry.EnvMirror: augment every batch with mirrored copies
 
     def init(self, rng: jax.Array) -> TrainState:
         rng, key = jax.random.split(rng)
@@ -281,6 +286,21 @@ class Learner:
         """V(obs) for raw observations (N, D) -> (N,)."""
         return self.network.apply(state.params, self.normalize(state, obs))[1]
 
+    def _with_mirrored(self, state: TrainState, raw_obs: jax.Array, batch: Batch) -> tuple[jax.Array, Batch]:
+        """(T, N, ...) raw observations and samples -> (T, 2N, ...): each sample and its left/right
+        mirror (:mod:`musclerl.envs.symmetry`). The copy keeps the sample's advantage, value target
+        and behaviour log-probability (the mirror maps are signed permutations, so the density of
+        the mirrored action under the mirrored policy is the sample's own); the PPO ratio of the
+        copy, pi(g_a u | g_o o) / pi_old(u | o), then also pulls the policy towards symmetry."""
+        raw_mirror = self.mirror.observation.apply(raw_obs)
+        copy = batch._replace(
+            obs=self.normalize(state, raw_mirror),
+            action=self.mirror.action.apply(batch.action),
+            original=jnp.zeros_like(batch.original),
+        )
+        both = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b], axis=1), batch, copy)
+        return jnp.concatenate([raw_obs, raw_mirror], axis=1), both
+
     def learn(self, state: TrainState, traj: Transition, raw_obs: jax.Array):
         """PPO epochs over one (T, N) rollout, then fold the rollout's raw observations
         ``raw_obs`` (T, N, D) into the running statistics. Returns (state, metrics dict)."""
@@ -299,7 +319,10 @@ class Learner:
             value=traj.value,
             advantage=adv,
             target=target,
+            original=jnp.ones_like(adv),
         )
+        if self.mirror is not None:
+            raw_obs, flat = self._with_mirrored(state, raw_obs, flat)
         flat = jax.tree_util.tree_map(lambda x: x.reshape((-1, *x.shape[2:])), flat)
         n_mb = ppo["num_minibatches"]
         size = flat.obs.shape[0] // n_mb
@@ -354,9 +377,11 @@ def make_learner(
     bounds: networks.ActionBounds,
     total_updates: int,
     mesh: Mesh | None = None,
+    mirror: Any = None,
 ) -> Learner:
     """The learner for observations of ``obs_size`` and actions within ``bounds`` (whose neutral
-    action the untrained policy's mean starts at)."""
+    action the untrained policy's mean starts at); ``mirror`` (an ``envs.symmetry.EnvMirror``)
+    adds the mirrored copy of every sample to each PPO batch."""
     ppo = cfg["ppo"]
     tx, schedule = make_optimizer(cfg, total_updates * ppo["update_epochs"] * ppo["num_minibatches"])
     return Learner(
@@ -367,6 +392,7 @@ def make_learner(
         obs_size=obs_size,
         mesh=mesh,
         bounds=bounds,
+        mirror=mirror,
     )
 
 
@@ -428,7 +454,7 @@ class Carry(NamedTuple):
     episodes: EpisodeTracker
 
 
-def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None = None):
+def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None = None, mirror: Any = None):
     """PPO on a jittable environment (``env.reset(rng)``, ``env.step(state, action)`` pure).
 
     Returns ``(learner, init, update_step, train)``:
@@ -437,7 +463,8 @@ def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None =
     ``train(rng) -> (carry, metrics stacked over updates)`` runs ``total_updates`` updates as one
     ``lax.scan`` — the PureJaxRL form, used by tests and by the runner in chunks.
     """
-    learner = make_learner(cfg, env.observation_size, networks.ActionBounds.of(env), total_updates, mesh)
+    bounds = networks.ActionBounds.of(env)
+    learner = make_learner(cfg, env.observation_size, bounds, total_updates, mesh, mirror)
     ppo = cfg["ppo"]
 
     def init(rng: jax.Array) -> Carry:

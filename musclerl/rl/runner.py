@@ -91,18 +91,30 @@ def make_trainer(cfg: dict[str, Any], env, total_updates: int, mesh):
     """
     import jax
 
+    mirror = _mirror(cfg, env)
     if cfg["backend"] == "mjx":
         from musclerl.rl.ppo import make_train
 
-        learner, init, update_step, _ = make_train(cfg, env, total_updates, mesh)
+        learner, init, update_step, _ = make_train(cfg, env, total_updates, mesh, mirror)
         # on accelerators the old carry's buffers are reused for the new one (XLA CPU cannot donate)
         donate = () if jax.default_backend() == "cpu" else (0,)
         step = jax.jit(update_step, donate_argnums=donate)
         return learner, jax.jit(init), step, lambda carry, update: carry
     from musclerl.rl.cpu_loop import CpuTrainer
 
-    trainer = CpuTrainer(cfg, env, total_updates, mesh)
+    trainer = CpuTrainer(cfg, env, total_updates, mesh, mirror)
     return trainer.learner, trainer.init, trainer.update_step, trainer.restart_envs
+
+
+def _mirror(cfg: dict[str, Any], env):
+    """The env's left/right mirror when ``ppo.mirror_augment`` asks for it (else None)."""
+    if not cfg["ppo"]["mirror_augment"]:
+        return None
+    if cfg["model"] == TOY_MODEL:
+        raise InputError("ppo.mirror_augment", "needs a tracking environment (the toy task has no mirror)")
+    from musclerl.envs.symmetry import env_mirror
+
+    return env_mirror(env, f"ppo.mirror_augment (model '{cfg['model']}')")
 
 
 _COMPILED: dict[str, tuple] = {}

@@ -1,0 +1,207 @@
+"""The mirror of a tracking env's observations and actions (musclerl.envs.symmetry), and PPO's use
+of it: the observation of a mirrored state on the mirrored clip is the mirrored observation."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from musclerl.envs import TrackingEnv
+from musclerl.envs.symmetry import SignedPermutation, env_mirror
+from musclerl.errors import InputError
+from musclerl.models.registry import load_model
+from musclerl.motion.dataset import load_dataset
+from musclerl.motion.mirror import partner
+from musclerl.resources import assets_dir
+from musclerl.rl import networks, ppo
+from musclerl.rl import normalization as norm
+from musclerl.rl.config import load_config
+
+WALK = assets_dir() / "motions" / "walk_myolegs.npz"
+# myolegs' left and right bodies differ by ~0.2 mm at qpos0 (tests/test_motion_mirror.py)
+OBS_TOLERANCE_AT_RESET = 2e-3
+# after a few control steps the two simulations part by that asymmetry, amplified by the dynamics
+# (joint speeds of a few rad/s differ by ~1 %)
+OBS_TOLERANCE_AFTER_STEPS = 0.02
+
+
+@pytest.fixture(scope="module", params=["joint_reference_pd", "excitation"])
+def env_and_mirror(request):
+    """Two envs: env 0 on the walk, env 1 on its mirror (clip 1)."""
+    dataset = load_dataset(WALK, load_model("myolegs"), "myolegs", mirror=True)
+    config = {"action": {"space": request.param}, "control_hz": 50, "timestep_s": 0.004}
+    env = TrackingEnv("myolegs", dataset.trajectory, config, num_envs=2, threads=1)
+    return env, env_mirror(env)
+
+
+def test_mirrors_are_involutions(env_and_mirror):
+    env, mirror = env_and_mirror
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(3, env.observation_size))
+    action = rng.normal(size=(3, env.action_size))
+    np.testing.assert_array_equal(mirror.observation.apply(mirror.observation.apply(obs)), obs)
+    np.testing.assert_array_equal(mirror.action.apply(mirror.action.apply(action)), action)
+    assert not np.array_equal(mirror.observation.apply(obs), obs)
+
+
+@pytest.mark.parametrize("time_s", [0.0, 0.37, 0.81])
+def test_mirrored_state_observes_the_mirrored_observation(env_and_mirror, time_s):
+    env, mirror = env_and_mirror
+    state = env.reset(0, clip=np.array([0, 1]), time_s=np.array([time_s, time_s]))
+    obs = np.asarray(state.obs)
+    np.testing.assert_allclose(mirror.observation.apply(obs[0]), obs[1], atol=OBS_TOLERANCE_AT_RESET)
+    # mirrored actions keep the two simulations mirror images of each other
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        space = env.actions
+        action = space.neutral + 0.15 * (space.high - space.low) * rng.uniform(-1, 1, env.action_size)
+        state = env.step(state, np.stack([action, mirror.action.apply(action)]))
+        assert state.done[0] == state.done[1]
+        obs = np.asarray(state.info["terminal_obs"])  # before any auto-reset
+        np.testing.assert_allclose(
+            mirror.observation.apply(obs[0]),
+            obs[1],
+            rtol=OBS_TOLERANCE_AFTER_STEPS,
+            atol=OBS_TOLERANCE_AFTER_STEPS,
+        )
+        if state.done[0]:
+            break
+
+
+def test_actions_swap_sides_with_the_joint_signs(env_and_mirror):
+    env, mirror = env_and_mirror
+    if env.actions.name == "joint_reference_pd":
+        names = list(env.reference.coordinate_names)
+        k = names.index("hip_flexion_r")
+        assert names[mirror.action.perm[k]] == "hip_flexion_l"
+        assert mirror.action.sign[k] == 1.0  # the model mirrors its left axes: flexion is flexion
+    else:  # muscles swap with their partners, unsigned
+        names = [env.model.actuator(a).name for a in range(env.model.nu)]
+        assert [names[p] for p in mirror.action.perm] == [partner(n) for n in names]
+        np.testing.assert_array_equal(mirror.action.sign, 1.0)
+
+
+def test_signed_permutation_blocks_and_names():
+    names = ("pelvis", "femur_r", "femur_l")
+    swap = SignedPermutation.of_names(names, "site", "test")
+    np.testing.assert_array_equal(swap.perm, [0, 2, 1])
+    both = SignedPermutation.concat([swap, SignedPermutation(np.array([0]), np.array([-1.0]))])
+    np.testing.assert_array_equal(both.apply(np.array([1.0, 2.0, 3.0, 4.0])), [1.0, 3.0, 2.0, -4.0])
+    with pytest.raises(InputError, match="no mirror partner 'knee_l'"):
+        SignedPermutation.of_names(("knee_r",), "joint", "test")
+
+
+def test_mirror_augment_needs_a_tracking_env():
+    from musclerl.rl.runner import make_trainer
+
+    cfg = load_config(None, ["model=toy", "ppo.mirror_augment=true"])
+    with pytest.raises(InputError, match="ppo.mirror_augment"):
+        make_trainer(cfg, None, 1, None)
+
+
+def _learner_with_swap(cfg):
+    """A learner on 3 observations and 2 actions whose mirror swaps obs 0 and 1 (obs 2 negates)
+    and swaps the two actions."""
+    mirror = type(
+        "Mirror",
+        (),
+        {
+            "observation": SignedPermutation(np.array([1, 0, 2]), np.array([1.0, 1.0, -1.0])),
+            "action": SignedPermutation(np.array([1, 0]), np.ones(2)),
+        },
+    )()
+    bounds = networks.ActionBounds(low=-np.ones(2), high=np.ones(2), neutral=np.zeros(2))
+    return ppo.make_learner(cfg, 3, bounds, 10, None, mirror)
+
+
+def test_ppo_batch_gets_the_mirrored_copy_of_every_sample():
+    cfg = load_config(None, ["ppo.num_envs=4"])
+    learner = _learner_with_swap(cfg)
+    state = learner.init(jnp.zeros(2, jnp.uint32))
+    rng = np.random.default_rng(0)
+    raw = jnp.asarray(rng.normal(size=(5, 4, 3)), jnp.float32)
+    batch = ppo.Batch(
+        obs=learner.normalize(state, raw),
+        action=jnp.asarray(rng.normal(size=(5, 4, 2)), jnp.float32),
+        log_prob=jnp.asarray(rng.normal(size=(5, 4)), jnp.float32),
+        value=jnp.zeros((5, 4)),
+        advantage=jnp.asarray(rng.normal(size=(5, 4)), jnp.float32),
+        target=jnp.asarray(rng.normal(size=(5, 4)), jnp.float32),
+        original=jnp.ones((5, 4)),
+    )
+    raw_both, both = learner._with_mirrored(state, raw, batch)
+    assert both.obs.shape == (5, 8, 3) and raw_both.shape == (5, 8, 3)
+    np.testing.assert_allclose(raw_both[:, 4:], np.stack([raw[..., 1], raw[..., 0], -raw[..., 2]], -1))
+    np.testing.assert_allclose(both.action[:, 4:], batch.action[..., ::-1])
+    for field in ("log_prob", "advantage", "target"):
+        np.testing.assert_array_equal(getattr(both, field)[:, 4:], getattr(batch, field))
+    np.testing.assert_array_equal(both.original[:, 4:], 0.0)
+    # the statistics learn from both halves, so they are themselves symmetric
+    stats = norm.update(state.obs_stats, raw_both)
+    np.testing.assert_allclose(stats.mean[0], stats.mean[1], rtol=1e-5)
+    np.testing.assert_allclose(stats.mean[2], 0.0, atol=1e-6)
+
+
+def test_approx_kl_counts_the_collected_samples_only():
+    cfg = load_config(None, [])
+    mean = jnp.zeros((4, 1))
+    apply_fn = lambda params, obs: (networks.Gaussian(mean, params["log_std"]), jnp.zeros(4))  # noqa: E731
+    params = {"log_std": jnp.zeros(1)}
+    u = jnp.zeros((4, 1))
+    now = networks.gaussian_log_prob(u, mean, jnp.zeros(1))
+    # collected samples: ratio 1 (KL 0); mirrored copies: ratio 3
+    batch = ppo.Batch(
+        obs=jnp.zeros((4, 1)),
+        action=u,
+        log_prob=now - jnp.log(jnp.array([1.0, 1.0, 3.0, 3.0])),
+        value=jnp.zeros(4),
+        advantage=jnp.ones(4),
+        target=jnp.zeros(4),
+        original=jnp.array([1.0, 1.0, 0.0, 0.0]),
+    )
+    _, aux = ppo.ppo_loss(params, apply_fn, batch, cfg["ppo"])
+    assert float(aux["loss/approx_kl"]) == pytest.approx(0.0, abs=1e-6)
+    assert float(aux["loss/clip_frac"]) == pytest.approx(0.5)
+
+
+def _train_tiny_with_mirror(tmp_path, backend: str):
+    from musclerl import load_policy
+    from musclerl.rl.runner import build_env, train
+
+    cfg = load_config(
+        ["configs/tiny.yaml"],
+        [
+            f"backend={backend}",
+            "ppo.mirror_augment=true",
+            "ppo.num_envs=8",
+            "ppo.rollout_steps=16",
+            "ppo.total_env_steps=256",
+            "network.policy_hidden=[16]",
+            "network.value_hidden=[16]",
+            "log.progress=false",
+            "env.integrator=euler",
+        ],
+    )
+    train(cfg, tmp_path / backend, quiet=True)
+    policy = load_policy(tmp_path / backend / "policy")
+    return policy, env_mirror(build_env(cfg))
+
+
+def _assert_symmetric_statistics(policy, mirror):
+    # every observation entered the statistics with its mirror image, so they are symmetric
+    # (the phase and height are their own mirrors; lateral components have zero mean)
+    mean, std = np.asarray(policy.obs_mean), np.asarray(policy.obs_std)
+    np.testing.assert_allclose(mirror.observation.apply(mean), mean, atol=1e-4 * (1 + np.abs(mean).max()))
+    np.testing.assert_allclose(std[mirror.observation.perm], std, rtol=1e-3)
+
+
+def test_mirror_augmented_training_on_the_cpu_backend(tmp_path):
+    policy, mirror = _train_tiny_with_mirror(tmp_path, "cpu")
+    _assert_symmetric_statistics(policy, mirror)
+
+
+@pytest.mark.slow
+def test_mirror_augmented_training_on_the_mjx_backend(tmp_path):
+    policy, mirror = _train_tiny_with_mirror(tmp_path, "mjx")
+    _assert_symmetric_statistics(policy, mirror)
