@@ -96,7 +96,7 @@ def test_mirror_augment_needs_a_tracking_env():
     from musclerl.rl.runner import make_trainer
 
     cfg = load_config(None, ["model=toy", "ppo.mirror_augment=true"])
-    with pytest.raises(InputError, match="ppo.mirror_augment"):
+    with pytest.raises(InputError, match="ppo.mirror_augment=false"):
         make_trainer(cfg, None, 1, None)
 
 

@@ -17,6 +17,7 @@ from musclerl.rl.runner import _compiled, train
 
 TOY = [
     "model=toy",
+    "ppo.mirror_augment=false",  # the demo config's mirror needs a tracking env
     "backend=mjx",
     "ppo.num_envs=8",
     "ppo.rollout_steps=16",

@@ -111,7 +111,9 @@ def _mirror(cfg: dict[str, Any], env):
     if not cfg["ppo"]["mirror_augment"]:
         return None
     if cfg["model"] == TOY_MODEL:
-        raise InputError("ppo.mirror_augment", "needs a tracking environment (the toy task has no mirror)")
+        raise InputError(
+            "ppo.mirror_augment", "the toy task has no mirror: set ppo.mirror_augment=false for model=toy"
+        )
     from musclerl.envs.symmetry import env_mirror
 
     return env_mirror(env, f"ppo.mirror_augment (model '{cfg['model']}')")
