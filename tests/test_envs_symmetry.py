@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from musclerl.envs import TrackingEnv
-from musclerl.envs.symmetry import SignedPermutation, env_mirror
+from musclerl.envs.symmetry import EnvMirror, SignedPermutation, env_mirror
 from musclerl.errors import InputError
 from musclerl.models.registry import load_model
 from musclerl.motion.dataset import load_dataset
@@ -103,14 +103,10 @@ def test_mirror_augment_needs_a_tracking_env():
 def _learner_with_swap(cfg):
     """A learner on 3 observations and 2 actions whose mirror swaps obs 0 and 1 (obs 2 negates)
     and swaps the two actions."""
-    mirror = type(
-        "Mirror",
-        (),
-        {
-            "observation": SignedPermutation(np.array([1, 0, 2]), np.array([1.0, 1.0, -1.0])),
-            "action": SignedPermutation(np.array([1, 0]), np.ones(2)),
-        },
-    )()
+    mirror = EnvMirror(
+        observation=SignedPermutation(np.array([1, 0, 2]), np.array([1.0, 1.0, -1.0])),
+        action=SignedPermutation(np.array([1, 0]), np.ones(2)),
+    )
     bounds = networks.ActionBounds(low=-np.ones(2), high=np.ones(2), neutral=np.zeros(2))
     return ppo.make_learner(cfg, 3, bounds, 10, None, mirror)
 

@@ -38,6 +38,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from musclerl.envs import geometry as geo
 from musclerl.errors import InputError
 from musclerl.motion.mirror import MirrorMap, mirror_map, partner
 
@@ -107,10 +108,10 @@ def _rot6d(left: np.ndarray, right: np.ndarray) -> SignedPermutation:
     return SignedPermutation(np.arange(6), sign)
 
 
-def _joint_pos(mm: MirrorMap) -> SignedPermutation:
+def _joint_pos(mm: MirrorMap, source: str) -> SignedPermutation:
     """qpos[7:] (joints after the free root at address 0)."""
     if mm.root_qpos != 0 or mm.root_dof != 0:
-        raise InputError("model", "mirroring observations needs the free root joint first")
+        raise InputError(source, "mirroring observations needs the free root joint first")
     return SignedPermutation(mm.qpos_perm[7:] - 7, mm.qpos_sign[7:])
 
 
@@ -121,13 +122,9 @@ def _root_frames(model: mujoco.MjModel, root_body: int, mm: MirrorMap, source: s
     data.qpos[:] = model.qpos0
     mujoco.mj_kinematics(model, data)
     rot0 = data.xmat[root_body].reshape(3, 3)
-    m_b = np.ones(3)
-    m_b[mm.body_lateral_axis] = -1.0
-    lateral = rot0[:, mm.body_lateral_axis]
-    hx, hy = rot0[0, 0], rot0[1, 0]  # the heading axis, as geometry.heading_cos_sin reads it
-    norm = np.hypot(hx, hy)
-    cos, sin = hx / norm, hy / norm
-    lat_h = np.array([cos * lateral[0] + sin * lateral[1], -sin * lateral[0] + cos * lateral[1]])
+    m_b = np.diag(mm.reflection(mm.body_lateral_axis))
+    cos, sin = geo.heading_cos_sin(rot0[None], np)
+    lat_h = geo.to_heading_frame(rot0[None, :, mm.body_lateral_axis], cos, sin, np)[0, :2]
     axis = int(np.argmax(np.abs(lat_h)))
     if abs(abs(lat_h[axis]) - 1.0) > FRAME_TOLERANCE:
         raise InputError(source, "the root's lateral axis is not along a heading-frame axis at qpos0")
@@ -149,7 +146,7 @@ def env_mirror(env: Any, source: str = "model") -> EnvMirror:
     muscles = SignedPermutation(mm.actuator_perm, np.ones(model.nu))
     if model.na != model.nu or np.any(model.actuator_actadr != np.arange(model.nu)):
         raise InputError(source, "mirroring activations needs one activation per actuator, in order")
-    joint_pos = _joint_pos(mm)
+    joint_pos = _joint_pos(mm, source)
     joint_vel = SignedPermutation(mm.dof_perm[6:] - 6, mm.dof_sign[6:])
     root_vel = SignedPermutation.concat([_vectors(1, d), _vectors(1, -m_b)])
     site_vectors = _vectors(n_sites, d, sites)
@@ -170,14 +167,12 @@ def env_mirror(env: Any, source: str = "model") -> EnvMirror:
     }
     if cfg.goal and cfg.goal_frames > 0:
         site_rot = data.site_xmat[world.site_ids].reshape(-1, 3, 3)  # world rotations at qpos0
-        rot_parts = []
+        signs = []
         for k, p in enumerate(sites):
             x = site_rot[p].T @ reflect_world @ site_rot[k]
             diag = _diagonal_reflection(x, f"tracked site '{world.site_names[k]}'", source)
-            rot_parts.append(SignedPermutation(6 * p + np.arange(6), _rot6d(diag, diag).sign))
-        rotations = SignedPermutation(
-            np.concatenate([r.perm for r in rot_parts]), np.concatenate([r.sign for r in rot_parts])
-        )
+            signs.append(_rot6d(diag, diag).sign)
+        rotations = SignedPermutation((6 * sites[:, None] + np.arange(6)).ravel(), np.concatenate(signs))
         one_frame = SignedPermutation.concat([site_vectors, rotations])
         pieces["goal"] = SignedPermutation.concat([one_frame] * cfg.goal_frames)
     observation = SignedPermutation.concat([pieces[name] for name in env.obs_pieces])
