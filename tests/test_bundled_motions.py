@@ -48,11 +48,4 @@ def test_bundled_walk_is_physically_plausible(name):
     assert 0.6 < check.vertical_force_bw["min"] and check.vertical_force_bw["max"] < 1.5  # walking
     accel = check.root_accel_mps2
     assert max(-accel["vertical_min"], accel["vertical_max"], accel["horizontal_max"]) < 0.5 * 9.81
-    if name == "myofullbody" and not check.passed:
-        assert all(f.startswith("centre of pressure") for f in check.failures), check.failures
-        pytest.xfail(
-            "known: the balance pass does not converge on myofullbody (its clip needs the centre of "
-            "mass 6 cm further back throughout; with the feet held the straight knees at heel strike "
-            f"jerk the pelvis), so this clip is shipped without it: {check.failures}"
-        )
     assert check.passed, check.failures

@@ -171,6 +171,94 @@ def test_deepmimic_walk_on_myofullbody(shared_data):
     assert np.median(result.keypoint_error_m[:, wrist]) < 0.02
 
 
+def _sites_model(points: dict[str, tuple[float, float, float]]) -> mujoco.MjModel:
+    spec = mujoco.MjSpec()
+    for landmark, pos in points.items():
+        spec.worldbody.add_site(name=f"kp_{landmark}", pos=pos)
+    return spec.compile()
+
+
+def test_arm_targets_take_the_sources_directions_at_the_models_lengths():
+    from musclerl.retarget.keypoints.model import on_model_proportions
+
+    model_points = {
+        "hip_l": (0.0, 0.1, 1.0),
+        "hip_r": (0.0, -0.1, 1.0),
+        "knee_l": (0.0, 0.1, 0.55),
+        "shoulder_l": (0.0, 0.2, 1.6),
+        "shoulder_r": (0.0, -0.2, 1.6),
+        "elbow_l": (0.0, 0.2, 1.3),
+        "wrist_l": (0.0, 0.2, 1.05),
+    }
+    landmarks = tuple(model_points)
+    rng = np.random.default_rng(0)
+    # a source with a shorter, leaning trunk and other arm lengths, over 5 frames
+    source = np.zeros((5, len(landmarks), 3))
+    for t in range(5):
+        hips = rng.normal(size=3) * 0.1 + (0, 0, 0.9)
+        lean = np.array([np.sin(0.1 * t), 0.0, np.cos(0.1 * t)])
+        shoulders = hips + 0.45 * lean
+        source[t, 0], source[t, 1] = hips + (0, 0.09, 0), hips - (0, 0.09, 0)
+        source[t, 2] = hips + (0.05, 0.09, -0.42)
+        source[t, 3], source[t, 4] = shoulders + (0, 0.17, 0), shoulders - (0, 0.17, 0)
+        source[t, 5] = source[t, 3] + rng.normal(size=3) * 0.3
+        source[t, 6] = source[t, 5] + rng.normal(size=3) * 0.3
+    source[4, 6] = np.nan
+    out = on_model_proportions(_sites_model(model_points), landmarks, source)
+
+    def at(lm, x=out):
+        return x[:, landmarks.index(lm)]
+
+    def unit(v):
+        return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+    np.testing.assert_array_equal(out[:, :3], source[:, :3])  # hips and knee: the source's
+    hips, src_hips = 0.5 * (at("hip_l") + at("hip_r")), 0.5 * (at("hip_l", source) + at("hip_r", source))
+    shoulders = 0.5 * (at("shoulder_l") + at("shoulder_r"))
+    src_shoulders = 0.5 * (at("shoulder_l", source) + at("shoulder_r", source))
+    np.testing.assert_allclose(np.linalg.norm(shoulders - hips, axis=-1), 0.6)
+    np.testing.assert_allclose(unit(shoulders - hips), unit(src_shoulders - src_hips), atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(at("shoulder_l") - shoulders, axis=-1), 0.2)
+    for point, parent, length in (("elbow_l", "shoulder_l", 0.3), ("wrist_l", "elbow_l", 0.25)):
+        ok = np.isfinite(at(point, source)).all(axis=-1)
+        step = at(point)[ok] - at(parent)[ok]
+        np.testing.assert_allclose(np.linalg.norm(step, axis=-1), length)
+        np.testing.assert_allclose(
+            unit(step), unit(at(point, source)[ok] - at(parent, source)[ok]), atol=1e-12
+        )
+    assert np.isnan(at("wrist_l")[4]).all()
+    # a model without arm landmarks (myolegs' table): the targets are the source's
+    legs = {k: v for k, v in model_points.items() if k.startswith(("hip", "knee"))}
+    kept = on_model_proportions(_sites_model(legs), tuple(legs), source[:, :3])
+    np.testing.assert_array_equal(kept, source[:, :3])
+
+
+def test_unscaled_myofullbody_keeps_the_sources_trunk_lean(shared_data):
+    """Retargeted without scaling (as the bundled clip), myofullbody's taller trunk does not lean
+    to reach the source's shoulders: its mean forward lean is the source's hip-to-neck lean."""
+    from musclerl.motion.deepmimic import read_deepmimic
+
+    motion = read_deepmimic(shared_data / "deepmimic" / "humanoid3d_walk.txt")
+    result = retarget_keypoints(motion, "myofullbody", PipelineParams(scale=False, ground=False))
+    heading = motion.keypoint("right_hip") - motion.keypoint("left_hip")  # (T, 3), points right
+    forward = np.cross(heading, [0.0, 0.0, 1.0])
+    forward /= np.linalg.norm(forward, axis=-1, keepdims=True)
+    hips = 0.5 * (motion.keypoint("left_hip") + motion.keypoint("right_hip"))
+    up = motion.keypoint("neck") - hips
+
+    def lean_deg(vector):
+        return np.degrees(np.mean(np.arctan2(np.sum(vector * forward, axis=-1), vector[:, 2])))
+
+    model = result.prepared.model
+    data = mujoco.MjData(model)
+    torso_up = []
+    for q in result.trajectory.qpos:
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        torso_up.append(data.xmat[model.body("torso").id].reshape(3, 3)[:, 1].copy())  # OpenSim's y: up
+    assert abs(lean_deg(np.array(torso_up)) - lean_deg(up)) < 3.0
+
+
 @pytest.fixture(scope="module")
 def step_clip(tmp_path_factory):
     course = sg.step_course(0.10, edge_x_m=0.9)

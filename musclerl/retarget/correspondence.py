@@ -145,6 +145,20 @@ SOURCE_SEGMENTS: dict[str, dict[str, str]] = {
 #: axis does not share: its thigh and shank orientations cannot both be met, and following them
 #: moves the keypoints (README, measured section), so DeepMimic clips are fitted by positions.
 ORIENTATION_WEIGHTS = {"smpl": 0.1, "deepmimic": 0.0}
+#: The arms' landmarks as a chain from the hip midpoint, ``(landmark, parent)`` in order;
+#: ``hips``/``shoulders`` are the midpoints of the pairs. The keypoint pipeline places each on the
+#: model's proportions (:func:`musclerl.retarget.keypoints.model.on_model_proportions`): the
+#: source's direction from its parent at the model's distance. A model not scaled to the source
+#: would otherwise lean its trunk to reach shoulders at the source's height (a myofullbody torso
+#: 7 cm taller than DeepMimic's leans ~25 degrees forward, its centre of mass 6 cm ahead of the feet).
+ARM_CHAIN: tuple[tuple[str, str], ...] = (
+    ("shoulders", "hips"),
+    *((f"shoulder_{s}", "shoulders") for s in SIDES),
+    *((f"elbow_{s}", f"shoulder_{s}") for s in SIDES),
+    *((f"wrist_{s}", f"elbow_{s}") for s in SIDES),
+)
+#: Midpoints the chain starts from or passes through: name -> the two landmarks.
+MIDPOINTS = {"hips": ("hip_l", "hip_r"), "shoulders": ("shoulder_l", "shoulder_r")}
 #: Relative weight of each landmark in the keypoint task (others 1).
 LANDMARK_WEIGHTS = {"trunk": 0.3, **{f"toe_{s}": 0.5 for s in SIDES}}
 #: Segment lengths for per-segment scaling: (landmark a, landmark b, bodies scaled by the ratio).

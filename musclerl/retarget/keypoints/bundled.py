@@ -2,15 +2,18 @@
 
 ``assets/motions/walk_<model>.npz`` is the DeepMimic walk cycle (xbpeng/DeepMimic,
 ``data/motions/humanoid3d_walk.txt``, MIT licence; 39 frames at 30 Hz, one looping gait cycle of
-1.27 s) retargeted with ``retarget smpl`` (keypoint IK, scaled model, contacts and recovered
-ground). When the recovered ground is flat (its heights span less than ``FLAT_SPAN_M``), the clip
+1.27 s) retargeted with the keypoint IK of ``retarget smpl`` onto the registry model itself (not
+scaled: the environment simulates that model; the arms' keypoints on its proportions,
+:func:`~musclerl.retarget.keypoints.model.on_model_proportions`), without the ground pass
+(``--keypoints-only``, which the bundled clips use). When the recovered ground is flat (its
+heights span less than ``FLAT_SPAN_M``), the clip
 is lowered onto the model's own floor (z = 0) and stored without a heightfield: a looping clip
 walks on, beyond any heightfield recovered from one cycle. A looping clip is then low-passed
 (:func:`smooth_loop`), and its centre of mass moved until the centre of pressure stays on the
 feet (:func:`musclerl.retarget.balance.balance_trajectory`), then low-passed again (the IK's
 frame-to-frame noise); a balanced clip that still fails the check is not kept. Regenerate with::
 
-    python -m musclerl.retarget.keypoints.bundled --model myolegs \\
+    python -m musclerl.retarget.keypoints.bundled --model myolegs --keypoints-only \\
         --source ../shared/data/deepmimic/humanoid3d_walk.txt --out assets/motions/walk_myolegs.npz
 """
 
@@ -121,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             print(label, *format_plausibility(check.as_dict()), sep="\n")
         if after.passed:
             traj = fixed
-        else:  # e.g. myofullbody: the rounds do not converge; ship the kinematic clip, said so
+        else:  # a motion the pass cannot fix: ship the kinematic clip, said so
             print("the balance pass did not make the clip pass: saving it without the pass")
     traj.save(args.out)
     print(

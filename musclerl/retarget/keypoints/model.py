@@ -153,6 +153,43 @@ def prepare_model(
     return prepared, corr.correspondence(model_name, kind, motion.names, tuple(sites))
 
 
+def on_model_proportions(
+    model: mujoco.MjModel, landmarks: tuple[str, ...], targets_m: np.ndarray
+) -> np.ndarray:
+    """Keypoint targets (T, L, 3) in ``landmarks`` order with the arms on ``model``'s proportions.
+
+    Along :data:`~musclerl.retarget.correspondence.ARM_CHAIN` (from the hip midpoint to the
+    shoulders' midpoint, each shoulder, elbow and wrist), each point is put at its parent's new
+    place plus the source's unit direction from parent to point times the distance the model's
+    ``kp_<landmark>`` sites have at ``qpos0``: segment directions are the source's, lengths the
+    model's. The legs keep the source's positions (their feet stand on the source's ground), and
+    so does everything when ``model`` has no arm landmarks. On a model scaled to the source the
+    lengths already agree and the targets move by less than a millimetre. NaN stays NaN.
+    """
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    source, rest = {}, {}
+    for i, lm in enumerate(landmarks):
+        site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site_name(lm))
+        if site >= 0:
+            source[lm], rest[lm] = targets_m[:, i], data.site_xpos[site].copy()
+    for mid, (a, b) in corr.MIDPOINTS.items():
+        if a in source and b in source:
+            source[mid], rest[mid] = 0.5 * (source[a] + source[b]), 0.5 * (rest[a] + rest[b])
+    placed = dict(source)
+    for point, parent in corr.ARM_CHAIN:
+        if point not in source or parent not in source:
+            continue
+        direction = source[point] - source[parent]
+        unit = direction / np.maximum(np.linalg.norm(direction, axis=-1, keepdims=True), 1e-9)
+        placed[point] = placed[parent] + unit * np.linalg.norm(rest[point] - rest[parent])
+    out = np.array(targets_m, dtype=float)
+    for i, lm in enumerate(landmarks):
+        if lm in placed:
+            out[:, i] = placed[lm]
+    return out
+
+
 def _calibrated_toes(
     model: mujoco.MjModel,
     key: str,

@@ -5,7 +5,10 @@ Steps of :func:`retarget_keypoints`:
 1. **Model.** :func:`~musclerl.retarget.keypoints.model.prepare_model` scales the model per
    segment to the source skeleton and adds a site per landmark (``kp_<landmark>``) and per sole
    point (``sole_<heel|toe_tip>_<l|r>``, from the feet's collision geoms).
-2. **Keypoint IK.** The whole clip is fitted to the landmarks in one batched JAX solve
+2. **Keypoint IK.** The targets are the source's keypoints, the arms' put on the model's
+   proportions (:func:`~musclerl.retarget.keypoints.model.on_model_proportions`: the source's
+   segment directions at the model's lengths, so an unscaled model's trunk does not lean to
+   reach the source's shoulders). The whole clip is fitted to them in one batched JAX solve
    (:func:`musclerl.retarget.ik.solver.solve_clip`, weighted least squares, Levenberg-Marquardt,
    warm-start chains): joint limits held, the model's joint equalities exact, smoothness, and
    tendon continuity (muscle-path jumps between frames detected and re-solved).
@@ -66,6 +69,7 @@ from musclerl.retarget.keypoints import orientations as orient
 from musclerl.retarget.keypoints.model import (
     PreparedModel,
     contact_flags,
+    on_model_proportions,
     prepare_model,
     site_ids,
     site_name,
@@ -194,7 +198,9 @@ def retarget_keypoints(
     model = prepared.model
     kp_sites = [site_name(lm) for lm in match.landmarks]
     sites = kp_sites + list(prepared.sole_sites)
-    kp_targets = match.source_positions(motion.names, motion.positions_m)  # (T, L, 3)
+    kp_targets = on_model_proportions(  # (T, L, 3)
+        model, match.landmarks, match.source_positions(motion.names, motion.positions_m)
+    )
     q0 = start_pose(model, kp_sites, kp_targets)
     segs = orient.segments(model, model_name, motion, match.source_kind)
     weight = params.orientation_weight
