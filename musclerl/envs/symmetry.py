@@ -178,12 +178,13 @@ def env_mirror(env: Any, source: str = "model") -> EnvMirror:
     observation = SignedPermutation.concat([pieces[name] for name in env.obs_pieces])
     if len(observation.perm) != env.observation_size:
         raise InputError(source, "the observation mirror does not cover the observation")
-    return EnvMirror(observation=observation, action=_action_mirror(env, mm, source))
+    return EnvMirror(observation=observation, action=_action_mirror(env, mm, muscles, source))
 
 
-def _action_mirror(env: Any, mm: MirrorMap, source: str) -> SignedPermutation:
+def _action_mirror(env: Any, mm: MirrorMap, muscles: SignedPermutation, source: str) -> SignedPermutation:
+    """Joint coordinates mirror as joint positions; the muscle spaces swap partners (``muscles``)."""
     if env.actions.name != "joint_reference_pd":
-        return SignedPermutation(mm.actuator_perm, np.ones(env.model.nu))
+        return muscles
     coords = env.reference.coordinate_names
     perm = SignedPermutation.of_names(coords, "coordinate", source).perm
     sign = np.array([mm.qpos_sign[env.model.jnt_qposadr[env.model.joint(c).id]] for c in coords])
