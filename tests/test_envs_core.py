@@ -289,3 +289,46 @@ def test_named_sites_with_offsets_match_mujoco(dataset):
         np.testing.assert_allclose(kin.site_pos_m[i], d.site_xpos[ids], atol=1e-12)
         np.testing.assert_allclose(kin.site_xmat[i].reshape(3, 9), d.site_xmat[ids], atol=1e-12)
     assert env.reference.site_names == ("toe_r", "heel_l", "torso_top")
+
+
+def test_world_drops_what_the_env_never_reads_and_simulates_the_same():
+    """Sensors and unused sites go (MuJoCo computes them every physics step); the tendons' path
+    sites and the tracked sites stay, and the simulation is the registry model's to the bit."""
+    from musclerl.envs.world import build_world
+    from musclerl.models.registry import compile_spec, load_spec
+
+    full = compile_spec(load_spec("myolegs"), "myolegs")
+    world = build_world("myolegs", [], [], None)
+    model = world.model
+    assert full.nsensor > 0 and model.nsensor == 0
+    assert model.nsite < full.nsite
+    names = {model.site(i).name for i in range(model.nsite)}
+    path_sites = {
+        full.site(int(full.wrap_objid[w])).name
+        for w in range(full.nwrap)
+        if full.wrap_type[w] == mujoco.mjtWrap.mjWRAP_SITE
+    }
+    assert path_sites <= names and set(world.site_names) <= names
+    np.testing.assert_array_equal(model.actuator_lengthrange, full.actuator_lengthrange)
+
+    rng = np.random.default_rng(0)
+    datas = [mujoco.MjData(m) for m in (full, model)]
+    for d, m in zip(datas, (full, model), strict=True):
+        mujoco.mj_resetDataKeyframe(m, d, 0) if m.nkey else mujoco.mj_resetData(m, d)
+    for _ in range(60):
+        ctrl = rng.uniform(0.0, 0.4, full.nu)
+        for d, m in zip(datas, (full, model), strict=True):
+            d.ctrl[:] = ctrl
+            mujoco.mj_step(m, d)
+    for field in ("qpos", "qvel", "act", "actuator_length", "actuator_force"):
+        np.testing.assert_array_equal(getattr(datas[0], field), getattr(datas[1], field), err_msg=field)
+
+
+def test_lookup_of_some_fields_equals_the_full_lookup(env):
+    ref = env.reference.as_arrays(np)
+    clip, t = np.array([0, 1, 2, 0]), np.array([0.0, 0.7, 3.1, 5.3])  # past the end: loops shift
+    full = lookup(ref, clip, t, np)
+    some = lookup(ref, clip, t, np, ("site_pos_m", "qpos"))
+    assert set(some) == {"site_pos_m", "qpos"}
+    for name, value in some.items():
+        np.testing.assert_array_equal(value, full[name])

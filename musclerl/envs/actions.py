@@ -168,5 +168,7 @@ class ActionSpace:
         lt, vt = self.targets(action, target, xp)
         ff = target["activation"] if self.feedforward else None
         if self.per_physics_step:
+            if xp is np:  # moved to jax once per control step, not at each physics step's call
+                lt, vt, ff = jax.device_put((lt, vt, ff))
             return lambda length_now, velocity_now: self.pd(lt, vt, length_now, velocity_now, xp, ff)
         return self.pd(lt, vt, length, velocity, xp, ff)

@@ -125,7 +125,7 @@ def observe(
         rel = geo.to_heading_frame(kin.site_pos_m - root_pos[:, None, :], cos, sin, xp)
         parts.append(rel.reshape(n, -1))
     if cfg.site_error or cfg.reference_next:
-        nxt = lookup(ref, clip, time_s + consts["control_dt_s"], xp)
+        nxt = lookup(ref, clip, time_s + consts["control_dt_s"], xp, ("qpos", "qvel", "site_pos_m"))
         if cfg.site_error:
             diff = geo.to_heading_frame(nxt["site_pos_m"] - kin.site_pos_m, cos, sin, xp)
             parts.append(diff.reshape(n, -1))
@@ -136,7 +136,8 @@ def observe(
     if cfg.goal and cfg.goal_frames > 0:
         cur_inv = xp.swapaxes(kin.site_xmat, -1, -2)  # (N, S, 3, 3) world-to-site
         for j in range(1, cfg.goal_frames + 1):
-            target = lookup(ref, clip, time_s + j * cfg.goal_stride / ref["rate_hz"], xp)
+            time_j = time_s + j * cfg.goal_stride / ref["rate_hz"]
+            target = lookup(ref, clip, time_j, xp, ("site_pos_m", "site_xmat"))
             rel_pos = geo.to_heading_frame(target["site_pos_m"] - root_pos[:, None, :], cos, sin, xp)
             rel_rot = cur_inv @ target["site_xmat"]
             parts.append(rel_pos.reshape(n, -1))

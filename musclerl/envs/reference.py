@@ -147,6 +147,19 @@ def build_reference(
     )
 
 
+LOOKUP_FIELDS = (
+    "qpos",
+    "qvel",
+    "site_pos_m",
+    "site_xmat",
+    "site_vel_mps",
+    "muscle_length_m",
+    "muscle_velocity_mps",
+    "muscle_jacobian",
+    "activation",
+)
+
+
 def frame_index(ref: dict[str, Any], clip: Any, time_s: Any, xp: Any) -> tuple[Any, Any]:
     """Global frame (N,) int and number of completed loop periods (N,) at clip time ``time_s`` (N,).
 
@@ -160,25 +173,25 @@ def frame_index(ref: dict[str, Any], clip: Any, time_s: Any, xp: Any) -> tuple[A
     return ref["clip_starts"][clip] + local, cycles
 
 
-def lookup(ref: dict[str, Any], clip: Any, time_s: Any, xp: Any) -> dict[str, Any]:
+def lookup(
+    ref: dict[str, Any], clip: Any, time_s: Any, xp: Any, fields: tuple[str, ...] | None = None
+) -> dict[str, Any]:
     """Reference at clip time ``time_s`` (N,) of clips ``clip`` (N,): batched arrays.
 
     Returns qpos (N, nq), qvel (N, nv), site_pos_m (N, S, 3), site_xmat (N, S, 3, 3),
     site_vel_mps (N, S, 3), muscle_length_m and muscle_velocity_mps (N, nu), muscle_jacobian
     (N, nu, K), activation (N, na); positions of looping clips shifted by their completed periods.
+    ``fields`` names the ones to gather (default all): a step reads the reference several times
+    (next frame, goal frames), and each read needs only a few of them.
     """
     frame, cycles = frame_index(ref, clip, time_s, xp)
     shift = ref["cycle_shift_m"][clip] * cycles[:, None]  # (N, 3)
-    qpos = ref["qpos"][frame]
-    qpos = xp.concatenate([qpos[:, :3] + shift, qpos[:, 3:]], axis=1)
-    return {
-        "qpos": qpos,
-        "qvel": ref["qvel"][frame],
-        "site_pos_m": ref["site_pos_m"][frame] + shift[:, None, :],
-        "site_xmat": ref["site_xmat"][frame],
-        "site_vel_mps": ref["site_vel_mps"][frame],
-        "muscle_length_m": ref["muscle_length_m"][frame],
-        "muscle_velocity_mps": ref["muscle_velocity_mps"][frame],
-        "muscle_jacobian": ref["muscle_jacobian"][frame],
-        "activation": ref["activation"][frame],
-    }
+    out = {}
+    for name in fields or LOOKUP_FIELDS:
+        value = ref[name][frame]
+        if name == "qpos":
+            value = xp.concatenate([value[:, :3] + shift, value[:, 3:]], axis=1)
+        elif name == "site_pos_m":
+            value = value + shift[:, None, :]
+        out[name] = value
+    return out

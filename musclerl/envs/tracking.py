@@ -54,6 +54,8 @@ from musclerl.errors import InputError
 from musclerl.motion.dataset import check_clip_lengths
 from musclerl.motion.trajectory import Trajectory
 
+_START_FIELDS = ("qpos", "qvel", "activation")  # what an episode's start state reads of the reference
+
 
 class TrackingEnv:
     """Batched tracking environment over ``num_envs`` copies of a model.
@@ -162,7 +164,7 @@ class TrackingEnv:
         else:
             clip = xp.asarray(clip, dtype=xp.int32) + xp.zeros(n, dtype=xp.int32)
             time_s = xp.asarray(time_s if time_s is not None else 0.0) + xp.zeros(n)
-        start = lookup(self._ref, clip, time_s, xp)
+        start = lookup(self._ref, clip, time_s, xp, _START_FIELDS)
         physics, kin = self._physics.set_state(None, start["qpos"], start["qvel"], self._start_act(start))
         obs = self._observe(kin, clip, time_s)
         zeros = xp.zeros(n)
@@ -303,7 +305,7 @@ class TrackingEnv:
         rows = self._physics.reset_rows(done)
         if rows is None:
             return physics, obs, ctrl
-        start = lookup(self._ref, clip[rows], time_s[rows], self._xp)
+        start = lookup(self._ref, clip[rows], time_s[rows], self._xp, _START_FIELDS)
         physics, kin = self._physics.reset(
             physics, rows, done, start["qpos"], start["qvel"], self._start_act(start)
         )

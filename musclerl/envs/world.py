@@ -10,7 +10,11 @@
   clip moved onto its own tile (``musclerl.motion.ground_tiles``), so one model serves every env;
 - foot bodies for the contact observation: the config's, else the bodies with collision geoms
   whose origin lies within 0.15 m of the lowest such body in the model's default pose; the
-  collision geoms of every other moving body end an episode when they reach the ground.
+  collision geoms of every other moving body end an episode when they reach the ground;
+- what the environment never reads is dropped: sensors, and sites that are neither tracked nor
+  on a tendon's path nor referenced by an actuator or equality constraint. MuJoCo computes every
+  site's pose and every sensor at every physics step (a touch sensor adds an acceleration pass),
+  and the dynamics do not depend on them, so the simulation is unchanged, only cheaper.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ def build_world(
             name = TRACK_SITE_PREFIX + model0.body(b).name.replace(" ", "_")
             spec.body(model0.body(b).name).add_site(name=name, pos=[0, 0, 0], group=5)
             site_names.append(name)
+    _drop_unread(spec, model0, set(site_names))
     if terrain is not None:
         _add_terrain(spec, terrain)
     if integrator != "model":
@@ -143,6 +148,32 @@ def _foot_bodies(model: mujoco.MjModel, data: mujoco.MjData, names: list[str], s
     return np.asarray(
         [b for b, h in zip(bodies, z, strict=False) if h <= z.min() + FOOT_SEARCH_BAND_M], dtype=int
     )
+
+
+def _drop_unread(spec: mujoco.MjSpec, model: mujoco.MjModel, keep: set[str]) -> None:
+    """Delete ``spec``'s sensors and the named sites of ``model`` that the physics does not need:
+    kept are ``keep`` (tracked sites), tendon path sites and side sites, actuator transmission
+    sites and sites of equality constraints."""
+    needed = set(keep)
+    site = mujoco.mjtObj.mjOBJ_SITE
+    for w in range(model.nwrap):
+        kind = int(model.wrap_type[w])
+        if kind == int(mujoco.mjtWrap.mjWRAP_SITE):
+            needed.add(model.site(int(model.wrap_objid[w])).name)
+        elif kind in (int(mujoco.mjtWrap.mjWRAP_SPHERE), int(mujoco.mjtWrap.mjWRAP_CYLINDER)):
+            if model.wrap_prm[w] >= 0:  # the side site
+                needed.add(model.site(int(model.wrap_prm[w])).name)
+    for a in range(model.nu):
+        if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_SITE):
+            needed.update(model.site(int(i)).name for i in model.actuator_trnid[a] if i >= 0)
+    for e in range(model.neq):
+        if int(model.eq_objtype[e]) == int(site):
+            needed.update(model.site(int(i)).name for i in (model.eq_obj1id[e], model.eq_obj2id[e]))
+    for element in list(spec.sensors):
+        spec.delete(element)
+    for element in list(spec.sites):
+        if element.name and element.name not in needed:
+            spec.delete(element)
 
 
 def _add_terrain(spec: mujoco.MjSpec, terrain: Terrain) -> None:
