@@ -314,7 +314,8 @@ def test_world_drops_what_the_env_never_reads_and_simulates_the_same():
     rng = np.random.default_rng(0)
     datas = [mujoco.MjData(m) for m in (full, model)]
     for d, m in zip(datas, (full, model), strict=True):
-        mujoco.mj_resetDataKeyframe(m, d, 0) if m.nkey else mujoco.mj_resetData(m, d)
+        if m.nkey:
+            mujoco.mj_resetDataKeyframe(m, d, 0)
     for _ in range(60):
         ctrl = rng.uniform(0.0, 0.4, full.nu)
         for d, m in zip(datas, (full, model), strict=True):
