@@ -94,6 +94,25 @@ def _trajectory_with(**change) -> Callable[[Path], None]:
     return write
 
 
+def _tiny_trajectory_with(**change) -> Callable[[Path], None]:
+    """A standing Trajectory of the ``tiny`` model it names (nq 13, nv 12), then ``change``."""
+
+    def write(path: Path) -> None:
+        qpos = np.zeros((5, 13))
+        qpos[:, 2], qpos[:, 3] = 1.0, 1.0
+        Trajectory(
+            qpos=qpos,
+            qvel=np.zeros((5, 12)),
+            rate_hz=50.0,
+            joint_names=("root", "hip_flexion_r", "knee_angle_r", "ankle_angle_r")
+            + ("hip_flexion_l", "knee_angle_l", "ankle_angle_l"),
+            model_name="tiny",
+        ).save(path)
+        rewrite_npz(path, **change)
+
+    return write
+
+
 def _nan_pose() -> np.ndarray:
     poses = np.zeros((6, 156))
     poses[3, 10] = np.nan
@@ -200,6 +219,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str]] = [
     ("trajectory_missing_qvel", ".npz", _trajectory_with(qvel=None), "missing key 'qvel'"),
     ("trajectory_nan_qpos", ".npz", _trajectory_with(qpos=np.full((5, 2), np.nan)), "NaN"),
     ("trajectory_qvel_frames", ".npz", _trajectory_with(qvel=np.zeros((3, 2))), "qvel must be (T, nv)"),
+    ("trajectory_qvel_short_of_model", ".npz", _tiny_trajectory_with(qvel=np.zeros((5, 11))), "nv=11"),
     # ---------------------------------------------------------------- DeepMimic
     ("deepmimic_bad_json", ".txt", _text('{"Loop": "wrap", "Frames": [[0.03, 1, 2,'), "not valid JSON"),
     (

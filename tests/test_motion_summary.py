@@ -70,10 +70,11 @@ def test_generated_npz_kinds(tmp_path, capsys):
         qvel=np.zeros((7, 3)),
         rate_hz=50.0,
         joint_names=("a", "b", "c"),
-        model_name="tiny",
+        model_name="lab_model",  # not registered: summarised, its plausibility skipped
     ).save(tmp_path / "traj.npz")
     info = _info_json(capsys, tmp_path / "traj.npz")
-    assert (info["kind"], info["frames"], info["rate_hz"], info["model"]) == ("trajectory", 7, 50.0, "tiny")
+    assert (info["kind"], info["frames"], info["rate_hz"]) == ("trajectory", 7, 50.0)
+    assert info["model"] == "lab_model" and "skipped" in info["plausibility"]
 
 
 def test_warnings_are_reported(tmp_path):
@@ -90,7 +91,7 @@ def test_plots_for_every_kind(shared_data, tmp_path, capsys):
         qvel=np.zeros((7, 3)),
         rate_hz=50.0,
         joint_names=("a", "b", "c"),
-        model_name="tiny",
+        model_name="lab_model",
     ).save(tmp_path / "traj.npz")
     inputs = [tmp_path / "amass.npz", tmp_path / "ref.npz", tmp_path / "traj.npz"]
     inputs += [

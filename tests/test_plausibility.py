@@ -195,9 +195,18 @@ def test_info_shows_plausibility(tiny, tmp_path, capsys):
         rate_hz=50.0,
         joint_names=("a", "b", "c"),
         model_name="tiny",
-    ).save(tmp_path / "wrong.npz")  # does not fit its model: skipped
-    assert main(["info", str(tmp_path / "wrong.npz"), "--json"]) == 0
-    assert "skipped" in json.loads(capsys.readouterr().out)["plausibility"]
+    ).save(tmp_path / "wrong.npz")  # names tiny but does not fit it: refused
+    assert main(["info", str(tmp_path / "wrong.npz"), "--json"]) == 2
+    assert "wrong.npz: motion has nq=3, nv=3 but the model has nq=13" in capsys.readouterr().err
+    Trajectory(
+        qpos=np.zeros((7, 3)),
+        qvel=np.zeros((7, 3)),
+        rate_hz=50.0,
+        joint_names=("a", "b", "c"),
+        model_name="my_lab_model",
+    ).save(tmp_path / "unregistered.npz")  # names no registered model: nothing to check it on
+    assert main(["info", str(tmp_path / "unregistered.npz"), "--json"]) == 0
+    assert "not a registered model" in json.loads(capsys.readouterr().out)["plausibility"]["skipped"]
 
 
 def test_retarget_report_has_plausibility(tiny):

@@ -143,7 +143,7 @@ def _npz(path: Path) -> dict:
             sites=list(traj.site_names),
             terrain=traj.terrain is not None,
         )
-        info["plausibility"] = _plausibility(traj)
+        info["plausibility"] = _plausibility(traj, path)
         return info
     from musclerl.motion.smpl import SMPL_JOINT_NAMES, read_amass
 
@@ -159,16 +159,20 @@ def _npz(path: Path) -> dict:
     return info
 
 
-def _plausibility(traj) -> dict:
+def _plausibility(traj, path: Path) -> dict:
     """:func:`musclerl.evaluate.plausibility.trajectory_plausibility` on the registry model the
-    motion names, as a dict; ``{"skipped": reason}`` when that model cannot be loaded or does not
-    fit. (A motion retargeted onto a scaled model is checked on the unscaled one.)"""
+    motion names, as a dict; ``{"skipped": reason}`` when the motion names no registered model.
+    A motion that names a registered model but does not fit it (nq, nv, joint names) is refused
+    with :class:`InputError` naming ``path``: its arrays are inconsistent, not merely unchecked.
+    (A motion retargeted onto a scaled model is checked on the unscaled one.)"""
     from musclerl.evaluate.plausibility import trajectory_plausibility
+    from musclerl.models.registry import REGISTRY, load_model
 
-    try:
-        return trajectory_plausibility(traj).as_dict()
-    except InputError as err:
-        return {"skipped": str(err)}
+    if traj.model_name not in REGISTRY:
+        return {"skipped": f"{traj.model_name!r} is not a registered model"}
+    model = load_model(traj.model_name)
+    traj.check_model(model, path)
+    return trajectory_plausibility(traj, model).as_dict()
 
 
 def _deepmimic(path: Path) -> dict:
