@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from musclerl import load_policy
 from musclerl.cli import main
+from musclerl.models.registry import load_model
+from musclerl.motion.trajectory import Trajectory
 from musclerl.resources import assets_dir
 
 POLICY = assets_dir() / "policies" / "myolegs_walk"
@@ -30,4 +33,21 @@ def test_evaluate_runs_the_shipped_policy(tmp_path):
     with np.load(out / "recording.npz") as z:
         assert z["excitation"].shape == (51, 80)
         assert np.all((z["excitation"] >= 0) & (z["excitation"] <= 1))
-    assert doc["tracking"]  # the tracking summary of the rollout is written
+    tracking = doc["tracking"]
+    # 50 control steps at the policy's 50 Hz from t = 0: the walker does not fall, and its site error
+    # meets the tracking aim (MPJPE <= 5 cm)
+    assert tracking["early_terminations"] == 0 and tracking["success_rate"] == 1.0
+    assert tracking["duration_s"] == pytest.approx(
+        50 / load_policy(POLICY).config["train_config"]["env"]["control_hz"]
+    )
+    assert tracking["mpjpe_global_m"] <= 0.05
+    # the recorded joint angles follow the clip itself, read here from the Trajectory (not the env)
+    model = load_model("myolegs")
+    clip = Trajectory.load(WALK)
+    with np.load(out / "recording.npz") as z:
+        names, angle_deg, time_s = list(z["coordinates"]), z["angle"], z["time_s"]
+    period_s = clip.num_frames / clip.rate_hz
+    for name in ("hip_flexion_r", "hip_flexion_l", "knee_angle_r", "knee_angle_l"):
+        clip_rad = clip.qpos[:, model.jnt_qposadr[model.joint(name).id]]
+        ref_rad = np.interp(time_s, np.arange(clip.num_frames) / clip.rate_hz, clip_rad, period=period_s)
+        assert np.corrcoef(ref_rad, angle_deg[:, names.index(name)])[0, 1] >= 0.95, name
