@@ -2,7 +2,8 @@
 
 A :class:`Series` is one column on the *reference's* timeline: the simulation is resampled onto
 the reference sample times (``time_s``), and ``valid`` is the reference's own validity mask
-(``joint_torque_valid`` & ``joint_torque_column_valid`` for torques). Times: simulation clip time
+(``joint_torque_column_valid``, per row and column, for torques: one leg's samples count
+while the other leg is off the force plates). Times: simulation clip time
 plus ``offset_s`` equals reference ``time_sec``.
 
 Name matching: reference torque columns ``<coordinate>_moment`` / ``<coordinate>_force`` (and a
@@ -62,7 +63,7 @@ def torque_series(
             continue
         k = rec.coordinates.index(coord)
         sim = resample(sim_t, rec.torque_nm_per_kg[:, k], ref.time_sec)
-        valid = ref.joint_torque_valid[:, j] & bool(ref.joint_torque_column_valid[j])
+        valid = ref.joint_torque_column_valid[:, j]
         out.append(
             Series(
                 "torque",
@@ -185,7 +186,7 @@ def reference_heel_strikes(ref, side: str = "r", threshold_bw: float = 0.05) -> 
     cols = [j for j, c in enumerate(ref.computed_grf_columns) if c.endswith(f"_{side}_force_z")]
     if not cols:
         return np.zeros(0)
-    fz = np.where(ref.computed_grf_valid[:, cols], ref.computed_grf[:, cols], 0.0).sum(axis=1)
+    fz = np.nan_to_num(np.where(ref.computed_grf_valid[:, None], ref.computed_grf[:, cols], 0.0)).sum(axis=1)
     return heel_strikes(ref.time_sec, fz, threshold_bw)
 
 

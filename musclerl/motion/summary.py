@@ -115,7 +115,7 @@ def _npz(path: Path) -> dict:
         info = _base(
             "reference",
             ref.num_frames,
-            1.0 / ref.timestep,
+            ref.rate_hz,
             ref.joint_angle_columns,
             "degrees (pelvis translations m); torque " + ref.joint_torque_units,
         )
