@@ -97,6 +97,10 @@ TORQUE_NORMALIZATION = "divided_by_subject_weight_kg"
 TORQUE_UNITS = "original_ID_units_per_kg"
 
 
+class LegacyLayoutWarning(UserWarning):
+    """A reference file in the earlier musclerl layout was read and converted."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ReferenceData:
     """One reference trial (see the module docstring for every field's shape and unit).
@@ -384,6 +388,7 @@ def read_reference(path: str | os.PathLike) -> ReferenceData:
         warnings.warn(
             f"{path}: earlier musclerl reference layout ({', '.join(legacy)}); read and converted "
             "(write it again with `musclerl reference` for the current layout)",
+            LegacyLayoutWarning,
             stacklevel=2,
         )
     return ref
