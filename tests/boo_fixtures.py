@@ -7,7 +7,8 @@ Sources (``../shared/data``): ``opensim_gait2354/subject01_walk1_ik.mot`` (kinem
 plates, 600 Hz) and ``opensim_gait2392_so/subject01_StaticOptimization_activation.sto`` (100 Hz,
 0.5-2.0 s, gait2392 names, renamed to Rajagopal2016's as the dataset ships them).
 
-Per trial: a window of the walk (start and length vary), kinematics and ID in Gait120's signs
+Per trial: a window of the walk (start and length vary; the treadmill's belt motion added, so it
+walks overground as Boo's subjects do), kinematics and ID in Gait120's signs
 (knee extension positive, as gait2354 already is; the left hip's adduction and rotation negated),
 and an off-plate window: the first stance of one foot inside the trial (the left foot in trial
 0, 3, ...; the right in 1, 4, ...; none in 2, 5, ...) makes that leg's and the pelvis's torque
@@ -32,6 +33,10 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 GRAVITY = 9.80665
 MASS_KG = 72.6  # subject01_simbody.osim: the sum of its body masses
 STANCE_N = 20.0  # vertical plate force above which a foot is in stance
+#: subject01 walks on a treadmill, Boo's subjects overground: the belt's speed (m/s, the stance
+#: feet's ground speed, measured once with musclerl's belt estimator on this trial) is added to
+#: ``pelvis_tx`` so the trials walk forward; ID and GRF are unchanged by a constant belt speed.
+BELT_MPS = 1.01
 #: gait2392 muscle names -> Rajagopal2016's (the muscles both models have)
 GAIT2392_TO_RAJAGOPAL = {
     "glut_med1": "glmed1",
@@ -114,6 +119,7 @@ def trial_arrays(
     t0 = t_orig[0]
     angles = np.array(ik.data[rows], dtype=float)
     angle_cols = list(ik.columns)
+    angles[:, angle_cols.index("pelvis_tx")] += BELT_MPS * (t_orig - ik.time_s[0])
     for name in MIRRORED_LEFT:
         angles[:, angle_cols.index(name)] *= -1
     torque_cols = [c for c in inv.columns if c.endswith(("_moment", "_force"))]

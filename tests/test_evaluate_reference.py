@@ -154,6 +154,12 @@ def test_reference_cli_end_to_end(gait2354, tmp_path):
         ]
     )
     assert rc == 0
+    from musclerl.motion.reference import REQUIRED_KEYS, TIME_KEYS
+
+    with np.load(out) as z:  # the dataset layout, key for key
+        assert set(z.files) == {*REQUIRED_KEYS, *TIME_KEYS}
+        assert z["timestep"].dtype.kind == "i" and z["joint_torque_valid"].ndim == 1
+        assert z["qc_notes"].shape == () and z["source_files"].shape == (3,)
     ref = read_reference(out)
     assert ref.subject_weight_kg == pytest.approx(72.6)
     assert "knee_angle_r_moment" in ref.joint_torque_columns and ref.joint_torque_column_valid.all()
