@@ -172,3 +172,13 @@ def test_invalid_reference_is_not_written(tmp_path):
     with pytest.raises(InputError, match="joint_angle must be"):
         write_reference(tmp_path / "bad.npz", ref)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_legacy_layout_cli_warns_on_one_line(tmp_path, capsys):
+    from musclerl.cli import main
+
+    np.savez(tmp_path / "old.npz", **legacy_reference_arrays())
+    assert main(["info", str(tmp_path / "old.npz")]) == 0
+    said = capsys.readouterr().out.splitlines()  # info lists a file's warnings, one line
+    lines = [line for line in said if "earlier musclerl reference layout" in line]
+    assert len(lines) == 1 and lines[0].startswith("warnings:")

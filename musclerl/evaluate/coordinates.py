@@ -36,7 +36,8 @@ Signs
 -----
 A per-column sign map converts a reference's convention to the model's. gait2354/gait2392 measure
 knee flexion negative (``knee_angle_r`` -60 deg is flexed) where Rajagopal/myolegs use positive:
-:func:`detect_sign_map` flips a knee column whose values are mostly negative.
+:func:`detect_sign_map` flips a knee column whose swing flexion is negative, and the left hip's
+adduction/rotation when they are mirrored (Gait120), where the data decides it.
 """
 
 from __future__ import annotations
@@ -230,7 +231,7 @@ def coordinates_to_qpos(
     """
     values = np.asarray(values, dtype=float)
     columns = list(columns)
-    signs = detect_sign_map(columns, values) if signs is None else dict(signs)
+    signs = detect_sign_map(columns, values)[0] if signs is None else dict(signs)
     col = {name: k for k, name in enumerate(columns)}
     T = values.shape[0]
     qpos = np.tile(model.qpos0, (T, 1)).astype(float)

@@ -1,11 +1,12 @@
 """``report.md`` of a dataset evaluation: the comparison users of a Gait120-style dataset expect.
 
 Per trial: seconds tracked, whether the policy ran to the trial's end, and per kind the mean over
-columns of r and RMSE (kinematics: the policy's coordinates vs the trial's ``joint_angle``, deg;
-torques: policy vs ``joint_torque`` on ``joint_torque_column_valid`` samples, per kg; activations
-vs the ``_muscle_activation.sto`` where finite; EMG where given). Dataset summary: median and IQR
-across trials of each, the trials tracked to the end, and the published figures for a generalist
-muscle policy on Boo_LevelWalking beside ours; then per subject and per trial tables.
+columns of r and RMSE: kinematics (the policy's coordinates vs the trial's ``joint_angle``, deg;
+also over the sagittal hip/knee/ankle angles alone), torques (policy vs ``joint_torque`` on
+``joint_torque_column_valid`` samples, per kg), activations (vs the ``_muscle_activation.sto``
+where finite) and EMG where given. Dataset summary: median and IQR across trials of each, the
+trials tracked to the end, and the published figures for a generalist muscle policy on
+Boo_LevelWalking beside ours; then per subject, per column and per trial tables.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import collections
 from musclerl.evaluate import tables
 from musclerl.evaluate.reference_motion import SIGN_NOTE
 from musclerl.evaluate.report import _fmt as _f
+from musclerl.models.couplings import SAGITTAL_LEG_COORDINATES
 
 #: Published figures for a generalist muscle policy on Boo_LevelWalking (``REFERENCE_NPZ.md``).
 PUBLISHED = {"kinematics r": 0.94, "joint-torque r": 0.71}
@@ -23,6 +25,7 @@ PUBLISHED = {"kinematics r": 0.94, "joint-torque r": 0.71}
 DATASET_METRICS = (
     ("seconds tracked", "duration_s", "s"),
     ("kinematics r", "angle_mean_r", ""),
+    ("kinematics r, sagittal", "sagittal_mean_r", ""),
     ("kinematics RMSE", "angle_mean_rmse", "deg"),
     ("joint-torque r", "torque_mean_r", ""),
     ("joint-torque RMSE", "torque_mean_rmse", "N*m/kg"),
@@ -38,6 +41,8 @@ def dataset_rows(results: list) -> list[dict]:
     """One row per metric of :data:`DATASET_METRICS`: n, median, q1, q3, mean across the trials
     (each trial's value is its mean over columns), and the published figure where there is one."""
     rows = [r for r in tables.trial_rows(results, []) if r["status"] == "done"]
+    for row, res in zip(rows, results, strict=True):
+        row["sagittal_mean_r"] = sagittal_r(res)
     out = []
     for label, field, unit in DATASET_METRICS:
         st = tables.stats([r.get(field) for r in rows])
@@ -46,6 +51,12 @@ def dataset_rows(results: list) -> list[dict]:
     ends = sum(bool(r.get("tracked_to_end")) for r in rows)
     out.append({"metric": "tracked to the end", "unit": "trials", "n": len(rows), "count": ends})
     return out
+
+
+def sagittal_r(result) -> float:
+    """Mean r over a trial's hip/knee/ankle flexion angles (:data:`SAGITTAL_LEG_COORDINATES`)."""
+    rs = [c["r"] for c in result.columns if c["kind"] == "angle" and c["column"] in SAGITTAL_LEG_COORDINATES]
+    return tables.stats(rs)["mean"]
 
 
 def sign_flip_counts(results: list) -> dict[str, int]:
@@ -102,6 +113,10 @@ def markdown(doc: dict, evaluated: int) -> str:
             f"{_f(r.get('angle_mean_r'))} | {_f(r.get('angle_mean_rmse'))} | {_f(r.get('torque_mean_r'))} | "
             f"{_f(r.get('torque_mean_rmse'))} | {_f(r.get('activation_mean_r'))} |"
         )
+    lines.append(
+        f"| published (generalist muscle policy) | | | | {PUBLISHED['kinematics r']:.2f} | | "
+        f"{PUBLISHED['joint-torque r']:.2f} | | |"
+    )
     lines += ["", "## Columns across trials (valid samples only): median [q1, q3]", ""]
     lines += ["| kind | column | trials | r | RMSE |", "|---|---|---|---|---|"]
     agg = {(r["kind"], r["column"], r["metric"]): r for r in doc["aggregate"] if r["kind"] != "tracking"}
