@@ -37,7 +37,8 @@ STANCE_N = 20.0  # vertical plate force above which a foot is in stance
 #: feet's ground speed, measured once with musclerl's belt estimator on this trial) is added to
 #: ``pelvis_tx`` so the trials walk forward; ID and GRF are unchanged by a constant belt speed.
 BELT_MPS = 1.01
-#: gait2392 muscle names -> Rajagopal2016's (the muscles both models have)
+#: gait2392 muscle names -> Rajagopal2016's (the muscles with a one-to-one partner; the adductor
+#: magnus parts do not correspond and are left out)
 GAIT2392_TO_RAJAGOPAL = {
     "glut_med1": "glmed1",
     "glut_med2": "glmed2",
@@ -52,9 +53,6 @@ GAIT2392_TO_RAJAGOPAL = {
     "sar": "sart",
     "add_long": "addlong",
     "add_brev": "addbrev",
-    "add_mag1": "addmagProx",
-    "add_mag2": "addmagMid",
-    "add_mag3": "addmagDist",
     "tfl": "tfl",
     "grac": "grac",
     "glut_max1": "glmax1",

@@ -172,9 +172,23 @@ def test_gait120_signs_detected_and_overridden(dataset, gait2354):
 
 
 def test_evaluate_a_dataset_root_and_resume(dataset, tmp_path, capsys):
+    # one trial has EMG beside it (an envelope made from its activations), compared via --emg-map
+    ref_path = next((dataset / "S902").glob("*Trial01*.npz"))
+    act = read_storage(ref_path.with_name(ref_path.stem + "_muscle_activation.sto"))
+    rows = [
+        f"{t:.6f},{np.nan_to_num(a):.6f}" for t, a in zip(act.time_s, act.column("soleus_r"), strict=True)
+    ]
+    emg = ref_path.with_name(ref_path.stem + "_emg.csv")
+    emg.write_text("time,SOL\n" + "\n".join(rows) + "\n")
+    emg_map = tmp_path / "emg.yaml"
+    emg_map.write_text("SOL: soleus_r\n")
     out = tmp_path / "ev"
     args = ["evaluate", str(POLICY), "--reference", str(dataset), "--max-steps", "4", "--jobs", "1"]
+    args += ["--emg-map", str(emg_map), "--emg-processed"]
     assert main([*args, "--out", str(out)]) == 0
+    emg_rows = [r for r in csv.DictReader(open(out / "columns.csv")) if r["kind"] == "emg"]
+    assert [(r["trial"], r["column"]) for r in emg_rows] == [(ref_path.stem, "SOL (soleus_r)")]
+    emg.unlink()
     trials = list(csv.DictReader(open(out / "trials.csv")))
     assert len(trials) == 6 and {r["status"] for r in trials} == {"done"}
     assert {r["subject"] for r in trials} == {"S901", "S902"}

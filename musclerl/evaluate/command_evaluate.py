@@ -56,7 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--activations", help="static-optimisation activations .sto (one trial)")
     parser.add_argument("--emg", help="EMG .csv or .sto")
-    parser.add_argument("--emg-map", help="YAML channel -> muscle map")
+    parser.add_argument(
+        "--emg-map",
+        help="YAML channel -> muscle map (folder mode: for each reference's <stem>_emg.sto/.csv beside it)",
+    )
     parser.add_argument(
         "--emg-processed",
         action="store_true",
@@ -161,7 +164,10 @@ def _options(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from musclerl.evaluate import report
 
-    if bool(args.emg) != bool(args.emg_map):
+    refs = args.reference or []
+    one_reference = len(refs) == 1 and Path(refs[0]).is_file()
+    folder_mode = bool((args.motion and Path(args.motion).is_dir()) or (refs and not one_reference))
+    if bool(args.emg) != bool(args.emg_map) and not (folder_mode and args.emg_map):
         raise InputError("--emg/--emg-map", "give the EMG file and its channel map together")
     if not args.motion and not args.reference:
         raise InputError(
@@ -169,12 +175,10 @@ def run(args: argparse.Namespace) -> int:
         )
     from musclerl.fileio import check_outputs
 
-    refs = args.reference or []
     inputs = [args.policy, args.motion, *refs, args.activations, args.emg, args.emg_map]
     check_outputs(folders={"--out": args.out}, inputs=inputs)
     options = _options(args)
-    one_reference = len(refs) == 1 and Path(refs[0]).is_file()
-    if (args.motion and Path(args.motion).is_dir()) or (refs and not one_reference):
+    if folder_mode:
         from musclerl.evaluate.folder import run_folder
 
         return run_folder(args, dataclasses.replace(options, column_plots=bool(args.column_plots)))

@@ -4,8 +4,9 @@ Trials: with ``--reference``, every ``.npz`` below a root of subject folders (fo
 in one subject folder, a file, a glob (``'ROOT/S0*/*.npz'``) or several of these; with no motion,
 each reference's own kinematics is tracked. With a motion folder too, a motion and a reference
 pair up by file name (stem); a single file on one side pairs with every file of the other. A
-reference's ``<stem>_muscle_activation.sto`` beside it is compared too. Trials are named by their
-stem (by ``<folder>_<stem>`` when two folders hold the same stem).
+reference's ``<stem>_muscle_activation.sto`` beside it is compared too, and with ``--emg-map``
+its ``<stem>_emg.sto`` / ``<stem>_emg.csv``. Trials are named by their stem (by
+``<folder>_<stem>`` when two folders hold the same stem).
 
 Trials run in worker processes (:func:`musclerl.retarget.batch.run_items`, ``spawn``, ``--jobs``;
 each worker loads the policy once) under a progress bar with the real total. Each trial's folder
@@ -40,16 +41,22 @@ from musclerl.errors import InputError
 from musclerl.evaluate.trial import TrialInputs, TrialOptions
 
 ACTIVATION_SUFFIX = "_muscle_activation.sto"
+EMG_SUFFIXES = ("_emg.sto", "_emg.csv")  # a reference's EMG beside it, compared with --emg-map
 RESULT_FILE = "result.json"
 
 
 def plan(
-    motion: str | None, reference: str | list[str] | None, exclude: Path | None = None
+    motion: str | None,
+    reference: str | list[str] | None,
+    exclude: Path | None = None,
+    emg_map: str | None = None,
+    emg_processed: bool = False,
 ) -> tuple[list[TrialInputs], list[dict]]:
     """Trials to evaluate and the files that could not be paired (``{"trial", "error"}`` rows).
 
     ``reference``: files, folders (searched recursively) and glob patterns; files below
-    ``exclude`` (the output folder) are not references."""
+    ``exclude`` (the output folder) are not references. With ``emg_map``, a reference's
+    ``<stem>_emg.sto`` / ``<stem>_emg.csv`` beside it is compared through that channel map."""
     from musclerl.retarget.batch import expand_inputs
 
     references = [reference] if isinstance(reference, str) else list(reference or [])
@@ -84,9 +91,20 @@ def plan(
         source = Path(r or m)
         if label is None and stems.count(source.stem) > 1:
             label = f"{source.parent.name}_{source.stem}"
+        emg = (
+            None
+            if r is None
+            else next((e for e in (r.with_name(r.stem + x) for x in EMG_SUFFIXES) if e.is_file()), None)
+        )
         trials.append(
             TrialInputs(
-                motion=m, reference=r, activations=act if act and act.is_file() else None, label=label
+                motion=m,
+                reference=r,
+                activations=act if act and act.is_file() else None,
+                emg=emg if emg_map else None,
+                emg_map=Path(emg_map) if emg and emg_map else None,
+                emg_processed=emg_processed,
+                label=label,
             )
         )
     names = [t.name for t in trials]
@@ -164,13 +182,14 @@ def run_folder(args: argparse.Namespace, options: TrialOptions) -> int:
     if args.activations or args.emg:
         raise InputError(
             "--activations/--emg",
-            f"single-trial inputs; in folder mode a reference's <stem>{ACTIVATION_SUFFIX} beside it is used",
+            f"single-trial inputs; in folder mode a reference's <stem>{ACTIVATION_SUFFIX} and "
+            f"<stem>{EMG_SUFFIXES[0]} or <stem>{EMG_SUFFIXES[1]} (with --emg-map) beside it are used",
         )
     if args.jobs is not None and args.jobs < 1:
         raise InputError("--jobs", f"must be >= 1, got {args.jobs}")
     load_policy(args.policy)  # a bad policy fails once, before any trial
     out = Path(args.out)
-    trials, failures = plan(args.motion, args.reference, exclude=out)
+    trials, failures = plan(args.motion, args.reference, out, args.emg_map, args.emg_processed)
     done = _earlier_results(trials, out / "trials") if args.resume else {}
     todo = [t for t in trials if t.name not in done]
     unreadable = {t.name: err for t in todo if (err := _unreadable(t)) is not None}
