@@ -212,3 +212,17 @@ def test_evaluate_a_dataset_root_and_resume(dataset, tmp_path, capsys):
     assert (out / "trials" / trials[4]["trial"] / "result.json").is_file()
     assert (out / "trials" / trials[0]["trial"] / "result.json").read_text() == first
     assert len(list(csv.DictReader(open(out / "trials.csv")))) == 6
+
+
+def test_gait120_preset_is_what_detection_finds(dataset):
+    from musclerl.evaluate.command_evaluate import _signs
+
+    ref = read_reference(next((dataset / "S901").glob("*Trial02*.npz")))
+    detected, _ = reference_signs(ref, {})
+    preset = _signs(["gait120"])
+    present = set(ref.joint_angle_columns) | set(ref.joint_torque_columns)
+    assert {k for k, v in preset.items() if v < 0} == {
+        k for k, v in detected.items() if v < 0 and k in present
+    }
+    # a preset and a column given together: the column wins where it is given after the preset
+    assert _signs(["gait120", "knee_angle_r=+1"])["knee_angle_r"] == 1.0
