@@ -212,6 +212,10 @@ def test_evaluate_a_dataset_root_and_resume(dataset, tmp_path, capsys):
     assert (out / "trials" / trials[4]["trial"] / "result.json").is_file()
     assert (out / "trials" / trials[0]["trial"] / "result.json").read_text() == first
     assert len(list(csv.DictReader(open(out / "trials.csv")))) == 6
+    # other settings cannot be resumed into the same folder
+    args[args.index("--max-steps") + 1] = "5"
+    assert main([*args, "--resume", "--out", str(out)]) == 2
+    assert "earlier run used other settings (max_steps)" in capsys.readouterr().err
 
 
 def test_gait120_preset_is_what_detection_finds(dataset):

@@ -12,6 +12,7 @@ Trials run in worker processes (:func:`musclerl.retarget.batch.run_items`, ``spa
 each worker loads the policy once) under a progress bar with the real total. Each trial's folder
 is written when it is done, with its ``result.json``; ``--resume`` keeps the trials an earlier run
 of the same ``--out`` finished and evaluates the rest (a crash at trial 300 keeps the first 299).
+``--resume`` refuses an ``--out`` evaluated with another policy or other options (``run.json``).
 Without ``--resume`` an existing ``--out`` is replaced. A trial whose files are bad is listed with
 its one-line reason and the others go on; the command fails (exit 2) only when no trial could be
 evaluated, and then leaves no ``--out`` it created.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import shutil
 import time
@@ -43,6 +45,7 @@ from musclerl.evaluate.trial import TrialInputs, TrialOptions
 ACTIVATION_SUFFIX = "_muscle_activation.sto"
 EMG_SUFFIXES = ("_emg.sto", "_emg.csv")  # a reference's EMG beside it, compared with --emg-map
 RESULT_FILE = "result.json"
+RUN_FILE = "run.json"  # the policy and options of the run, so --resume refuses other settings
 
 
 def plan(
@@ -190,6 +193,20 @@ def run_folder(args: argparse.Namespace, options: TrialOptions) -> int:
     load_policy(args.policy)  # a bad policy fails once, before any trial
     out = Path(args.out)
     trials, failures = plan(args.motion, args.reference, out, args.emg_map, args.emg_processed)
+    setup = {"policy": str(Path(args.policy).resolve()), "options": dataclasses.asdict(options)}
+    setup = json.loads(json.dumps(setup, default=str))  # as it reads back (tuples become lists)
+    if args.resume and (out / RUN_FILE).is_file():
+        earlier = json.loads((out / RUN_FILE).read_text())
+        if earlier != setup:
+            changed = sorted(
+                k
+                for k in {**earlier.get("options", {}), **setup["options"]}
+                if earlier.get("options", {}).get(k) != setup["options"].get(k)
+            )
+            what = ", ".join(changed) or "policy"
+            raise InputError(
+                args.out, f"--resume: the earlier run used other settings ({what}); drop --resume"
+            )
     done = _earlier_results(trials, out / "trials") if args.resume else {}
     todo = [t for t in trials if t.name not in done]
     unreadable = {t.name: err for t in todo if (err := _unreadable(t)) is not None}
@@ -204,6 +221,7 @@ def run_folder(args: argparse.Namespace, options: TrialOptions) -> int:
         shutil.rmtree(out)  # replaced, as a single evaluation replaces its folder
     created = not out.exists()
     (out / "trials").mkdir(parents=True, exist_ok=True)
+    (out / RUN_FILE).write_text(json.dumps(setup, indent=2))
     t0 = time.perf_counter()
     rows = run_items(
         todo,
