@@ -230,3 +230,22 @@ def test_gait120_preset_is_what_detection_finds(dataset):
     }
     # a preset and a column given together: the column wins where it is given after the preset
     assert _signs(["gait120", "knee_angle_r=+1"])["knee_angle_r"] == 1.0
+
+
+@pytest.mark.parametrize("trial", ["walking2", "walkingTI1", "squats1"])
+def test_left_hip_detection_on_another_labs_trials(shared_data, trial):
+    """OpenCap expert IK (Rajagopal's signs): nothing flipped; with the left hip mirrored as
+    Gait120's, both left hip axes are flipped back. Sit-to-stand, whose adduction patterns do
+    not decide it, is left alone and says so."""
+    folder = shared_data / "opencap_expert1"
+    if not folder.is_dir():
+        pytest.skip("opencap_expert1 data not present")
+    table = read_storage(folder / f"{trial}.mot")
+    cols, values = list(table.columns), np.array(table.data, dtype=float)
+    assert detect_sign_map(cols, values)[0] == {}
+    for name in ("hip_adduction_l", "hip_rotation_l"):
+        values[:, cols.index(name)] *= -1
+    assert detect_sign_map(cols, values)[0] == {"hip_adduction_l": -1.0, "hip_rotation_l": -1.0}
+    sts = read_storage(folder / "STS1.mot")
+    signs, notes = detect_sign_map(list(sts.columns), sts.data)
+    assert signs == {} and any("do not decide the sign" in n for n in notes)
