@@ -147,6 +147,9 @@ def test_per_column_masks_use_one_leg_while_the_other_is_off_the_plates(dataset)
     # rows of joint_torque_valid alone would have dropped the right leg's window too
     assert int(ref.joint_torque_valid.sum()) < got["hip_flexion_r"].n_valid
     assert right != left
+    # --sim-torque-mass subject: the policy's torques over the subject's mass instead of the model's
+    heavy = compare.torque_series(_recording(ref, sim), ref, sim_mass_kg=2.0)
+    np.testing.assert_allclose(heavy[0].sim, series[heavy[0].name].sim / 2.0)
 
 
 def test_gait120_signs_detected_and_overridden(dataset, gait2354):

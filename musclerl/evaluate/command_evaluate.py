@@ -105,6 +105,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="folder mode: worker processes (default: one per available core, at most one per trial)",
     )
     parser.add_argument(
+        "--sim-torque-mass",
+        choices=("model", "subject"),
+        default="model",
+        help="divide the policy's joint torques by the model's mass (default: both sides per kg of "
+        "their own body) or by the reference's subject_weight_kg",
+    )
+    parser.add_argument(
         "--column-plots",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -158,6 +165,7 @@ def _options(args: argparse.Namespace):
         signs=_signs(args.ref_sign),
         treadmill=args.treadmill,
         column_plots=args.column_plots is not False,
+        sim_torque_mass=args.sim_torque_mass,
     )
 
 

@@ -11,8 +11,8 @@ bare ``<coordinate>``) match the model coordinate ``<coordinate>``; activation a
 match muscle names. A per-column sign map multiplies reference columns whose convention differs
 (e.g. ``{"knee_angle_r_moment": -1}`` for gait2354 exports).
 
-Torques are compared in N·m/kg: simulation moments divided by the model's mass, the reference's
-as stored (divided by the subject's mass).
+Torques are compared in N·m/kg: simulation moments divided by the model's mass (or, on request, by
+the subject's ``subject_weight_kg``), the reference's as stored (divided by the subject's mass).
 """
 
 from __future__ import annotations
@@ -51,18 +51,24 @@ def coordinate_of(column: str) -> str:
 
 
 def torque_series(
-    rec: Recording, ref, offset_s: float = 0.0, signs: dict[str, float] | None = None
+    rec: Recording,
+    ref,
+    offset_s: float = 0.0,
+    signs: dict[str, float] | None = None,
+    sim_mass_kg: float | None = None,
 ) -> list[Series]:
-    """Torque columns (N·m/kg) shared by the recording and a :class:`ReferenceData`."""
+    """Torque columns (N·m/kg) shared by the recording and a :class:`ReferenceData`: the
+    simulation's moments over ``sim_mass_kg`` (default: the model's mass)."""
     signs = signs or {}
     out = []
     sim_t = rec.time_s + offset_s
+    per_kg = rec.torque_nm_per_kg if sim_mass_kg is None else rec.torque_nm / sim_mass_kg
     for j, column in enumerate(ref.joint_torque_columns):
         coord = coordinate_of(column)
         if coord not in rec.coordinates:
             continue
         k = rec.coordinates.index(coord)
-        sim = resample(sim_t, rec.torque_nm_per_kg[:, k], ref.time_sec)
+        sim = resample(sim_t, per_kg[:, k], ref.time_sec)
         valid = ref.joint_torque_column_valid[:, j]
         out.append(
             Series(

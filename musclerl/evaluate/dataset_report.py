@@ -79,8 +79,8 @@ def markdown(doc: dict, evaluated: int) -> str:
         "## Dataset summary",
         "",
         "Per trial, each value is the mean over its columns; across trials: median [IQR], mean. Torques "
-        "are compared per kg (the policy's over the model's mass, the reference's over "
-        "`subject_weight_kg`) on `joint_torque_column_valid` samples only.",
+        f"are compared per kg (the policy's over the {doc.get('sim_torque_mass', 'model')}'s mass, the "
+        "reference's over `subject_weight_kg`) on `joint_torque_column_valid` samples only.",
         "",
         "| metric | unit | trials | median [q1, q3] | mean | published |",
         "|---|---|---|---|---|---|",

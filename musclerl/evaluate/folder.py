@@ -240,7 +240,7 @@ def run_folder(args: argparse.Namespace, options: TrialOptions) -> int:
             shutil.rmtree(out, ignore_errors=True)
         reasons = "; ".join(f["error"] for f in failures[:3])
         raise InputError(where, f"no trial could be evaluated ({reasons})")
-    _write_tables(out, results, failures, jobs, wall_s, resumed=len(done))
+    _write_tables(out, results, failures, jobs, wall_s, len(done), options.sim_torque_mass)
     print(
         f"wrote {out}/report.md: {len(results)} trials evaluated ({len(done)} kept from an earlier run), "
         f"{len(failures)} failed, {jobs} process(es), {wall_s:.1f} s"
@@ -266,7 +266,13 @@ def _cell(value):
 
 
 def _write_tables(
-    folder: Path, results: list, failures: list[dict], jobs: int, wall_s: float, resumed: int = 0
+    folder: Path,
+    results: list,
+    failures: list[dict],
+    jobs: int,
+    wall_s: float,
+    resumed: int = 0,
+    sim_torque_mass: str = "model",
 ) -> None:
     from musclerl.evaluate import dataset_report, plots, tables
     from musclerl.evaluate.report import _clean
@@ -283,6 +289,7 @@ def _write_tables(
         "jobs": jobs,
         "wall_s": wall_s,
         "resumed_trials": resumed,
+        "sim_torque_mass": sim_torque_mass,
     }
     for name in ("trials", "columns", "subjects", "subject_columns", "aggregate"):
         _write_csv(folder / f"{name}.csv", doc[name])

@@ -55,6 +55,7 @@ class TrialOptions:
     signs: dict[str, float] = dataclasses.field(default_factory=dict)
     treadmill: bool = False  # reference kinematics: add the belt's motion (walk overground)
     column_plots: bool = True  # overview pages and one PNG per compared column (else tracking.png only)
+    sim_torque_mass: str = "model"  # policy torques per kg of "model" mass or of "subject_weight_kg"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,7 +157,17 @@ def evaluate_trial(
     )
     groups: dict[str, list[compare.Series]] = {}
     if ref is not None:
-        groups["torque"] = compare.torque_series(rec, ref, offset_s, signs)
+        mass = ref.subject_weight_kg if options.sim_torque_mass == "subject" else None
+        groups["torque"] = compare.torque_series(rec, ref, offset_s, signs, mass)
+        notes.append(
+            "policy torques divided by "
+            + (
+                f"the subject's weight {ref.subject_weight_kg:.1f} kg"
+                if mass
+                else f"the model's mass {rec.model_mass_kg:.1f} kg"
+            )
+            + f"; reference torques as stored (divided by subject_weight_kg {ref.subject_weight_kg:.1f} kg)"
+        )
         groups["angle"] = compare.angle_series(rec, ref, offset_s, signs)
         if not groups["torque"]:
             notes.append("no reference torque column matches a model coordinate")
