@@ -202,7 +202,11 @@ def test_evaluate_a_dataset_root_and_resume(dataset, tmp_path, capsys):
     assert "| kinematics r |" in report and "| 0.94 |" in report and "| 0.71 |" in report
     assert "Tracked to the end: 0 of 6 trials." in report and "## Sign conventions" in report
     doc = json.loads((out / "summary.json").read_text())
-    assert any(k.startswith("hip_adduction_l, hip_rotation_l multiplied by -1") for k in doc["sign_flips"])
+    assert doc["sign_flips"] == {
+        "hip_adduction_l, hip_rotation_l multiplied by -1 (detected)": 6,
+        "knee_angle_l multiplied by -1 (detected)": 6,
+        "knee_angle_r multiplied by -1 (detected)": 6,
+    }
     columns = list(csv.DictReader(open(out / "columns.csv")))
     assert any(r["kind"] == "activation" and r["column"] == "soleus_r" for r in columns)
     # resume: a trial lost in a crash is evaluated again, the others are kept

@@ -60,10 +60,14 @@ def sagittal_r(result) -> float:
 
 
 def sign_flip_counts(results: list) -> dict[str, int]:
-    """How many trials stated each sign flip (their notes that start with :data:`SIGN_NOTE`)."""
-    counts = collections.Counter(
-        n[len(SIGN_NOTE) :] for r in results for n in r.notes if n.startswith(SIGN_NOTE)
-    )
+    """How many trials stated each sign flip (their notes that start with :data:`SIGN_NOTE`), by
+    the columns flipped and whether detected or given (each trial's report has the evidence)."""
+    counts: collections.Counter = collections.Counter()
+    for r in results:
+        for n in r.notes:
+            if n.startswith(SIGN_NOTE):
+                flip, _, why = n[len(SIGN_NOTE) :].partition(" (")
+                counts[f"{flip} ({'detected' if why.startswith('detected') else why.rstrip(')')})"] += 1
     return dict(sorted(counts.items()))
 
 
