@@ -134,7 +134,6 @@ def test_from_real_opensim_outputs(gait2354, tmp_path):
     [
         ({"joint_torque_column_valid": np.ones((5, 3), bool)}, "NaN/inf where joint_torque_column_valid"),
         ({"joint_torque_column_valid": np.ones((5, 2), bool)}, "joint_torque_column_valid must be"),
-        ({"joint_torque_valid": np.ones(5, bool)}, "joint_torque_valid is True on a row"),
         ({"joint_torque_valid": np.ones(4, bool)}, "joint_torque_valid must be \\(T,\\)"),
         ({"timestep": np.arange(4)}, "timestep must be \\(T,\\)"),
         ({"timestep": np.arange(5) * 0.5}, "integer frame indices"),
@@ -143,6 +142,8 @@ def test_from_real_opensim_outputs(gait2354, tmp_path):
         ({"source_time_sec": np.zeros(3)}, "source_time_sec must be"),
         ({"original_id_source_time_sec": np.zeros(2)}, "original_id_source_time_sec must match"),
         ({"computed_grf_valid": np.ones(4, bool)}, "computed_grf_valid must be"),
+        ({"computed_grf": np.full((5, 3), np.nan)}, "computed_grf is all NaN on a row"),
+        ({"computed_grf": np.full((5, 3), np.inf)}, "computed_grf contains inf"),
         ({"joint_torque_column_valid": np.ones((5, 3), dtype=int) * 2}, "bool mask"),
         ({"subject": np.array(["a", "b"])}, "'subject' must be a single string"),
     ],
@@ -151,6 +152,14 @@ def test_validation_errors(tmp_path, change, message):
     write_small_reference(tmp_path / "r.npz", **change)
     with pytest.raises(InputError, match=message):
         read_reference(tmp_path / "r.npz")
+
+
+def test_grf_may_lack_single_values_on_valid_rows(tmp_path):
+    """A plate's COP is undefined while nothing stands on it: NaN there is not a broken file."""
+    grf = np.tile([0.1, 1.0, 0.0], (5, 1))
+    grf[1:3, 2] = np.nan
+    write_small_reference(tmp_path / "r.npz", computed_grf=grf)
+    assert np.isnan(read_reference(tmp_path / "r.npz").computed_grf[1, 2])
 
 
 def test_time_keys_absent_take_the_kinematics_time(tmp_path):
