@@ -243,3 +243,27 @@ def test_id_model_leaves_original_untouched(myolegs):
     before = copy.copy(myolegs.opt.disableflags)
     idyn.id_model(myolegs)
     assert myolegs.opt.disableflags == before
+
+
+def test_reference_cli_muscles_nan_where_torques_invalid(gait2354, tmp_path):
+    """GRF ending before the motion: those rows' torques are invalid, and the muscles' rows of the
+    ``.sto`` companions are NaN there (the layout's rule: NaN where a leg's torques are invalid)."""
+    from musclerl.motion.reference import read_reference
+    from musclerl.motion.storage import read_storage
+
+    lines = (gait2354 / "subject01_walk1_grf.mot").read_text().splitlines()
+    start = next(k for k, line in enumerate(lines) if line.strip().startswith("time")) + 1
+    keep = [line for line in lines[start:] if line.strip() and float(line.split()[0]) <= 1.2]
+    grf = tmp_path / "grf.mot"
+    header = [f"nRows={len(keep)}" if h.startswith("nRows") else h for h in lines[:start]]
+    grf.write_text("\n".join(header + keep) + "\n")
+    loads = tmp_path / "loads.xml"
+    loads.write_text((gait2354 / "subject01_walk1_grf.xml").read_text())
+    out = tmp_path / "ref.npz"
+    args = ["reference", str(gait2354 / "subject01_walk1_ik.mot"), "--model", "myolegs", "--mass", "72.6"]
+    assert main([*args, "--grf", str(grf), "--loads", str(loads), "--out", str(out)]) == 0
+    ref = read_reference(out)
+    invalid = ~ref.joint_torque_valid
+    assert 0 < invalid.sum() < ref.num_frames and np.all(ref.time_sec[invalid] > 0.75)
+    act = read_storage(tmp_path / "ref_muscle_activation.sto")
+    assert np.isnan(act.data[invalid]).all() and np.isfinite(act.data[~invalid]).all()
