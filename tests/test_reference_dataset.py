@@ -77,6 +77,18 @@ def test_info_reads_a_dataset_file(dataset, capsys):
     assert "reference: 58 frames at 60 Hz" in out and "subject: S902" in out
 
 
+def test_info_summarises_a_dataset_root(dataset, tmp_path, capsys):
+    assert main(["info", str(dataset), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["trials"] == 6 and list(info["subjects"]) == ["S901", "S902"]
+    s901 = info["subjects"]["S901"]
+    assert s901["activation_files"] == 3 and s901["rates_hz"] == [60.0]
+    assert 0.5 < s901["torque_rows_valid"] < s901["torque_samples_valid"] < 1.0
+    assert info["unreadable"] == [] and info["earlier_layout_files"] == 0
+    assert main(["info", str(dataset / "S902")]) == 0
+    assert capsys.readouterr().out.startswith("reference dataset: 3 trials of 1 subject(s)")
+
+
 def test_references_found_in_roots_folders_globs_and_lists(dataset, tmp_path):
     def names(ref, **kw):
         return [t.name for t in plan(None, ref, **kw)[0]]
