@@ -231,6 +231,12 @@ def test_evaluate_a_dataset_root_and_resume(dataset, tmp_path, capsys):
     assert (out / "trials" / trials[4]["trial"] / "result.json").is_file()
     assert (out / "trials" / trials[0]["trial"] / "result.json").read_text() == first
     assert len(list(csv.DictReader(open(out / "trials.csv")))) == 6
+    # a folder holding other files (a subject's data, say) is not replaced
+    (tmp_path / "S999").mkdir()
+    (tmp_path / "S999" / "mine.npz").write_bytes(b"x")
+    assert main([*args, "--out", str(tmp_path / "S999")]) == 2
+    assert "holds files that no evaluation wrote (mine.npz)" in capsys.readouterr().err
+    assert (tmp_path / "S999" / "mine.npz").is_file()
     # other settings cannot be resumed into the same folder
     args[args.index("--max-steps") + 1] = "5"
     assert main([*args, "--resume", "--out", str(out)]) == 2

@@ -46,6 +46,9 @@ ACTIVATION_SUFFIX = "_muscle_activation.sto"
 EMG_SUFFIXES = ("_emg.sto", "_emg.csv")  # a reference's EMG beside it, compared with --emg-map
 RESULT_FILE = "result.json"
 RUN_FILE = "run.json"  # the policy and options of the run, so --resume refuses other settings
+TABLES = ("trials", "columns", "subjects", "subject_columns", "aggregate")
+#: What a folder evaluation writes into --out: another file there means the folder is not ours.
+OUTPUT_NAMES = {"trials", "plots", RUN_FILE, "summary.json", "report.md", *(f"{t}.csv" for t in TABLES)}
 
 
 def plan(
@@ -192,6 +195,12 @@ def run_folder(args: argparse.Namespace, options: TrialOptions) -> int:
         raise InputError("--jobs", f"must be >= 1, got {args.jobs}")
     load_policy(args.policy)  # a bad policy fails once, before any trial
     out = Path(args.out)
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_NAMES) if out.is_dir() else []
+    if foreign:
+        raise InputError(
+            out,
+            f"--out holds files that no evaluation wrote ({', '.join(foreign[:3])}); it would be replaced",
+        )
     trials, failures = plan(args.motion, args.reference, out, args.emg_map, args.emg_processed)
     setup = {"policy": str(Path(args.policy).resolve()), "options": dataclasses.asdict(options)}
     setup = json.loads(json.dumps(setup, default=str))  # as it reads back (tuples become lists)
@@ -291,7 +300,7 @@ def _write_tables(
         "resumed_trials": resumed,
         "sim_torque_mass": sim_torque_mass,
     }
-    for name in ("trials", "columns", "subjects", "subject_columns", "aggregate"):
+    for name in TABLES:
         _write_csv(folder / f"{name}.csv", doc[name])
     (folder / "plots").mkdir(exist_ok=True)
     bases = sorted({r.cycle_basis for r in results if r.torque_cycles})
