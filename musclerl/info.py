@@ -12,8 +12,8 @@ MOTION_SUFFIXES = (".trc", ".mot", ".sto", ".npz", ".txt", ".json")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
-        help="model name (myolegs, tiny, ...), MJCF .xml path, or motion file "
-        "(.trc, .mot, .sto, .npz, DeepMimic .txt)",
+        help="model name (myolegs, tiny, ...), MJCF .xml path, motion file "
+        "(.trc, .mot, .sto, .npz, DeepMimic .txt), or a folder of reference NPZ (a dataset root)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument(
@@ -23,6 +23,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     target = str(args.target)
+    if Path(target).is_dir():
+        if args.plot:
+            from musclerl.errors import InputError
+
+            raise InputError(args.plot, "--plot draws one motion file, not a folder")
+        info = summarize_reference_folder(target)
+        print(json.dumps(info, indent=2) if args.json else "\n".join(_folder_lines(info)))
+        return 0
     if args.plot:
         from musclerl.fileio import check_outputs
 
@@ -84,3 +92,74 @@ def _print_model(info: dict) -> None:
         f"bodies ({len(info['bodies'])}), sites ({len(info['sites'])}), "
         f"equality constraints ({len(info['equality_constraints'])})"
     )
+
+
+def summarize_reference_folder(folder: str) -> dict:
+    """A dataset root (or one subject folder): the reference NPZ found below it, per subject the
+    trials, frames, rates and the share of valid torque samples and rows, and every file that does
+    not read with its one-line reason (files in the earlier layout are counted)."""
+    import warnings
+
+    import numpy as np
+
+    from musclerl.errors import InputError
+    from musclerl.motion.reference import LegacyLayoutWarning, read_reference
+    from musclerl.retarget.batch import expand_inputs
+
+    subjects: dict[str, dict] = {}
+    unreadable, legacy = [], 0
+    for path in expand_inputs([folder], (".npz",), "reference", recursive=True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", LegacyLayoutWarning)
+            try:
+                ref = read_reference(path)
+            except InputError as err:
+                unreadable.append(str(err))
+                continue
+        legacy += any(issubclass(w.category, LegacyLayoutWarning) for w in caught)
+        empty = {"trials": 0, "frames": [], "rates_hz": set(), "valid": [], "rows": [], "activations": 0}
+        row = subjects.setdefault(ref.subject or path.parent.name, empty)
+        row["trials"] += 1
+        row["frames"].append(ref.num_frames)
+        row["rates_hz"].add(round(ref.rate_hz, 3))
+        row["valid"].append(float(ref.joint_torque_column_valid.mean()))
+        row["rows"].append(float(ref.joint_torque_valid.mean()))
+        row["activations"] += path.with_name(path.stem + "_muscle_activation.sto").is_file()
+    per_subject = {
+        name: {
+            "trials": r["trials"],
+            "frames_min": int(min(r["frames"])),
+            "frames_max": int(max(r["frames"])),
+            "rates_hz": sorted(r["rates_hz"]),
+            "torque_samples_valid": float(np.mean(r["valid"])),
+            "torque_rows_valid": float(np.mean(r["rows"])),
+            "activation_files": int(r["activations"]),
+        }
+        for name, r in sorted(subjects.items())
+    }
+    return {
+        "kind": "reference dataset",
+        "folder": str(folder),
+        "trials": sum(r["trials"] for r in per_subject.values()),
+        "subjects": per_subject,
+        "earlier_layout_files": legacy,
+        "unreadable": unreadable,
+    }
+
+
+def _folder_lines(info: dict) -> list[str]:
+    lines = [
+        f"reference dataset: {info['trials']} trials of {len(info['subjects'])} subject(s) under "
+        f"{info['folder']}; {len(info['unreadable'])} unreadable, {info['earlier_layout_files']} in the "
+        "earlier layout"
+    ]
+    for name, r in info["subjects"].items():
+        rates = "/".join(f"{v:g}" for v in r["rates_hz"])
+        lines.append(
+            f"  {name}: {r['trials']} trials, {r['frames_min']}-{r['frames_max']} frames at {rates} Hz, "
+            f"torque samples valid {100 * r['torque_samples_valid']:.1f} % "
+            f"(rows {100 * r['torque_rows_valid']:.1f} %), "
+            f"activation .sto {r['activation_files']}/{r['trials']}"
+        )
+    lines += [f"  unreadable: {e}" for e in info["unreadable"]]
+    return lines

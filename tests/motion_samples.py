@@ -111,7 +111,7 @@ def write_step_up_amass(path: Path, layout: str = "smplh", **kwargs) -> dict[str
 
 def small_reference(n: int = 5) -> ReferenceData:
     """A valid 5-frame reference with one invalid torque sample and one all-invalid column."""
-    time = 0.4 + np.arange(n) / 60.0
+    time = np.arange(n) / 60.0
     torque = np.linspace(-1, 1, n * 3).reshape(n, 3)
     valid = np.ones((n, 3), dtype=bool)
     valid[2, 0] = False
@@ -121,29 +121,57 @@ def small_reference(n: int = 5) -> ReferenceData:
     return ReferenceData(
         subject="subject01",
         trial="walk1",
-        step_label="right stride 1",
-        timestep=1 / 60.0,
+        step_label="Step01_Step02",
         time_sec=time,
         joint_angle=np.tile([10.0, 0.9, -20.0], (n, 1)),
         joint_angle_columns=("hip_flexion_r", "pelvis_ty", "knee_angle_r"),
         joint_torque=torque,
-        joint_torque_columns=("hip_flexion_r", "knee_angle_r", "mtp_angle_r"),
-        joint_torque_valid=valid,
-        joint_torque_column_valid=np.array([True, True, False]),
-        joint_torque_sign_convention="OpenSim: positive moment increases the coordinate",
-        joint_torque_normalization="divided by subject_weight_kg",
-        joint_torque_units="N*m/kg",
+        joint_torque_columns=("hip_flexion_r_moment", "knee_angle_r_moment", "mtp_angle_r_moment"),
+        joint_torque_column_valid=valid,
         subject_weight_kg=72.6,
         subject_body_weight_n=72.6 * 9.80665,
         computed_grf=grf,
-        computed_grf_columns=("grf_x_r", "grf_y_r", "grf_z_r"),
-        computed_grf_valid=np.ones((n, 3), dtype=bool),
-        computed_grf_normalization="divided by subject_body_weight_n",
-        computed_grf_units="BW",
-        qc_notes=("mtp moment not computed",),
-        source_files=("inverse_dynamics.sto", "walk1_ik.mot"),
+        computed_grf_columns=("ground_force_vx", "ground_force_vy", "ground_force_vz"),
+        computed_grf_valid=np.ones(n, dtype=bool),
+        qc_notes="mtp moment not computed",
+        source_files=("walk1_ik.mot", "inverse_dynamics.sto", "walk1_grf.mot"),
+        timestep=np.arange(n),
         source_time_sec=time.copy(),
+        original_kinematics_time_sec=0.4 + time,
+        id_source_time_sec=np.arange(n + 1) / 60.0,
+        original_id_source_time_sec=0.4 + np.arange(n + 1) / 60.0,
     )
+
+
+def legacy_reference_arrays(n: int = 5) -> dict[str, np.ndarray]:
+    """The arrays of a reference in the earlier musclerl layout (scalar ``timestep``, (T, Q)
+    ``joint_torque_valid``, (Q,) ``joint_torque_column_valid``, (T, G) ``computed_grf_valid``, (N,)
+    ``qc_notes``), as older ``musclerl reference`` runs wrote them."""
+    ref = small_reference(n)
+    arrays = {k: np.array(getattr(ref, k)) for k in ("subject", "trial", "step_label", "time_sec")}
+    arrays.update(
+        timestep=np.array(1 / 60.0),
+        joint_angle=ref.joint_angle,
+        joint_angle_columns=np.array(ref.joint_angle_columns),
+        joint_torque=ref.joint_torque,
+        joint_torque_columns=np.array(ref.joint_torque_columns),
+        joint_torque_valid=ref.joint_torque_column_valid,
+        joint_torque_column_valid=ref.joint_torque_column_valid.any(axis=0),
+        joint_torque_sign_convention=np.array("OpenSim: positive moment increases the coordinate"),
+        joint_torque_normalization=np.array("divided by subject_weight_kg"),
+        joint_torque_units=np.array("N*m/kg"),
+        subject_weight_kg=np.array(72.6),
+        subject_body_weight_n=np.array(72.6 * 9.80665),
+        computed_grf=ref.computed_grf,
+        computed_grf_columns=np.array(ref.computed_grf_columns),
+        computed_grf_valid=np.ones((n, 3), dtype=bool),
+        computed_grf_normalization=np.array("divided by subject_body_weight_n"),
+        computed_grf_units=np.array("BW"),
+        qc_notes=np.array(["mtp moment not computed", "low-pass 6 Hz"]),
+        source_files=np.array(["walk1_ik.mot"]),
+        source_time_sec=ref.time_sec,
+    )
+    return arrays
 
 
 def rewrite_npz(path: Path, **change) -> None:

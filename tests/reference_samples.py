@@ -67,25 +67,18 @@ def walk_reference(
     return ReferenceData(
         subject=subject,
         trial=trial,
-        step_label="stride",
-        timestep=1.0 / rate_hz,
+        step_label="Step01_Step02",
         time_sec=time_s,
         joint_angle=angles,
         joint_angle_columns=tuple(columns),
         joint_torque=torque,
         joint_torque_columns=tuple(torque_cols),
-        joint_torque_valid=valid,
-        joint_torque_column_valid=valid.any(axis=0),
-        joint_torque_sign_convention="OpenSim: positive moment increases the coordinate",
-        joint_torque_normalization="divided by subject_weight_kg",
-        joint_torque_units="N*m/kg",
+        joint_torque_column_valid=valid,
         subject_weight_kg=mass_kg,
         subject_body_weight_n=mass_kg * STANDARD_GRAVITY,
         computed_grf=np.zeros((n, 2)),
         computed_grf_columns=tuple(grf_cols),
-        computed_grf_valid=np.ones((n, 2), dtype=bool),
-        computed_grf_normalization="divided by subject_body_weight_n",
-        computed_grf_units="BW",
+        computed_grf_valid=np.ones(n, dtype=bool),
     )
 
 

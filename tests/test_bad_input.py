@@ -200,13 +200,13 @@ CASES: list[tuple[str, str, Callable[[Path], None], str]] = [
         "reference_nan_where_valid",
         ".npz",
         _reference(joint_torque=np.full((5, 3), np.nan)),
-        "NaN/inf where joint_torque_valid is True",
+        "NaN/inf where joint_torque_column_valid is True",
     ),
     (
         "reference_mask_wrong_shape",
         ".npz",
-        _reference(joint_torque_valid=np.ones((5, 2), bool)),
-        "joint_torque_valid must be a bool array",
+        _reference(joint_torque_column_valid=np.ones((5, 2), bool)),
+        "joint_torque_column_valid must be a bool array",
     ),
     ("reference_weight_in_kg", ".npz", _reference(subject_body_weight_n=np.array(72.6)), "not gravity"),
     (

@@ -33,7 +33,9 @@ def test_reference_kinematics_become_the_walk_again(myolegs):
     joint angles; in gait2354's knee convention the detected flip gives the same qpos."""
     walk = Trajectory.load(WALK)
     ref = walk_reference("S", "T")
-    traj, notes = reference_trajectory(myolegs, "myolegs", ref, reference_signs(ref, {}), "ref.npz")
+    signs, sign_notes = reference_signs(ref, {})
+    assert signs == {} and sign_notes == []  # the model's own conventions: nothing to flip
+    traj, notes = reference_trajectory(myolegs, "myolegs", ref, signs, "ref.npz")
     names, want = qpos_to_coordinates(myolegs, walk.qpos)
     _, got = qpos_to_coordinates(myolegs, traj.qpos, names)
     np.testing.assert_allclose(got, want, atol=1e-9)
@@ -44,7 +46,8 @@ def test_reference_kinematics_become_the_walk_again(myolegs):
     assert not any("multiplied by -1" in n for n in notes)
 
     flipped = walk_reference("S", "T", knee_negative=True)
-    signs = reference_signs(flipped, {})
+    signs, sign_notes = reference_signs(flipped, {})
+    assert len(sign_notes) == 2 and all(n.startswith("sign flip: knee_angle_") for n in sign_notes)
     assert signs == {
         "knee_angle_r": -1.0,
         "knee_angle_l": -1.0,
@@ -54,7 +57,7 @@ def test_reference_kinematics_become_the_walk_again(myolegs):
     np.testing.assert_allclose(traj2.qpos, traj.qpos, atol=1e-12)
     assert any("knee_angle_r_moment" in n for n in notes2)
     # a sign map from the user wins over detection
-    assert reference_signs(flipped, {"knee_angle_r": 1.0}) == {"knee_angle_r": 1.0}
+    assert reference_signs(flipped, {"knee_angle_r": 1.0}) == ({"knee_angle_r": 1.0}, [])
 
 
 def test_reference_without_pelvis_is_one_line_error(myolegs):
@@ -244,8 +247,9 @@ def test_folder_plan_pairs_motions_and_references(tmp_path):
     assert [t.reference.name for t in trials] == ["b.npz", "c.npz"]
     trials, _ = plan(str(motions), str(refs / "c.npz"))  # every motion against one reference
     assert [t.name for t in trials] == ["a", "b"]
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
     with pytest.raises(InputError, match="no .npz reference"):
-        plan(None, str(tmp_path / "m" / ".."))
+        plan(None, str(tmp_path / "empty"))
 
 
 @pytest.mark.slow

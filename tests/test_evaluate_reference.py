@@ -154,6 +154,12 @@ def test_reference_cli_end_to_end(gait2354, tmp_path):
         ]
     )
     assert rc == 0
+    from musclerl.motion.reference import REQUIRED_KEYS, TIME_KEYS
+
+    with np.load(out) as z:  # the dataset layout, key for key
+        assert set(z.files) == {*REQUIRED_KEYS, *TIME_KEYS}
+        assert z["timestep"].dtype.kind == "i" and z["joint_torque_valid"].ndim == 1
+        assert z["qc_notes"].shape == () and z["source_files"].shape == (3,)
     ref = read_reference(out)
     assert ref.subject_weight_kg == pytest.approx(72.6)
     assert "knee_angle_r_moment" in ref.joint_torque_columns and ref.joint_torque_column_valid.all()
@@ -165,7 +171,7 @@ def test_reference_cli_end_to_end(gait2354, tmp_path):
     force = read_storage(tmp_path / "ref_muscle_force.sto")
     assert act.columns == force.columns and len(act.columns) == 80 and act.num_rows == ref.num_frames
     assert np.all((act.data >= 0) & (act.data <= 1))
-    assert any("reserve" in note for note in ref.qc_notes)
+    assert "reserve" in ref.qc_notes
     # right heel strike from the reference's GRF matches the raw plate data (trial starts at 0.4 s)
     from musclerl.evaluate.alignment import heel_strikes
     from musclerl.evaluate.compare import reference_heel_strikes
@@ -237,3 +243,27 @@ def test_id_model_leaves_original_untouched(myolegs):
     before = copy.copy(myolegs.opt.disableflags)
     idyn.id_model(myolegs)
     assert myolegs.opt.disableflags == before
+
+
+def test_reference_cli_muscles_nan_where_torques_invalid(gait2354, tmp_path):
+    """GRF ending before the motion: those rows' torques are invalid, and the muscles' rows of the
+    ``.sto`` companions are NaN there (the layout's rule: NaN where a leg's torques are invalid)."""
+    from musclerl.motion.reference import read_reference
+    from musclerl.motion.storage import read_storage
+
+    lines = (gait2354 / "subject01_walk1_grf.mot").read_text().splitlines()
+    start = next(k for k, line in enumerate(lines) if line.strip().startswith("time")) + 1
+    keep = [line for line in lines[start:] if line.strip() and float(line.split()[0]) <= 1.2]
+    grf = tmp_path / "grf.mot"
+    header = [f"nRows={len(keep)}" if h.startswith("nRows") else h for h in lines[:start]]
+    grf.write_text("\n".join(header + keep) + "\n")
+    loads = tmp_path / "loads.xml"
+    loads.write_text((gait2354 / "subject01_walk1_grf.xml").read_text())
+    out = tmp_path / "ref.npz"
+    args = ["reference", str(gait2354 / "subject01_walk1_ik.mot"), "--model", "myolegs", "--mass", "72.6"]
+    assert main([*args, "--grf", str(grf), "--loads", str(loads), "--out", str(out)]) == 0
+    ref = read_reference(out)
+    invalid = ~ref.joint_torque_valid
+    assert 0 < invalid.sum() < ref.num_frames and np.all(ref.time_sec[invalid] > 0.75)
+    act = read_storage(tmp_path / "ref_muscle_activation.sto")
+    assert np.isnan(act.data[invalid]).all() and np.isfinite(act.data[~invalid]).all()

@@ -8,6 +8,7 @@ One trial (files): see :mod:`musclerl.evaluate.trial` for what is written into `
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -18,12 +19,17 @@ from musclerl.errors import InputError
 #: flexion negative, so their knee angles and moments are negated. ``left_mirrored``: datasets
 #: that report the left hip's adduction and rotation in the right side's (lab) sense, where
 #: Rajagopal/myolegs mirror the left axes so that adduction is positive on both sides.
+#: ``gait120``: knee extension positive and the left hip mirrored (Boo_LevelWalking).
 SIGN_PRESETS: dict[str, dict[str, float]] = {
     "gait2354": {
         "knee_angle_r": -1.0,
         "knee_angle_l": -1.0,
         "knee_angle_r_moment": -1.0,
         "knee_angle_l_moment": -1.0,
+    },
+    "gait120": {  # Gait120's modified Rajagopal model (Boo_LevelWalking): both of the above
+        **{f"knee_angle_{side}{suffix}": -1.0 for side in "rl" for suffix in ("", "_moment")},
+        **{f"hip_{dof}_l{suffix}": -1.0 for dof in ("adduction", "rotation") for suffix in ("", "_moment")},
     },
     "left_mirrored": {
         "hip_adduction_l": -1.0,
@@ -42,12 +48,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--reference",
-        help="reference NPZ (joint_angle / joint_torque schema), or a folder of them (every file "
-        "evaluated; its <stem>_muscle_activation.sto beside it is used when present)",
+        nargs="+",
+        metavar="REF",
+        help="reference NPZ (Boo_LevelWalking layout), a dataset root of subject folders or one "
+        "subject folder (every .npz below it, found recursively), a quoted glob ('ROOT/S0*/*.npz'), "
+        "or several of these; a reference's <stem>_muscle_activation.sto beside it is compared too",
     )
     parser.add_argument("--activations", help="static-optimisation activations .sto (one trial)")
     parser.add_argument("--emg", help="EMG .csv or .sto")
-    parser.add_argument("--emg-map", help="YAML channel -> muscle map")
+    parser.add_argument(
+        "--emg-map",
+        help="YAML channel -> muscle map (folder mode: for each reference's <stem>_emg.sto/.csv beside it)",
+    )
     parser.add_argument(
         "--emg-processed",
         action="store_true",
@@ -76,9 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="COLUMN=SIGN",
         help="multiply a reference column by -1 to match the model's convention; repeatable; the presets "
-        "'gait2354' (knee angles and moments of gait2354/gait2392 exports) and 'left_mirrored' (left hip "
-        "adduction/rotation); without any, tracking a reference's own kinematics flips knee columns "
-        "whose median is negative",
+        "'gait2354' (knee angles and moments of gait2354/gait2392 exports), 'left_mirrored' (left hip "
+        "adduction/rotation) and 'gait120' (both: Boo_LevelWalking); without any, tracking a reference's "
+        "own kinematics detects the knee's flexion sign and a mirrored left hip from the data, each "
+        "flip stated in the report",
     )
     parser.add_argument(
         "--treadmill",
@@ -90,6 +103,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int,
         help="folder mode: worker processes (default: one per available core, at most one per trial)",
+    )
+    parser.add_argument(
+        "--sim-torque-mass",
+        choices=("model", "subject"),
+        default="model",
+        help="divide the policy's joint torques by the model's mass (default: both sides per kg of "
+        "their own body) or by the reference's subject_weight_kg",
+    )
+    parser.add_argument(
+        "--column-plots",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="per trial, the overview pages and one PNG per compared column (default: on for one "
+        "trial; off in folder mode, where drawing them takes most of a trial's time)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="folder mode: keep the trials an earlier run into the same --out finished, evaluate the rest",
     )
     parser.add_argument("--out", required=True, help="output folder")
 
@@ -132,13 +164,18 @@ def _options(args: argparse.Namespace):
         heel_strikes_s=None if strikes is None else tuple(float(v) for v in strikes),
         signs=_signs(args.ref_sign),
         treadmill=args.treadmill,
+        column_plots=args.column_plots is not False,
+        sim_torque_mass=args.sim_torque_mass,
     )
 
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.evaluate import report
 
-    if bool(args.emg) != bool(args.emg_map):
+    refs = args.reference or []
+    one_reference = len(refs) == 1 and Path(refs[0]).is_file()
+    folder_mode = bool((args.motion and Path(args.motion).is_dir()) or (refs and not one_reference))
+    if bool(args.emg) != bool(args.emg_map) and not (folder_mode and args.emg_map):
         raise InputError("--emg/--emg-map", "give the EMG file and its channel map together")
     if not args.motion and not args.reference:
         raise InputError(
@@ -146,20 +183,23 @@ def run(args: argparse.Namespace) -> int:
         )
     from musclerl.fileio import check_outputs
 
-    inputs = [args.policy, args.motion, args.reference, args.activations, args.emg, args.emg_map]
+    inputs = [args.policy, args.motion, *refs, args.activations, args.emg, args.emg_map]
     check_outputs(folders={"--out": args.out}, inputs=inputs)
     options = _options(args)
-    folders = [p for p in (args.motion, args.reference) if p and Path(p).is_dir()]
-    if folders:
+    if folder_mode:
         from musclerl.evaluate.folder import run_folder
 
-        return run_folder(args, options)
+        return run_folder(args, dataclasses.replace(options, column_plots=bool(args.column_plots)))
+    if args.resume:
+        raise InputError(
+            "--resume", "folder mode only (a dataset root, a folder, a glob or several references)"
+        )
     from musclerl.evaluate.trial import TrialInputs, evaluate_trial
     from musclerl.rl.export import load_policy
 
     inputs = TrialInputs(
         motion=Path(args.motion) if args.motion else None,
-        reference=Path(args.reference) if args.reference else None,
+        reference=Path(refs[0]) if refs else None,
         activations=Path(args.activations) if args.activations else None,
         emg=Path(args.emg) if args.emg else None,
         emg_map=Path(args.emg_map) if args.emg_map else None,

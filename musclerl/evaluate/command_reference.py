@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.models.couplings import independent_coordinates
     from musclerl.models.introspect import total_mass_kg
     from musclerl.models.registry import load_model
-    from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, write_reference
+    from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, muscle_rows_valid, write_reference
     from musclerl.motion.storage import Table, read_storage, write_storage
 
     out = Path(args.out)
@@ -263,44 +263,53 @@ def run(args: argparse.Namespace) -> int:
             f"largest reserve {worst[1]['max_abs_nm']:.2f} N·m "
             f"at {worst[0]}"
         )
+    t0 = time_s - time_s[0]
     ref = ReferenceData(
         subject=Path(args.motion).stem,
         trial=Path(args.motion).stem,
-        step_label="whole trial",
-        timestep=float(np.median(np.diff(time_s))),
-        time_sec=time_s - time_s[0],
+        step_label="whole_trial",
+        time_sec=t0,
         joint_angle=joint_angle,
         joint_angle_columns=(*pelvis_cols, *coords),
         joint_torque=torque,
         joint_torque_columns=torque_cols,
-        joint_torque_valid=valid,
-        joint_torque_column_valid=valid.any(axis=0),
-        joint_torque_sign_convention=f"model {args.model}: positive moment along the coordinate's axis "
-        "(increases the coordinate)",
-        joint_torque_normalization="divided by subject_weight_kg",
-        joint_torque_units="N*m/kg",
+        joint_torque_column_valid=valid,
         subject_weight_kg=mass_kg,
         subject_body_weight_n=weight_n,
         computed_grf=np.where(grf_mask, grf_arr, np.nan),
         computed_grf_columns=grf_cols,
-        computed_grf_valid=grf_mask,
-        computed_grf_normalization="divided by subject_body_weight_n",
+        computed_grf_valid=grf_valid,
+        computed_grf_normalization="force columns divided_by_subject_body_weight_n",
         computed_grf_units="BW (MuJoCo world frame, z up)",
-        qc_notes=tuple(notes),
-        source_files=tuple(str(p) for p in (args.motion, args.grf, args.loads) if p),
-        source_time_sec=time_s,
+        qc_notes="; ".join(notes),
+        source_files=(str(args.motion), "", str(args.grf or "")),
+        source_time_sec=t0,
+        original_kinematics_time_sec=time_s,
+        id_source_time_sec=t0,
+        original_id_source_time_sec=time_s,
     )
     ref.validate(out)
     if so is not None:  # companions first, the NPZ last: a failure leaves no NPZ claiming them
-        stem = out.with_suffix("")
-        t0 = time_s - time_s[0]
+        leg_ok = muscle_rows_valid(ref, so.muscles)
         write_storage(
             f"{stem}_muscle_activation.sto",
-            Table(so.muscles, so.activation, t0, False, "static optimisation activations"),
+            Table(
+                so.muscles,
+                np.where(leg_ok, so.activation, np.nan),
+                t0,
+                False,
+                "static optimisation activations",
+            ),
         )
         write_storage(
             f"{stem}_muscle_force.sto",
-            Table(so.muscles, so.force_n, t0, False, "static optimisation muscle forces (N)"),
+            Table(
+                so.muscles,
+                np.where(leg_ok, so.force_n, np.nan),
+                t0,
+                False,
+                "static optimisation muscle forces (N)",
+            ),
         )
     write_reference(out, ref)
     if args.save_trajectory:

@@ -2,7 +2,8 @@
 
 A :class:`Series` is one column on the *reference's* timeline: the simulation is resampled onto
 the reference sample times (``time_s``), and ``valid`` is the reference's own validity mask
-(``joint_torque_valid`` & ``joint_torque_column_valid`` for torques). Times: simulation clip time
+(``joint_torque_column_valid``, per row and column, for torques: one leg's samples count
+while the other leg is off the force plates). Times: simulation clip time
 plus ``offset_s`` equals reference ``time_sec``.
 
 Name matching: reference torque columns ``<coordinate>_moment`` / ``<coordinate>_force`` (and a
@@ -10,8 +11,8 @@ bare ``<coordinate>``) match the model coordinate ``<coordinate>``; activation a
 match muscle names. A per-column sign map multiplies reference columns whose convention differs
 (e.g. ``{"knee_angle_r_moment": -1}`` for gait2354 exports).
 
-Torques are compared in N·m/kg: simulation moments divided by the model's mass, the reference's
-as stored (divided by the subject's mass).
+Torques are compared in N·m/kg: simulation moments divided by the model's mass (or, on request, by
+the subject's ``subject_weight_kg``), the reference's as stored (divided by the subject's mass).
 """
 
 from __future__ import annotations
@@ -50,19 +51,25 @@ def coordinate_of(column: str) -> str:
 
 
 def torque_series(
-    rec: Recording, ref, offset_s: float = 0.0, signs: dict[str, float] | None = None
+    rec: Recording,
+    ref,
+    offset_s: float = 0.0,
+    signs: dict[str, float] | None = None,
+    sim_mass_kg: float | None = None,
 ) -> list[Series]:
-    """Torque columns (N·m/kg) shared by the recording and a :class:`ReferenceData`."""
+    """Torque columns (N·m/kg) shared by the recording and a :class:`ReferenceData`: the
+    simulation's moments over ``sim_mass_kg`` (default: the model's mass)."""
     signs = signs or {}
     out = []
     sim_t = rec.time_s + offset_s
+    per_kg = rec.torque_nm_per_kg if sim_mass_kg is None else rec.torque_nm / sim_mass_kg
     for j, column in enumerate(ref.joint_torque_columns):
         coord = coordinate_of(column)
         if coord not in rec.coordinates:
             continue
         k = rec.coordinates.index(coord)
-        sim = resample(sim_t, rec.torque_nm_per_kg[:, k], ref.time_sec)
-        valid = ref.joint_torque_valid[:, j] & bool(ref.joint_torque_column_valid[j])
+        sim = resample(sim_t, per_kg[:, k], ref.time_sec)
+        valid = ref.joint_torque_column_valid[:, j]
         out.append(
             Series(
                 "torque",
@@ -185,7 +192,7 @@ def reference_heel_strikes(ref, side: str = "r", threshold_bw: float = 0.05) -> 
     cols = [j for j, c in enumerate(ref.computed_grf_columns) if c.endswith(f"_{side}_force_z")]
     if not cols:
         return np.zeros(0)
-    fz = np.where(ref.computed_grf_valid[:, cols], ref.computed_grf[:, cols], 0.0).sum(axis=1)
+    fz = np.nan_to_num(np.where(ref.computed_grf_valid[:, None], ref.computed_grf[:, cols], 0.0)).sum(axis=1)
     return heel_strikes(ref.time_sec, fz, threshold_bw)
 
 

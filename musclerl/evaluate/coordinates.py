@@ -36,7 +36,8 @@ Signs
 -----
 A per-column sign map converts a reference's convention to the model's. gait2354/gait2392 measure
 knee flexion negative (``knee_angle_r`` -60 deg is flexed) where Rajagopal/myolegs use positive:
-:func:`detect_sign_map` flips a knee column whose values are mostly negative.
+:func:`detect_sign_map` flips a knee column whose swing flexion is negative, and the left hip's
+adduction/rotation when they are mirrored (Gait120), where the data decides it.
 """
 
 from __future__ import annotations
@@ -100,13 +101,79 @@ def pelvis_in_root(model: mujoco.MjModel, pelvis_body: str = "pelvis") -> tuple[
     return R, p
 
 
-def detect_sign_map(columns: list[str], values: np.ndarray) -> dict[str, float]:
-    """Signs (+1/-1) per column: knee columns whose median is negative are flipped (gait2354)."""
-    signs = {}
-    for k, name in enumerate(columns):
-        if name in KNEE_COLUMNS and np.nanmedian(values[:, k]) < 0:
+#: Knee flexion in swing reaches 40-70 deg; below this peak the knee's sign is not decided.
+KNEE_SWING_MIN_DEG = 20.0
+#: Left/right hip patterns (aligned by the flexion's lag) must correlate at least this well, in
+#: one sign or the other, to decide the left hip's adduction/rotation axes.
+HIP_PATTERN_MIN_R = 0.5
+MIRRORED_LEFT_HIP = ("hip_adduction_l", "hip_rotation_l")
+
+
+def _lagged_r(a: np.ndarray, b: np.ndarray, lag: int) -> float:
+    """Pearson r of ``a[t]`` and ``b[t + lag]`` over their overlap."""
+    x, y = (a[: len(a) - lag], b[lag:]) if lag >= 0 else (a[-lag:], b[: len(b) + lag])
+    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def detect_sign_map(columns: list[str], values: np.ndarray) -> tuple[dict[str, float], list[str]]:
+    """Sign conventions decided from the data where it is unambiguous: (signs, notes).
+
+    ``values`` (T, C) degrees by ``columns``. Knee: flexion in swing is the knee's largest
+    excursion; when it is negative (gait2354, Gait120: extension positive) and beyond
+    :data:`KNEE_SWING_MIN_DEG`, the knee column is flipped. Left hip: the left and right hip
+    patterns are half a stride apart; the lag between the hip flexions (the same sign on both
+    sides) aligns them, and when the aligned adduction patterns agree only after a flip
+    (r <= -:data:`HIP_PATTERN_MIN_R`), ``hip_adduction_l`` and ``hip_rotation_l`` are flipped
+    (Gait120's mirrored left axes). Each decision, and each case left undecided, is a note.
+    """
+    values = np.asarray(values, dtype=float)
+    col = {name: values[:, k] for k, name in enumerate(columns)}
+    signs: dict[str, float] = {}
+    notes: list[str] = []
+    for name in KNEE_COLUMNS:
+        if name not in col:
+            continue
+        lo, hi = float(np.min(col[name])), float(np.max(col[name]))
+        peak = lo if abs(lo) > abs(hi) else hi
+        if abs(peak) < KNEE_SWING_MIN_DEG:
+            notes.append(
+                f"{name}: largest excursion {peak:.0f} deg, too small to tell the flexion sign; kept"
+            )
+        elif peak < 0:
             signs[name] = -1.0
-    return signs
+            notes.append(
+                f"{name} multiplied by -1 (detected: knee flexion in swing is negative, {peak:.0f} deg)"
+            )
+    need = ("hip_flexion_r", "hip_flexion_l", "hip_adduction_r", "hip_adduction_l")
+    if all(n in col for n in need) and len(values) >= 10:
+        n = len(values)
+        lags = range(-(n // 2), n // 2 + 1)
+        flex = [_lagged_r(col["hip_flexion_r"], col["hip_flexion_l"], lag) for lag in lags]
+        k = int(np.nanargmax(flex)) if np.isfinite(flex).any() else None
+        lag = lags[k] if k is not None else 0
+        r_add = _lagged_r(col["hip_adduction_r"], col["hip_adduction_l"], lag) if k is not None else np.nan
+        if (
+            k is None
+            or flex[k] < HIP_PATTERN_MIN_R
+            or not np.isfinite(r_add)
+            or abs(r_add) < HIP_PATTERN_MIN_R
+        ):
+            notes.append(
+                "left hip adduction/rotation: right and left patterns do not decide the sign "
+                f"(flexion r {flex[k] if k is not None else float('nan'):.2f}, adduction r {r_add:.2f}); kept"
+            )
+        elif r_add < 0:
+            for name in MIRRORED_LEFT_HIP:
+                if name in col:
+                    signs[name] = -1.0
+            notes.append(
+                "hip_adduction_l, hip_rotation_l multiplied by -1 (detected: mirrored left hip axes; "
+                f"left and right adduction r {r_add:.2f} at the flexion's lag {lag} frames, "
+                f"{-r_add:.2f} after the flip)"
+            )
+    return signs, notes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +231,7 @@ def coordinates_to_qpos(
     """
     values = np.asarray(values, dtype=float)
     columns = list(columns)
-    signs = detect_sign_map(columns, values) if signs is None else dict(signs)
+    signs = detect_sign_map(columns, values)[0] if signs is None else dict(signs)
     col = {name: k for k, name in enumerate(columns)}
     T = values.shape[0]
     qpos = np.tile(model.qpos0, (T, 1)).astype(float)

@@ -10,9 +10,10 @@ the ground as ``musclerl reference --save-trajectory`` does (mean root x, y at 0
 geom touching the floor), so a model of another size than the subject still starts on its feet.
 
 Signs: one map (column -> +1/-1) serves the kinematics and the torque/angle comparison, so a
-flipped knee angle also flips the knee moment. Without one from the user, a knee column whose
-median is negative (gait2354's flexion-negative convention) is flipped, and its ``_moment`` /
-``_force`` column with it.
+flipped knee angle also flips the knee moment. Without one from the user, the knee's flexion sign
+and the left hip's mirrored adduction/rotation axes are detected from the data where it is
+unambiguous (:func:`musclerl.evaluate.coordinates.detect_sign_map`), and each coordinate's
+``_moment`` / ``_force`` column follows its angle.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from musclerl.motion.reference import ReferenceData
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 
 MIN_FRAMES = 5
+SIGN_NOTE = "sign flip: "  # the notes that state a flip (counted across a dataset's trials)
 
 
 def with_torque_signs(signs: dict[str, float]) -> dict[str, float]:
@@ -46,12 +48,17 @@ def with_torque_signs(signs: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def reference_signs(ref: ReferenceData, given: dict[str, float]) -> dict[str, float]:
-    """The sign map for a reference: ``given`` when the user gave one, else the detected knee flips
-    (:func:`detect_sign_map`) extended to their torque columns."""
+def reference_signs(ref: ReferenceData, given: dict[str, float]) -> tuple[dict[str, float], list[str]]:
+    """The sign map for a reference and one note per flip, each starting with
+    :data:`SIGN_NOTE`: ``given`` when the user gave one (``--ref-sign`` overrides detection), else
+    the knee and left-hip flips detected from ``joint_angle`` (:func:`detect_sign_map`), extended to
+    their torque columns."""
     if given:
-        return dict(given)
-    return with_torque_signs(detect_sign_map(list(ref.joint_angle_columns), ref.joint_angle))
+        flips = sorted(k for k, v in given.items() if v < 0)
+        return dict(given), [f"{SIGN_NOTE}{', '.join(flips)} multiplied by -1 (--ref-sign)"] if flips else []
+    signs, notes = detect_sign_map(list(ref.joint_angle_columns), ref.joint_angle)
+    stated = [f"{SIGN_NOTE}{n}" if "multiplied by -1" in n else f"sign kept: {n}" for n in notes]
+    return with_torque_signs(signs), stated
 
 
 def reference_trajectory(

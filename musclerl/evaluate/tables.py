@@ -28,14 +28,17 @@ COLUMN_FIELDS = ("r", "rmse", "nrmse", "lag_s")
 KINDS = ("torque", "activation", "angle", "emg")
 
 
-def _stats(values: list[float]) -> dict[str, float]:
-    """n (finite values), mean, sd (sample, ddof=1; 0 for one value), median."""
-    x = np.asarray(values, dtype=float)
+def stats(values: list[float]) -> dict[str, float]:
+    """n (finite values), mean, sd (sample, ddof=1; 0 for one value), median and the quartiles
+    q1, q3 (the IQR is q3 - q1)."""
+    x = np.asarray([np.nan if v is None else v for v in values], dtype=float)
     x = x[np.isfinite(x)]
     if not x.size:
-        return {"n": 0, "mean": float("nan"), "sd": float("nan"), "median": float("nan")}
+        nan = float("nan")
+        return {"n": 0, "mean": nan, "sd": nan, "median": nan, "q1": nan, "q3": nan}
     sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
-    return {"n": int(x.size), "mean": float(np.mean(x)), "sd": sd, "median": float(np.median(x))}
+    q1, median, q3 = (float(v) for v in np.percentile(x, [25, 50, 75]))
+    return {"n": int(x.size), "mean": float(np.mean(x)), "sd": sd, "median": median, "q1": q1, "q3": q3}
 
 
 def _kind_means(columns: list[dict]) -> dict[str, float]:
@@ -50,7 +53,7 @@ def _kind_means(columns: list[dict]) -> dict[str, float]:
             if field == "lag_s":
                 vals = [v if np.isfinite(c["r"]) else np.nan for v, c in zip(vals, sel, strict=True)]
             key = "mean_abs_lag_s" if field == "lag_s" else f"mean_{field}"
-            out[f"{kind}_{key}"] = _stats(vals)["mean"]
+            out[f"{kind}_{key}"] = stats(vals)["mean"]
     return out
 
 
@@ -60,6 +63,7 @@ def trial_rows(results: list, failures: list[dict]) -> list[dict]:
     for res in results:
         row = {"trial": res.name, "subject": res.subject, "status": "done", "error": ""}
         row.update({k: res.tracking.get(k) for k in ("episodes", "frames", "early_terminations")})
+        row.update({k: res.tracking.get(k) for k in ("trial_duration_s", "tracked_to_end")})
         row.update({k: res.tracking.get(k) for k in TRACKING_FIELDS})
         row.update(_kind_means(res.columns))
         rows.append(row)
@@ -94,11 +98,12 @@ def subject_rows(results: list) -> list[dict]:
     for subject in sorted({r.subject for r in results}):
         mine = [r for r in results if r.subject == subject]
         row: dict[str, Any] = {"subject": subject, "trials": len(mine)}
+        row["tracked_to_end"] = sum(bool(r.tracking.get("tracked_to_end")) for r in mine)
         for k in TRACKING_FIELDS:
-            row[k] = _stats([r.tracking.get(k, np.nan) for r in mine])["mean"]
+            row[k] = stats([r.tracking.get(k, np.nan) for r in mine])["mean"]
         per_trial = [_kind_means(r.columns) for r in mine]
         for key in sorted({k for m in per_trial for k in m}):
-            row[key] = _stats([m.get(key, np.nan) for m in per_trial])["mean"]
+            row[key] = stats([m.get(key, np.nan) for m in per_trial])["mean"]
         rows.append(row)
     return rows
 
@@ -111,7 +116,7 @@ def subject_column_rows(results: list) -> list[dict]:
     for subject, kind, column in keys:
         sel = [c for c in cols if (c["subject"], c["kind"], c["column"]) == (subject, kind, column)]
         row = {"subject": subject, "kind": kind, "column": column, "trials": len(sel)}
-        row.update({f: _stats([c[f] for c in sel])["mean"] for f in COLUMN_FIELDS})
+        row.update({f: stats([c[f] for c in sel])["mean"] for f in COLUMN_FIELDS})
         rows.append(row)
     return rows
 
@@ -121,7 +126,7 @@ def aggregate_rows(results: list) -> list[dict]:
     rows = []
     for k in TRACKING_FIELDS:
         rows.append(
-            {"kind": "tracking", "column": "", "metric": k, **_stats([r.tracking.get(k) for r in results])}
+            {"kind": "tracking", "column": "", "metric": k, **stats([r.tracking.get(k) for r in results])}
         )
     cols = column_rows(results)
     for kind, column in sorted(
@@ -129,7 +134,7 @@ def aggregate_rows(results: list) -> list[dict]:
     ):
         sel = [c for c in cols if c["kind"] == kind and c["column"] == column]
         for f in COLUMN_FIELDS:
-            rows.append({"kind": kind, "column": column, "metric": f, **_stats([c[f] for c in sel])})
+            rows.append({"kind": kind, "column": column, "metric": f, **stats([c[f] for c in sel])})
     return rows
 
 

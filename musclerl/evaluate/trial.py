@@ -54,6 +54,8 @@ class TrialOptions:
     heel_strikes_s: tuple[float, ...] | None = None
     signs: dict[str, float] = dataclasses.field(default_factory=dict)
     treadmill: bool = False  # reference kinematics: add the belt's motion (walk overground)
+    column_plots: bool = True  # overview pages and one PNG per compared column (else tracking.png only)
+    sim_torque_mass: str = "model"  # policy torques per kg of "model" mass or of "subject_weight_kg"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +120,8 @@ def evaluate_trial(
         check_motion(policy, traj, inputs.motion)
     else:
         model, model_name = policy_model(policy, "myolegs")
-        signs = reference_signs(ref, options.signs)
+        signs, sign_notes = reference_signs(ref, options.signs)
+        notes += sign_notes
         traj, kin_notes = reference_trajectory(
             model, model_name, ref, signs, inputs.reference, treadmill=options.treadmill
         )
@@ -145,9 +148,26 @@ def evaluate_trial(
         others = [c for c in range(traj.num_clips) if c != options.clip]
         recordings += [rollout(env, act, clip=c, max_steps=options.max_steps) for c in others]
     tracking = compare.tracking_summary(recordings)
+    clip = traj.clip(options.clip)
+    tracking["trial_duration_s"] = (clip.num_frames - 1) / clip.rate_hz
+    # ran to the end: no early termination and the rollout reached the clip's last control step
+    tracking["tracked_to_end"] = bool(
+        not rec.early_termination
+        and rec.time_s[-1] - rec.time_s[0] >= tracking["trial_duration_s"] - 1.5 * rec.control_dt_s
+    )
     groups: dict[str, list[compare.Series]] = {}
     if ref is not None:
-        groups["torque"] = compare.torque_series(rec, ref, offset_s, signs)
+        mass = ref.subject_weight_kg if options.sim_torque_mass == "subject" else None
+        groups["torque"] = compare.torque_series(rec, ref, offset_s, signs, mass)
+        notes.append(
+            "policy torques divided by "
+            + (
+                f"the subject's weight {ref.subject_weight_kg:.1f} kg"
+                if mass
+                else f"the model's mass {rec.model_mass_kg:.1f} kg"
+            )
+            + f"; reference torques as stored (divided by subject_weight_kg {ref.subject_weight_kg:.1f} kg)"
+        )
         groups["angle"] = compare.angle_series(rec, ref, offset_s, signs)
         if not groups["torque"]:
             notes.append("no reference torque column matches a model coordinate")
@@ -194,7 +214,7 @@ def evaluate_trial(
         "ref_heel_strikes_s": None if ref_strikes is None else [float(v) for v in ref_strikes],
         "sim_heel_strikes_s": [float(v) for v in sim_strikes],
     }
-    _write(out, rec, groups, cycles, table, tracking, inputs_doc, notes)
+    _write(out, rec, groups, cycles, table, tracking, inputs_doc, notes, options.column_plots)
     torque_cycles, basis = _torque_cycles(groups.get("torque", []), cycles.get("torque"))
     return TrialResult(
         name=inputs.name,
@@ -205,6 +225,19 @@ def evaluate_trial(
         cycle_basis=basis,
         notes=notes,
     )
+
+
+def result_to_json(result: TrialResult) -> dict:
+    """A :class:`TrialResult` as JSON-ready data (for ``--resume``: trials done are not redone)."""
+    doc = dataclasses.asdict(result)
+    doc["torque_cycles"] = {k: [v[0].tolist(), v[1].tolist()] for k, v in result.torque_cycles.items()}
+    return doc
+
+
+def result_from_json(doc: dict) -> TrialResult:
+    """The inverse of :func:`result_to_json`."""
+    cycles = {k: (np.asarray(v[0], float), np.asarray(v[1], float)) for k, v in doc["torque_cycles"].items()}
+    return TrialResult(**{**doc, "torque_cycles": cycles})
 
 
 def _torque_cycles(series, cycles) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], str]:
@@ -229,14 +262,14 @@ def _torque_cycles(series, cycles) -> tuple[dict[str, tuple[np.ndarray, np.ndarr
     return out, "trial"
 
 
-def _write(out: Path, rec, groups, cycles, table, tracking, inputs_doc, notes) -> None:
+def _write(out: Path, rec, groups, cycles, table, tracking, inputs_doc, notes, column_plots: bool) -> None:
     from musclerl.evaluate import plots, report
     from musclerl.fileio import atomic_path
 
     with atomic_path(Path(out)) as tmp:
         (tmp / "plots").mkdir(parents=True)
         made: dict[str, list[Path]] = {"tracking": [plots.plot_tracking(rec, tmp / "plots" / "tracking.png")]}
-        for kind, series in groups.items():
+        for kind, series in groups.items() if column_plots else ():
             cyc = cycles.get(kind)
             made[f"{kind}_grid"] = []
             pages = range(0, len(series), OVERVIEW_PAGE)

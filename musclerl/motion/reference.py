@@ -1,40 +1,47 @@
-"""Reference NPZ: policy-reference data exported from OpenSim inverse dynamics / static optimisation.
+"""Reference NPZ: one trial of OpenSim inverse dynamics / static optimisation, in the layout of the
+Boo_LevelWalking dataset (Gait120) that users evaluate policies against.
 
-Schema (T frames, A angle columns, Q torque columns, G force columns):
+Keys (T kinematics frames, A angle columns, Q torque columns, G GRF columns, N_id ID rows):
 
 ==================================  ============  ==========================================================
 key                                 shape, dtype  meaning
 ==================================  ============  ==========================================================
-``subject``, ``trial``              () str        identifiers
-``step_label``                      () str        which step/stride/cycle this is (free text)
-``timestep``                        () float      nominal sample interval, s
-``time_sec``                        (T,) float    sample times, s, increasing
-``joint_angle``                     (T, A) float  coordinates: degrees, except pelvis translations (m)
-``joint_angle_columns``             (A,) str      coordinate names (OpenSim / myolegs joint names)
-``joint_torque``                    (T, Q) float  ID moments / subject mass, N*m/kg; NaN where invalid
-``joint_torque_columns``            (Q,) str      moment names
-``joint_torque_valid``              (T, Q) bool   where ``joint_torque`` is usable (finite)
-``joint_torque_column_valid``       (Q,) bool     columns usable at all (False -> no valid sample)
-``joint_torque_sign_convention``    () str        e.g. "OpenSim: positive moment increases the coordinate"
-``joint_torque_normalization``      () str        e.g. "divided by subject_weight_kg"
-``joint_torque_units``              () str        e.g. "N*m/kg"
-``subject_weight_kg``               () float      body mass, kg
-``subject_body_weight_n``           () float      body weight, N (mass x g)
-``computed_grf``                    (T, G) float  ground reaction forces, normalised; NaN where invalid
-``computed_grf_columns``            (G,) str      force names
-``computed_grf_valid``              (T, G) bool   where ``computed_grf`` is usable ((T,) read as all)
-``computed_grf_normalization``      () str        e.g. "divided by subject_body_weight_n"
-``computed_grf_units``              () str        e.g. "BW"
-``qc_notes``                        (N,) str      quality-control notes (may be empty)
-``source_files``                    (N,) str      files the data came from
-``source_time_sec``                 (T,) float    optional: source time of each sample
-``original_kinematics_time_sec``    (K,) float    optional: time column of the original kinematics
-``id_source_time_sec``              (T,) float    optional: ID time matched to each sample
-``original_id_source_time_sec``     (I,) float    optional: time column of the original ID output
+``subject``, ``trial``              () str        e.g. ``S011``, ``Trial01``
+``step_label``                      () str        e.g. ``Step01_Step02``
+``timestep``                        (T,) int      frame index 0..T-1 on the kinematics timeline
+``time_sec``                        (T,) float    kinematics time, s, first frame 0.0
+``source_time_sec``                 (T,) float    the same zero-based kinematics time
+``original_kinematics_time_sec``    (T,) float    the kinematics file's timestamps before the shift
+``id_source_time_sec``              (N_id,) float the ID output's own timestamps, shifted like the kinematics
+``original_id_source_time_sec``     (N_id,) float the ID timestamps before the shift
+``joint_angle``                     (T, A) float  coordinates: degrees; pelvis translations in metres
+``joint_angle_columns``             (A,) str      coordinate names
+``joint_torque``                    (T, Q) float  ID generalised forces / subject_weight_kg; NaN where invalid
+``joint_torque_columns``            (Q,) str      e.g. ``hip_flexion_r_moment``, ``pelvis_tx_force``
+``joint_torque_valid``              (T,) bool     rows where every torque column is valid
+``joint_torque_column_valid``       (T, Q) bool   validity per row and column (one leg can be valid alone)
+``joint_torque_sign_convention``    () str        torques follow each angle column's sign
+``joint_torque_normalization``      () str        ``divided_by_subject_weight_kg``
+``joint_torque_units``              () str        ``original_ID_units_per_kg`` (N*m/kg, N/kg for forces)
+``subject_weight_kg``               () float      mass used for the normalisation
+``subject_body_weight_n``           () float      ``subject_weight_kg * 9.80665``
+``computed_grf``                    (T, G) float  GRF used by ID; force columns / body weight (N)
+``computed_grf_columns``            (G,) str      column names
+``computed_grf_valid``              (T,) bool     rows where ``computed_grf`` holds values
+``computed_grf_normalization``      () str        how the GRF columns are scaled
+``computed_grf_units``              () str
+``qc_notes``                        () str        quality flags; empty when none
+``source_files``                    (3,) str      kinematics, ID and GRF files it came from
 ==================================  ============  ==========================================================
 
-Companion ``*_muscle_activation.sto`` / ``*_muscle_force.sto`` files are ordinary OpenSim tables:
-read them with :func:`musclerl.motion.storage.read_storage`.
+Comparisons use ``joint_torque_column_valid`` per column: the rows of ``joint_torque_valid`` drop a
+whole row when one foot is off the force plates. Files in the earlier musclerl layout (scalar
+``timestep``, (T, Q) ``joint_torque_valid``, (Q,) ``joint_torque_column_valid``, (T, G)
+``computed_grf_valid``, (N,) ``qc_notes``) still read, converted, with one warning line.
+
+Companion ``<stem>_muscle_activation.sto`` / ``<stem>_muscle_force.sto`` files are ordinary
+OpenSim tables on the same timeline (NaN where a leg is invalid): read them with
+:func:`musclerl.motion.storage.read_storage`.
 """
 
 from __future__ import annotations
@@ -58,8 +65,10 @@ STRING_KEYS = (
     "joint_torque_units",
     "computed_grf_normalization",
     "computed_grf_units",
+    "qc_notes",
 )
-OPTIONAL_TIME_KEYS = (
+#: Time keys a file may lack (then filled from ``time_sec``); ``musclerl reference`` writes them all.
+TIME_KEYS = (
     "source_time_sec",
     "original_kinematics_time_sec",
     "id_source_time_sec",
@@ -80,54 +89,91 @@ REQUIRED_KEYS = (
     "computed_grf",
     "computed_grf_columns",
     "computed_grf_valid",
-    "qc_notes",
     "source_files",
 )
 STANDARD_GRAVITY = 9.80665
+TORQUE_SIGN_CONVENTION = "torques follow each angle column's sign convention"
+TORQUE_NORMALIZATION = "divided_by_subject_weight_kg"
+TORQUE_UNITS = "original_ID_units_per_kg"
+
+
+class LegacyLayoutWarning(UserWarning):
+    """A reference file in the earlier musclerl layout was read and converted."""
 
 
 @dataclasses.dataclass(frozen=True)
 class ReferenceData:
-    """One reference trial (see the module docstring for every field's shape and unit)."""
+    """One reference trial (see the module docstring for every field's shape and unit).
+
+    The time fields left None take their layout defaults when written or read
+    (:meth:`time_arrays`): ``timestep`` 0..T-1, the kinematics times ``time_sec``.
+    """
 
     subject: str
     trial: str
     step_label: str
-    timestep: float
-    time_sec: np.ndarray  # (T,)
-    joint_angle: np.ndarray  # (T, A)
+    time_sec: np.ndarray  # (T,) s
+    joint_angle: np.ndarray  # (T, A) deg / m
     joint_angle_columns: tuple[str, ...]
-    joint_torque: np.ndarray  # (T, Q) N*m/kg
+    joint_torque: np.ndarray  # (T, Q) per kg
     joint_torque_columns: tuple[str, ...]
-    joint_torque_valid: np.ndarray  # (T, Q) bool
-    joint_torque_column_valid: np.ndarray  # (Q,) bool
-    joint_torque_sign_convention: str
-    joint_torque_normalization: str
-    joint_torque_units: str
+    joint_torque_column_valid: np.ndarray  # (T, Q) bool
     subject_weight_kg: float
     subject_body_weight_n: float
     computed_grf: np.ndarray  # (T, G)
     computed_grf_columns: tuple[str, ...]
-    computed_grf_valid: np.ndarray  # (T, G) bool
-    computed_grf_normalization: str
-    computed_grf_units: str
-    qc_notes: tuple[str, ...] = ()
-    source_files: tuple[str, ...] = ()
-    source_time_sec: np.ndarray | None = None
-    original_kinematics_time_sec: np.ndarray | None = None
-    id_source_time_sec: np.ndarray | None = None
-    original_id_source_time_sec: np.ndarray | None = None
+    computed_grf_valid: np.ndarray  # (T,) bool
+    joint_torque_sign_convention: str = TORQUE_SIGN_CONVENTION
+    joint_torque_normalization: str = TORQUE_NORMALIZATION
+    joint_torque_units: str = TORQUE_UNITS
+    computed_grf_normalization: str = "force columns divided_by_subject_body_weight_n"
+    computed_grf_units: str = "BW"
+    qc_notes: str = ""
+    source_files: tuple[str, ...] = ("", "", "")
+    timestep: np.ndarray | None = None  # (T,) int frame index
+    source_time_sec: np.ndarray | None = None  # (T,)
+    original_kinematics_time_sec: np.ndarray | None = None  # (T,)
+    id_source_time_sec: np.ndarray | None = None  # (N_id,)
+    original_id_source_time_sec: np.ndarray | None = None  # (N_id,)
 
     @property
     def num_frames(self) -> int:
         return int(self.time_sec.shape[0])
+
+    @property
+    def rate_hz(self) -> float:
+        """Kinematics sample rate from ``time_sec`` (median interval); 0 for a single frame."""
+        return 1.0 / float(np.median(np.diff(self.time_sec))) if self.num_frames > 1 else 0.0
+
+    @property
+    def joint_torque_valid(self) -> np.ndarray:
+        """(T,) rows where every torque column is valid (derived from the columns, which are what
+        comparisons use; a file's own row mask is checked for its shape only)."""
+        return self.joint_torque_column_valid.all(axis=1)
+
+    def time_arrays(self) -> dict[str, np.ndarray]:
+        """``timestep`` and the four time keys, the ones left None filled with their defaults."""
+        n = self.num_frames
+        ik = self.original_kinematics_time_sec
+        id_t = self.id_source_time_sec
+        return {
+            "timestep": np.arange(n) if self.timestep is None else self.timestep,
+            "source_time_sec": self.time_sec if self.source_time_sec is None else self.source_time_sec,
+            "original_kinematics_time_sec": self.time_sec if ik is None else ik,
+            "id_source_time_sec": self.time_sec if id_t is None else id_t,
+            "original_id_source_time_sec": (
+                (self.time_sec if id_t is None else id_t)
+                if self.original_id_source_time_sec is None
+                else self.original_id_source_time_sec
+            ),
+        }
 
     def angle(self, name: str) -> np.ndarray:
         """Column (T,) of ``joint_angle`` (degrees, or metres for pelvis translations)."""
         return self.joint_angle[:, _index(self.joint_angle_columns, name, "joint_angle")]
 
     def torque(self, name: str) -> np.ndarray:
-        """Column (T,) of ``joint_torque`` (N*m/kg, NaN where invalid)."""
+        """Column (T,) of ``joint_torque`` (per kg, NaN where invalid)."""
         return self.joint_torque[:, _index(self.joint_torque_columns, name, "joint_torque")]
 
     def validate(self, source: str | os.PathLike = "reference") -> None:
@@ -142,14 +188,14 @@ class ReferenceData:
         n = t.shape[0]
         need(bool(np.all(np.isfinite(t))), "time_sec contains NaN or inf")
         need(n < 2 or bool(np.all(np.diff(t) > 0)), "time_sec must be increasing")
-        need(np.isfinite(self.timestep) and self.timestep > 0, f"timestep must be > 0, got {self.timestep}")
-        if n > 1:
-            median_dt = float(np.median(np.diff(t)))
-            if abs(median_dt - self.timestep) > 0.05 * self.timestep:
-                warnings.warn(
-                    f"{source}: timestep {self.timestep:g} s but time_sec steps by {median_dt:g} s",
-                    stacklevel=3,
-                )
+        times = self.time_arrays()
+        step = np.asarray(times["timestep"])
+        need(step.shape == (n,), f"timestep must be (T,) = ({n},) frame indices, got shape {step.shape}")
+        need(
+            bool(np.all(np.isfinite(step))) and bool(np.all(step == np.round(step))),
+            "timestep must hold integer frame indices",
+        )
+        need(n < 2 or bool(np.all(np.diff(step) > 0)), "timestep must be increasing")
         tables = (
             ("joint_angle", self.joint_angle_columns),
             ("joint_torque", self.joint_torque_columns),
@@ -165,22 +211,27 @@ class ReferenceData:
             need(len(set(cols)) == len(cols), f"{key}_columns has duplicate names")
             need(all(cols), f"{key}_columns has an empty name")
         need(bool(np.all(np.isfinite(self.joint_angle))), "joint_angle contains NaN or inf")
-        self._check_mask("joint_torque", self.joint_torque, self.joint_torque_valid, need)
-        self._check_mask("computed_grf", self.computed_grf, self.computed_grf_valid, need)
         cv = self.joint_torque_column_valid
         need(
-            cv.shape == (len(self.joint_torque_columns),) and cv.dtype == bool,
-            f"joint_torque_column_valid must be ({len(self.joint_torque_columns)},) bool, "
-            f"got {cv.shape} {cv.dtype}",
+            cv.shape == self.joint_torque.shape and cv.dtype == bool,
+            f"joint_torque_column_valid must be a bool array of shape {self.joint_torque.shape} (T, Q), "
+            f"got {cv.dtype} {cv.shape}",
         )
         need(
-            bool(np.all(cv | ~self.joint_torque_valid.any(axis=0))),
-            "joint_torque_column_valid is False for a column that has valid samples",
+            bool(np.all(np.isfinite(self.joint_torque[cv]))),
+            "joint_torque has NaN/inf where joint_torque_column_valid is True",
         )
+        gv = self.computed_grf_valid
         need(
-            bool(np.all(~cv | self.joint_torque_valid.any(axis=0))),
-            "joint_torque_column_valid is True for a column with no valid sample",
+            gv.shape == (n,) and gv.dtype == bool,
+            f"computed_grf_valid must be (T,) = ({n},) bool, got {gv.dtype} {gv.shape}",
         )
+        # a valid row holds values; single columns may be NaN (a plate's COP while nothing is on it)
+        need(
+            self.computed_grf.shape[1] == 0 or not bool(np.any(np.isnan(self.computed_grf[gv]).all(axis=1))),
+            "computed_grf is all NaN on a row where computed_grf_valid is True",
+        )
+        need(not bool(np.any(np.isinf(self.computed_grf))), "computed_grf contains inf")
         need(
             np.isfinite(self.subject_weight_kg) and self.subject_weight_kg > 0,
             f"subject_weight_kg must be > 0, got {self.subject_weight_kg}",
@@ -195,24 +246,42 @@ class ReferenceData:
             f"subject_body_weight_n / subject_weight_kg = {g:.3g} m/s^2, not gravity: "
             "is the weight in N and the mass in kg?",
         )
-        for key in ("source_time_sec", "id_source_time_sec"):
-            arr = getattr(self, key)
-            need(
-                arr is None or arr.shape == (n,),
-                f"{key} must be (T,) = ({n},), got {None if arr is None else arr.shape}",
-            )
-        for key in ("original_kinematics_time_sec", "original_id_source_time_sec"):
-            arr = getattr(self, key)
-            need(arr is None or arr.ndim == 1, f"{key} must be 1-D")
-
-    @staticmethod
-    def _check_mask(key: str, values: np.ndarray, valid: np.ndarray, need) -> None:
-        need(
-            valid.shape == values.shape and valid.dtype == bool,
-            f"{key}_valid must be a bool array of shape {values.shape}, got {valid.dtype} {valid.shape}",
+        for key in ("source_time_sec", "original_kinematics_time_sec"):
+            arr = np.asarray(times[key])
+            need(arr.shape == (n,), f"{key} must be (T,) = ({n},), got {arr.shape}")
+        id_t, id_orig = (
+            np.asarray(times["id_source_time_sec"]),
+            np.asarray(times["original_id_source_time_sec"]),
         )
-        need(bool(np.all(np.isfinite(values[valid]))), f"{key} has NaN/inf where {key}_valid is True")
-        need(bool(np.all(np.isnan(values[~valid]))), f"{key} must be NaN where {key}_valid is False")
+        need(id_t.ndim == 1, f"id_source_time_sec must be 1-D (the ID output's rows), got {id_t.shape}")
+        need(
+            id_orig.shape == id_t.shape,
+            f"original_id_source_time_sec must match id_source_time_sec {id_t.shape}, got {id_orig.shape}",
+        )
+
+
+def side_of(name: str) -> str | None:
+    """``"r"`` / ``"l"`` for a right / left column (``knee_angle_r_moment``, ``gasmed_l``), else None."""
+    for side in ("r", "l"):
+        if name.endswith(f"_{side}") or f"_{side}_" in name:
+            return side
+    return None
+
+
+def muscle_rows_valid(ref: ReferenceData, muscles: tuple[str, ...] | list[str]) -> np.ndarray:
+    """(T, M) bool: a muscle's rows are valid where every torque column of its leg is valid (a
+    muscle of neither side: where every torque column is valid). For the ``.sto`` companions,
+    NaN where a leg is invalid."""
+    if not len(muscles):
+        return np.ones((ref.num_frames, 0), dtype=bool)
+    sides = [side_of(c) for c in ref.joint_torque_columns]
+    rows = {}
+    for side in ("r", "l", None):
+        mine = [k for k, s in enumerate(sides) if s == side or side is None]
+        rows[side] = (
+            ref.joint_torque_column_valid[:, mine].all(axis=1) if mine else np.ones(ref.num_frames, bool)
+        )
+    return np.stack([rows[side_of(m)] for m in muscles], axis=1)
 
 
 def _index(columns: tuple[str, ...], name: str, what: str) -> int:
@@ -222,12 +291,15 @@ def _index(columns: tuple[str, ...], name: str, what: str) -> int:
 
 
 def read_reference(path: str | os.PathLike) -> ReferenceData:
-    """Read and validate a reference NPZ; any problem is an :class:`InputError` naming ``path``."""
+    """Read and validate a reference NPZ; any problem is an :class:`InputError` naming ``path``.
+
+    A file in the earlier musclerl layout is converted (one warning naming the keys)."""
     path = Path(path)
     data = read_npz(path)
     missing = [k for k in REQUIRED_KEYS if k not in data]
     if missing:
         raise InputError(path, f"not a reference NPZ: missing key(s) {', '.join(missing[:6])}")
+    legacy: list[str] = []
 
     def floats(key: str) -> np.ndarray:
         try:
@@ -243,9 +315,20 @@ def read_reference(path: str | os.PathLike) -> ReferenceData:
 
     def strings(key: str) -> tuple[str, ...]:
         arr = np.asarray(data[key])
-        if arr.dtype.kind not in "US":
+        if arr.size and arr.dtype.kind not in "US":
             raise InputError(path, f"'{key}' must be strings, got {arr.dtype}")
         return tuple(s.decode() if isinstance(s, bytes) else str(s) for s in np.atleast_1d(arr).reshape(-1))
+
+    def text(key: str) -> str:
+        items = strings(key)
+        if np.asarray(data[key]).ndim == 0:
+            return items[0]
+        if key == "qc_notes":  # the earlier layout: one note per entry
+            legacy.append("(N,) qc_notes")
+            return "; ".join(items)
+        if len(items) != 1:
+            raise InputError(path, f"'{key}' must be a single string, got {len(items)}")
+        return items[0]
 
     def bools(key: str) -> np.ndarray:
         arr = np.asarray(data[key])
@@ -256,45 +339,74 @@ def read_reference(path: str | os.PathLike) -> ReferenceData:
         return arr
 
     time_sec = floats("time_sec")
+    torque = floats("joint_torque")
     grf = floats("computed_grf")
+    n = time_sec.shape[0] if time_sec.ndim == 1 else 0
+    step = floats("timestep")
+    if step.ndim == 0:
+        legacy.append("scalar timestep")
+        step = np.arange(n)
+    row_valid, col_valid = bools("joint_torque_valid"), bools("joint_torque_column_valid")
+    if col_valid.ndim == 1 and row_valid.ndim == 2:
+        legacy.append("(T, Q) joint_torque_valid and (Q,) joint_torque_column_valid")
+        if col_valid.shape[0] != row_valid.shape[1]:
+            raise InputError(
+                path, f"joint_torque_column_valid {col_valid.shape} does not match {row_valid.shape}"
+            )
+        col_valid = row_valid & col_valid[None, :]
+    elif row_valid.shape != (n,):
+        raise InputError(
+            path, f"joint_torque_valid must be (T,) = ({n},) bool rows, got shape {row_valid.shape}"
+        )
     grf_valid = bools("computed_grf_valid")
-    if grf_valid.ndim == 1 and grf.ndim == 2 and grf_valid.shape[0] == grf.shape[0]:
-        grf_valid = np.repeat(grf_valid[:, None], grf.shape[1], axis=1)
-    optional = {k: floats(k) for k in OPTIONAL_TIME_KEYS if k in data}
+    if grf_valid.ndim == 2:
+        legacy.append("(T, G) computed_grf_valid")
+        grf_valid = grf_valid.all(axis=1)
+    qc_notes = text("qc_notes")
     ref = ReferenceData(
-        **{k: strings(k)[0] if strings(k) else "" for k in STRING_KEYS},
-        timestep=scalar("timestep"),
+        **{k: text(k) for k in STRING_KEYS if k != "qc_notes"},
+        qc_notes=qc_notes,
+        timestep=step.astype(np.int64) if np.all(step == np.round(step)) else step,
         time_sec=time_sec,
         joint_angle=floats("joint_angle"),
         joint_angle_columns=strings("joint_angle_columns"),
-        joint_torque=floats("joint_torque"),
+        joint_torque=torque,
         joint_torque_columns=strings("joint_torque_columns"),
-        joint_torque_valid=bools("joint_torque_valid"),
-        joint_torque_column_valid=bools("joint_torque_column_valid").reshape(-1),
+        joint_torque_column_valid=col_valid,
         subject_weight_kg=scalar("subject_weight_kg"),
         subject_body_weight_n=scalar("subject_body_weight_n"),
         computed_grf=grf,
         computed_grf_columns=strings("computed_grf_columns"),
         computed_grf_valid=grf_valid,
-        qc_notes=strings("qc_notes") if np.asarray(data["qc_notes"]).size else (),
-        source_files=strings("source_files") if np.asarray(data["source_files"]).size else (),
-        **optional,
+        source_files=strings("source_files"),
+        **{k: floats(k) for k in TIME_KEYS if k in data},
     )
     ref.validate(path)
+    if legacy:
+        warnings.warn(
+            f"{path}: earlier musclerl reference layout ({', '.join(legacy)}); read and converted "
+            "(write it again with `musclerl reference` for the current layout)",
+            LegacyLayoutWarning,
+            stacklevel=2,
+        )
     return ref
 
 
 def write_reference(path: str | os.PathLike, ref: ReferenceData) -> None:
-    """Validate ``ref`` and write it in the schema above (atomically: no partial file on failure)."""
+    """Validate ``ref`` and write every key of the layout (atomically: no partial file on failure)."""
     path = Path(path)
+    if path.suffix != ".npz":
+        raise InputError(path, "reference files must end in .npz")
     ref.validate(path)
+    torque = np.where(ref.joint_torque_column_valid, ref.joint_torque, np.nan)
     arrays: dict[str, np.ndarray] = {k: np.array(getattr(ref, k), dtype=str) for k in STRING_KEYS}
+    arrays.update({k: np.asarray(v, dtype=np.float64) for k, v in ref.time_arrays().items()})
     arrays.update(
-        timestep=np.array(float(ref.timestep)),
+        timestep=np.asarray(ref.time_arrays()["timestep"], dtype=np.int64),
         time_sec=np.asarray(ref.time_sec, dtype=np.float64),
         joint_angle=np.asarray(ref.joint_angle, dtype=np.float64),
         joint_angle_columns=np.array(ref.joint_angle_columns, dtype=str),
-        joint_torque=np.asarray(ref.joint_torque, dtype=np.float64),
+        joint_torque=torque.astype(np.float64),
         joint_torque_columns=np.array(ref.joint_torque_columns, dtype=str),
         joint_torque_valid=np.asarray(ref.joint_torque_valid, dtype=bool),
         joint_torque_column_valid=np.asarray(ref.joint_torque_column_valid, dtype=bool),
@@ -303,14 +415,7 @@ def write_reference(path: str | os.PathLike, ref: ReferenceData) -> None:
         computed_grf=np.asarray(ref.computed_grf, dtype=np.float64),
         computed_grf_columns=np.array(ref.computed_grf_columns, dtype=str),
         computed_grf_valid=np.asarray(ref.computed_grf_valid, dtype=bool),
-        qc_notes=np.array(ref.qc_notes, dtype=str).reshape(-1),
         source_files=np.array(ref.source_files, dtype=str).reshape(-1),
     )
-    for key in OPTIONAL_TIME_KEYS:
-        value = getattr(ref, key)
-        if value is not None:
-            arrays[key] = np.asarray(value, dtype=np.float64)
-    if path.suffix != ".npz":
-        raise InputError(path, "reference files must end in .npz")
     with atomic_path(path) as tmp:
         np.savez_compressed(tmp, **arrays)

@@ -115,7 +115,7 @@ def _npz(path: Path) -> dict:
         info = _base(
             "reference",
             ref.num_frames,
-            1.0 / ref.timestep,
+            ref.rate_hz,
             ref.joint_angle_columns,
             "degrees (pelvis translations m); torque " + ref.joint_torque_units,
         )
@@ -126,6 +126,13 @@ def _npz(path: Path) -> dict:
             torque_columns=list(ref.joint_torque_columns),
             grf_columns=list(ref.computed_grf_columns),
             subject_weight_kg=ref.subject_weight_kg,
+            torque_rows_valid=f"{int(ref.joint_torque_valid.sum())} of {ref.num_frames}",
+            torque_columns_partly_valid=[
+                f"{c} ({int(v.sum())}/{ref.num_frames})"
+                for c, v in zip(ref.joint_torque_columns, ref.joint_torque_column_valid.T, strict=True)
+                if not v.all()
+            ],
+            qc_notes=ref.qc_notes,
         )
         return info
     if kind == "trajectory":

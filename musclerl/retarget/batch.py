@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import glob
 import json
 import multiprocessing
 from collections.abc import Callable, Sequence
@@ -53,22 +54,41 @@ SUMMARY_FIELDS = (
 )
 
 
-def expand_inputs(inputs: list[str], suffixes: tuple[str, ...], what: str) -> list[Path]:
-    """Files from files and folders (folders: their files with one of ``suffixes``, any case, sorted).
+def expand_inputs(
+    inputs: list[str], suffixes: tuple[str, ...], what: str, recursive: bool = False
+) -> list[Path]:
+    """Files from files, folders and glob patterns (``ROOT/S0*/*.npz``), each once, in order.
 
+    A folder gives its files with one of ``suffixes`` (any case, sorted), with ``recursive`` every
+    such file below it; hidden files and folders (``.name``, e.g. partial outputs) are skipped.
     ``what`` names an item in the errors ("trial", "motion"); InputError if nothing is found.
     """
     found: list[Path] = []
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            found += sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
+            files = path.rglob("*") if recursive else path.iterdir()
+            found += sorted(
+                p
+                for p in files
+                if p.is_file()
+                and p.suffix.lower() in suffixes
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
         elif path.is_file():
             found.append(path)
+        elif any(c in str(item) for c in "*?["):
+            matched = sorted(
+                Path(p) for p in glob.glob(str(item), recursive=True) if Path(p).suffix.lower() in suffixes
+            )
+            if not matched:
+                raise InputError(path, f"no {' or '.join(suffixes)} {what} file matches this pattern")
+            found += [p for p in matched if p.is_file()]
         else:
             raise InputError(path, f"{what} file or folder not found")
+    found = list(dict.fromkeys(found))
     if not found:
-        raise InputError(", ".join(inputs), f"no {' or '.join(suffixes)} {what}s found")
+        raise InputError(", ".join(map(str, inputs)), f"no {' or '.join(suffixes)} {what}s found")
     return found
 
 
@@ -137,8 +157,11 @@ def run_items(
     jobs: int = 1,
     desc: str = "retarget",
     progress: bool = True,
+    done_before: int = 0,
 ) -> list[dict]:
     """``run_one(item, *args, state)`` for every item; returns the rows in ``items`` order.
+
+    The progress bar counts ``done_before`` items finished by an earlier run into its total.
 
     ``jobs`` > 1: that many spawned processes (``run_one`` must be a module-level function), each
     with its own ``state`` dict kept across its items; else in this process with one ``state``.
@@ -146,7 +169,8 @@ def run_items(
     from tqdm import tqdm
 
     rows: list = [None] * len(items)
-    with tqdm(total=len(items), desc=desc, unit="item", disable=not progress) as bar:
+    total = len(items) + done_before
+    with tqdm(total=total, initial=done_before, desc=desc, unit="item", disable=not progress) as bar:
         if jobs <= 1:
             state: dict = {}
             for k, item in enumerate(items):
