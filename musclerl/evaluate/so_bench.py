@@ -1,0 +1,154 @@
+"""``musclerl bench so``: our static optimisation against OpenSim's on the same walk.
+
+Runs ``musclerl reference`` (inverse dynamics + static optimisation, as a user runs it) on an
+OpenSim IK ``.mot`` with its ground reaction forces, then correlates our activations with an
+OpenSim Static Optimization ``_activation.sto`` of the same trial, per muscle group and side,
+over the time both cover. OpenSim's gait2392 names are mapped onto the model's Rajagopal names
+(:mod:`musclerl.evaluate.muscle_names`); a group's activation is the mean of its compartments.
+
+Default data: the gait2354 subject01 walk (IK 0.4-1.6 s, two force plates) and OpenSim's own
+static optimisation of that walk (``opensim_gait2392_so``, 0.5-2.0 s), from ``../shared/data``.
+OpenSim's run used RRA-adjusted kinematics, which move the subtalar joint the IK holds at zero
+(``--motion`` takes any other coordinates file, e.g. those RRA kinematics).
+
+Reported: Pearson r per group and side, the median over :data:`MAIN_GROUPS` (both sides), and
+whether the aims hold: median >= :data:`AIM_MEDIAN_R`, every group of :data:`AIM_GROUPS` >=
+:data:`AIM_GROUP_R` on both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from musclerl.errors import InputError
+
+SHARED_DATA = Path(
+    os.environ.get("MUSCLERL_SHARED_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data")
+)
+GAIT = SHARED_DATA / "opensim_gait2354"
+OPENSIM_SO = SHARED_DATA / "opensim_gait2392_so" / "subject01_StaticOptimization_activation.sto"
+
+#: group -> the model's muscles (Rajagopal names, no side) averaged into it.
+MAIN_GROUPS: dict[str, tuple[str, ...]] = {
+    "soleus": ("soleus",),
+    "gastrocnemius medialis": ("gasmed",),
+    "gastrocnemius lateralis": ("gaslat",),
+    "tibialis anterior": ("tibant",),
+    "vastus medialis": ("vasmed",),
+    "vastus intermedius": ("vasint",),
+    "vastus lateralis": ("vaslat",),
+    "rectus femoris": ("recfem",),
+    "gluteus maximus": ("glmax1", "glmax2", "glmax3"),
+    "gluteus medius": ("glmed1", "glmed2", "glmed3"),
+    "biceps femoris long head": ("bflh",),
+    "semimembranosus": ("semimem",),
+    "semitendinosus": ("semiten",),
+    "iliacus": ("iliacus",),
+    "psoas": ("psoas",),
+}
+#: the groups the aim names (soleus, gastrocnemii, tibialis anterior, vasti, gluteus medius,
+#: hamstrings, iliopsoas), each to reach AIM_GROUP_R on both sides.
+AIM_GROUPS = tuple(g for g in MAIN_GROUPS if g not in ("rectus femoris", "gluteus maximus"))
+AIM_MEDIAN_R = 0.9
+AIM_GROUP_R = 0.7
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--motion", default=str(GAIT / "subject01_walk1_ik.mot"), help="coordinates .mot")
+    parser.add_argument("--grf", default=str(GAIT / "subject01_walk1_grf.mot"), help="GRF .mot")
+    parser.add_argument("--loads", default=str(GAIT / "subject01_walk1_grf.xml"), help="ExternalLoads .xml")
+    parser.add_argument("--opensim", default=str(OPENSIM_SO), help="OpenSim SO _activation.sto")
+    parser.add_argument("--model", default="myolegs")
+    parser.add_argument("--mass", type=float, default=72.6, help="subject mass (kg)")
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+
+
+def our_activations(
+    motion: str, grf: str | None, loads: str | None, model: str = "myolegs", mass_kg: float | None = None
+):
+    """Our static optimisation of ``motion``: the ``_muscle_activation.sto`` Table ``musclerl
+    reference`` writes (its console output swallowed; an error is raised as it would print), on
+    the motion's own clock (the file's time starts at 0, as the reference layout has it)."""
+    import dataclasses
+
+    from musclerl.evaluate import command_reference
+    from musclerl.motion.storage import read_storage
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "so.npz"
+        argv = [motion, "--model", model, "--out", str(out)]
+        if loads:
+            argv += ["--loads", loads] + (["--grf", grf] if grf else [])
+        if mass_kg is not None:
+            argv += ["--mass", f"{mass_kg}"]
+        parser = argparse.ArgumentParser()
+        command_reference.add_arguments(parser)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            command_reference.run(parser.parse_args(argv))
+        table = read_storage(Path(tmp) / "so_muscle_activation.sto")
+    start_s = float(read_storage(motion).time_s[0]) if Path(motion).suffix.lower() != ".npz" else 0.0
+    return dataclasses.replace(table, time_s=table.time_s + start_s)
+
+
+def group_correlations(ours, opensim) -> dict[tuple[str, str], float]:
+    """Pearson r of (group, side) -> r over the time both tables cover, on ``ours``' samples.
+
+    ``ours``: Table with the model's muscle columns; ``opensim``: Table with gait2392 columns.
+    """
+    from musclerl.evaluate.alignment import resample
+    from musclerl.evaluate.metrics import pearson_r
+    from musclerl.evaluate.muscle_names import SIDES, rename_gait2392_table
+
+    theirs = rename_gait2392_table(opensim)
+    t = np.asarray(ours.time_s, dtype=float)
+    lo, hi = float(theirs.time_s[0]), float(theirs.time_s[-1])
+    inside = (t >= lo - 1e-9) & (t <= hi + 1e-9)
+    if inside.sum() < 10:
+        problem = f"covers {lo:g}-{hi:g} s, which the motion barely overlaps"
+        raise InputError(opensim.source or "opensim", problem)
+    t = t[inside]
+    out = {}
+    for group, members in MAIN_GROUPS.items():
+        for side in SIDES:
+            names = [f"{m}_{side}" for m in members]
+            missing = [n for n in names if n not in ours.columns or n not in theirs.columns]
+            if missing:
+                raise InputError(ours.source or "activations", f"no column for {', '.join(missing)}")
+            a = np.mean([np.asarray(ours.data)[inside, ours.columns.index(n)] for n in names], axis=0)
+            b = np.mean([resample(theirs.time_s, theirs.column(n), t) for n in names], axis=0)
+            out[(group, side)] = pearson_r(a, b)
+    return out
+
+
+def summary(r: dict[tuple[str, str], float]) -> dict:
+    """Median r over every (group, side), and the aims: per group, whether both sides reach it."""
+    median = float(np.median(list(r.values())))
+    weak = sorted({g for (g, _s), v in r.items() if g in AIM_GROUPS and not v >= AIM_GROUP_R})
+    return {
+        "median_r": median,
+        "aim_median": median >= AIM_MEDIAN_R,
+        "aim_groups": not weak,
+        "groups_below_aim": ", ".join(weak) or "none",
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from musclerl.benchmark import print_result
+    from musclerl.motion.storage import read_storage
+
+    for flag, path in (("--motion", args.motion), ("--opensim", args.opensim)):
+        if not Path(path).is_file():
+            raise InputError(flag, f"{path} not found (the default is in ../shared/data)")
+    ours = our_activations(args.motion, args.grf, args.loads, args.model, args.mass)
+    r = group_correlations(ours, read_storage(args.opensim))
+    result = {f"r {g} {s}": v for (g, s), v in r.items()}
+    result.update(summary(r))
+    print_result(result, args.json, key_width=max(len(k) for k in result))
+    return 0
