@@ -11,9 +11,9 @@ the root body's origin). This module hands that load to the supporting feet:
    and moment ``m_foot = m_root - (p_foot - p_root) x f`` (the root residual vanishes: the
    motion is reproduced exactly, whatever the model's mass distribution), or
    (``at_contact=True``, the shares passing gradually from foot to foot over
-   :data:`TRANSFER_S`) only the force acts, at the foot's contact patch: the centres of the
-   foot's geoms within :data:`PATCH_M` of its lowest point, on the ground; the moment stays a
-   root residual, as with force plates. The patch keeps the centre of pressure under the foot
+   :data:`TRANSFER_S`) only the force acts, at the foot's contact patch (the parts of its
+   collision geoms within :data:`PATCH_M` of its lowest point, :func:`contact_point`); the
+   moment stays a root residual, as with force plates. The patch keeps the centre of pressure under the foot
    (heel at heel strike, forefoot at push-off) where the exact wrench puts it wherever the
    model's mass distribution needs it, which for a model without the subject's trunk and arms
    can be behind the heel for a whole stance;
@@ -31,7 +31,7 @@ import mujoco
 import numpy as np
 
 from musclerl.dynamics.inverse_dynamics import AppliedLoads, InverseDynamicsResult
-from musclerl.models.geoms import foot_geoms, geom_lowest_z
+from musclerl.models.geoms import collision_geoms, foot_geoms, geom_lowest_z
 
 #: Feet whose lowest points are within 1 cm of each other share the load.
 DOUBLE_SUPPORT_M = 0.01
@@ -65,7 +65,7 @@ def supporting_shares(
     below the centre on myolegs' foot) does not decide.
     """
     data = mujoco.MjData(model)
-    geoms = [(_foot_collision_geoms if soles else _foot_geoms)(model, foot) for foot in feet]
+    geoms = [collision_geoms(model, list(foot)) if soles else _foot_geoms(model, foot) for foot in feet]
     share = np.zeros((len(qpos), len(feet)))
     for t, q in enumerate(qpos):
         data.qpos[:] = q
@@ -107,7 +107,7 @@ def residual_on_feet(
     if at_contact:
         share = gradual_transfer(share, free.time_s)
     bodies = [foot[0] for foot in feet]
-    geoms = [_foot_collision_geoms(model, foot) for foot in feet]
+    geoms = [collision_geoms(model, list(foot)) for foot in feet]
     force = np.zeros((len(qpos), len(feet), 3))
     torque = np.zeros_like(force)
     point = np.zeros_like(force)
@@ -119,10 +119,7 @@ def residual_on_feet(
         for k, b in enumerate(bodies):
             force[t, k] = share[t, k] * f
             if at_contact and len(geoms[k]):
-                low = geom_lowest_z(model, data, geoms[k])
-                patch = geoms[k][low <= low.min() + PATCH_M]
-                point[t, k, :2] = data.geom_xpos[patch, :2].mean(axis=0)
-                point[t, k, 2] = low.min()
+                point[t, k] = contact_point(model, data, geoms[k])
             else:
                 point[t, k] = data.xpos[b]
                 torque[t, k] = share[t, k] * (m_root - np.cross(data.xpos[b] - data.xpos[root], f))
@@ -130,12 +127,32 @@ def residual_on_feet(
     return AppliedLoads(names, names, force, point, torque)
 
 
+def contact_point(model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray) -> np.ndarray:
+    """Centre (3,) of the contact patch of ``geoms`` (collision geoms of one foot) at ``data``'s pose.
+
+    The geoms' bottom points: along each capsule's axis, five points lowered by its radius (a
+    capsule can span heel to midfoot, so its centre is not where it touches first); the lowest
+    point of any other geom at its centre. The patch: bottom points within :data:`PATCH_M` of the
+    lowest; its centre is their mean in x, y at the lowest height.
+    """
+    bottoms = []
+    low = geom_lowest_z(model, data, geoms)
+    for g, z in zip(geoms, low, strict=True):
+        centre = data.geom_xpos[g]
+        if int(model.geom_type[g]) == int(mujoco.mjtGeom.mjGEOM_CAPSULE):
+            radius, half = model.geom_size[g, :2]
+            axis = data.geom_xmat[g].reshape(3, 3)[:, 2]
+            for s in np.linspace(-1.0, 1.0, 5):
+                p = centre + s * half * axis
+                bottoms.append((p[0], p[1], p[2] - radius))
+        else:
+            bottoms.append((centre[0], centre[1], z))
+    bottoms = np.asarray(bottoms)
+    lowest = bottoms[:, 2].min()
+    patch = bottoms[bottoms[:, 2] <= lowest + PATCH_M]
+    return np.array([patch[:, 0].mean(), patch[:, 1].mean(), lowest])
+
+
 def _foot_geoms(model: mujoco.MjModel, foot: tuple[int, ...]) -> np.ndarray:
     """All geoms (G,) of the foot's bodies."""
     return np.flatnonzero(np.isin(model.geom_bodyid, foot))
-
-
-def _foot_collision_geoms(model: mujoco.MjModel, foot: tuple[int, ...]) -> np.ndarray:
-    """Collidable geoms (G,) of the foot's bodies."""
-    collidable = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
-    return np.flatnonzero(np.isin(model.geom_bodyid, foot) & collidable)
