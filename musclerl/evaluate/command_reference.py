@@ -228,25 +228,26 @@ def run(args: argparse.Namespace) -> int:
         "root residuals RMS (force N world x,y,z; moment N·m body x,y,z): "
         + ", ".join(f"{v:.1f}" for v in rms_res)
     )
-    if loads is None and args.no_ground_estimate:
-        notes.append(
-            "no ground reaction forces given: moments assume no external load (the ground's push appears "
-            "as root residual), so stance-phase moments are not physiological"
-        )
-    elif loads is None:
+    estimated = None
+    if loads is None and not args.no_ground_estimate:
         from musclerl.dynamics.ground_support import model_feet, residual_on_feet
 
         feet = model_feet(model)
-        if feet:
+        if feet and result.residual.shape[1] == 6:  # a free root whose residual the feet can take
             estimated = residual_on_feet(model, result, feet, at_contact=True)
             result = idyn.inverse_dynamics(
                 model, qpos, time_s, coords, estimated, qvel=result.qvel, qacc=result.qacc
             )
             notes.append(
                 "no ground reaction forces given: the ground's force is estimated from the motion (the "
-                f"root residual force, at the contact patch of the lowest of the feet "
-                f"{', '.join(estimated.body)}, shared equally in double support)"
+                "root residual force at the contact patch of the lower foot, feet "
+                f"{', '.join(estimated.body)}, handed over across double support)"
             )
+    if loads is None and estimated is None:
+        notes.append(
+            "no ground reaction forces given: moments assume no external load (the ground's push appears "
+            "as root residual), so stance-phase moments are not physiological"
+        )
 
     slide = int(mujoco.mjtJoint.mjJNT_SLIDE)
     torque_cols = tuple(

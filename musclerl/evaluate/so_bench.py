@@ -58,6 +58,11 @@ MAIN_GROUPS: dict[str, tuple[str, ...]] = {
 AIM_GROUPS = tuple(g for g in MAIN_GROUPS if g not in ("rectus femoris", "gluteus maximus"))
 AIM_MEDIAN_R = 0.9
 AIM_GROUP_R = 0.7
+#: --other-lab: muscles compared around heel strikes, and the window (s from the heel strike).
+OTHER_LAB_MUSCLES = ("tibant", "soleus", "gasmed", "vaslat")
+WINDOW_S = (-0.15, 0.6)
+#: A foot swings when its sole is 1.5 cm above its median height, and lands back within 5 mm.
+SWING_M, LANDED_M = 0.015, 0.005
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,11 +72,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--opensim", default=str(OPENSIM_SO), help="OpenSim SO _activation.sto")
     parser.add_argument("--model", default="myolegs")
     parser.add_argument("--mass", type=float, default=72.6, help="subject mass (kg)")
+    parser.add_argument(
+        "--no-grf", action="store_true", help="ignore the plates: the ground's load estimated from the motion"
+    )
+    parser.add_argument(
+        "--no-ground-estimate", action="store_true", help="with --no-grf: stance unloaded (no estimate)"
+    )
+    parser.add_argument(
+        "--other-lab",
+        nargs="+",
+        metavar="TRIAL.mot",
+        help="walks of another subject without plates (e.g. opencap_expert1/walking*.mot): r of "
+        f"{', '.join(OTHER_LAB_MUSCLES)} around each heel strike against OpenSim's subject01 SO "
+        "around its own",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
 
 
 def our_activations(
-    motion: str, grf: str | None, loads: str | None, model: str = "myolegs", mass_kg: float | None = None
+    motion: str,
+    grf: str | None,
+    loads: str | None,
+    model: str = "myolegs",
+    mass_kg: float | None = None,
+    ground_estimate: bool = True,
 ):
     """Our static optimisation of ``motion``: the ``_muscle_activation.sto`` Table ``musclerl
     reference`` writes (its console output swallowed; an error is raised as it would print), on
@@ -88,6 +112,8 @@ def our_activations(
             argv += ["--loads", loads] + (["--grf", grf] if grf else [])
         if mass_kg is not None:
             argv += ["--mass", f"{mass_kg}"]
+        if not ground_estimate:
+            argv.append("--no-ground-estimate")
         parser = argparse.ArgumentParser()
         command_reference.add_arguments(parser)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -139,6 +165,77 @@ def summary(r: dict[tuple[str, str], float]) -> dict:
     }
 
 
+def sole_heel_strikes(model_name: str, motion: str) -> dict[str, np.ndarray]:
+    """Heel strikes (s) per side from the feet's sole heights along a coordinates file: the
+    frame a foot lands (within LANDED_M of its median height) after swinging (SWING_M above)."""
+    import mujoco
+
+    from musclerl.dynamics.ground_support import model_feet
+    from musclerl.dynamics.inverse_dynamics import lowpass
+    from musclerl.evaluate.alignment import heel_strikes_from_contact
+    from musclerl.evaluate.coordinates import coordinates_to_qpos
+    from musclerl.models.geoms import collision_geoms, geom_lowest_z
+    from musclerl.models.registry import load_model
+    from musclerl.motion.storage import read_storage
+
+    model = load_model(model_name)
+    table = read_storage(motion)
+    qpos = coordinates_to_qpos(
+        model, list(table.columns), lowpass(table.data, table.rate_hz, 6.0), table.in_degrees
+    ).qpos
+    feet = model_feet(model)
+    geoms = [collision_geoms(model, list(f)) for f in feet]
+    data = mujoco.MjData(model)
+    height = np.zeros((len(qpos), len(feet)))
+    for t, q in enumerate(qpos):
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        height[t] = [geom_lowest_z(model, data, g).min() for g in geoms]
+    out = {}
+    for k, foot in enumerate(feet):
+        level = np.median(height[:, k])
+        contact = np.zeros(len(qpos), dtype=bool)
+        swinging = False
+        for t, h in enumerate(height[:, k]):
+            swinging = (swinging or h > level + SWING_M) and not h < level + LANDED_M
+            contact[t] = not swinging
+        side = model.body(foot[0]).name.rpartition("_")[2]
+        out[side] = heel_strikes_from_contact(np.asarray(table.time_s, float), contact)
+    return out
+
+
+def around_heel_strikes(
+    ours, strikes: dict[str, np.ndarray], opensim, opensim_strikes: dict[str, np.ndarray]
+) -> dict[str, list[float]]:
+    """Per muscle of OTHER_LAB_MUSCLES: r of ours against OpenSim's over WINDOW_S around each of
+    our heel strikes (OpenSim's around its first heel strike of that side whose window its table
+    covers), both sides pooled."""
+    from musclerl.evaluate.alignment import resample
+    from musclerl.evaluate.metrics import pearson_r
+    from musclerl.evaluate.muscle_names import rename_gait2392_table
+
+    theirs = rename_gait2392_table(opensim)
+    lag = np.arange(WINDOW_S[0], WINDOW_S[1] + 1e-9, 0.01)
+    out: dict[str, list[float]] = {m: [] for m in OTHER_LAB_MUSCLES}
+    for side, hs in strikes.items():
+        covered = [
+            h
+            for h in opensim_strikes.get(side, ())
+            if h + WINDOW_S[0] >= theirs.time_s[0] and h + WINDOW_S[1] <= theirs.time_s[-1]
+        ]
+        if not covered:
+            continue
+        for h in hs:
+            inside = (h + lag >= ours.time_s[0]) & (h + lag <= ours.time_s[-1])
+            if inside.sum() < 0.5 * len(lag):
+                continue
+            for m in OTHER_LAB_MUSCLES:
+                a = resample(ours.time_s, ours.column(f"{m}_{side}"), h + lag[inside])
+                b = resample(theirs.time_s, theirs.column(f"{m}_{side}"), covered[0] + lag[inside])
+                out[m].append(pearson_r(a, b))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from musclerl.benchmark import print_result
     from musclerl.motion.storage import read_storage
@@ -146,9 +243,31 @@ def run(args: argparse.Namespace) -> int:
     for flag, path in (("--motion", args.motion), ("--opensim", args.opensim)):
         if not Path(path).is_file():
             raise InputError(flag, f"{path} not found (the default is in ../shared/data)")
-    ours = our_activations(args.motion, args.grf, args.loads, args.model, args.mass)
-    r = group_correlations(ours, read_storage(args.opensim))
+    opensim = read_storage(args.opensim)
+    plates = (None, None) if args.no_grf else (args.grf, args.loads)
+    ours = our_activations(args.motion, *plates, args.model, args.mass, not args.no_ground_estimate)
+    r = group_correlations(ours, opensim)
     result = {f"r {g} {s}": v for (g, s), v in r.items()}
     result.update(summary(r))
+    if args.other_lab:
+        from musclerl.evaluate.alignment import heel_strikes
+
+        grf = read_storage(args.grf)
+        weight_n = 0.05 * args.mass * 9.80665
+        opensim_strikes = {
+            "r": heel_strikes(grf.time_s, grf.column("ground_force_vy"), weight_n),
+            "l": heel_strikes(grf.time_s, grf.column("1_ground_force_vy"), weight_n),
+        }
+        pooled: dict[str, list[float]] = {m: [] for m in OTHER_LAB_MUSCLES}
+        for trial in args.other_lab:
+            other = our_activations(trial, None, None, args.model, None, not args.no_ground_estimate)
+            found = around_heel_strikes(other, sole_heel_strikes(args.model, trial), opensim, opensim_strikes)
+            for m, values in found.items():
+                pooled[m] += values
+        for m, values in pooled.items():
+            result[f"other lab {m} around heel strike: median r"] = (
+                float(np.median(values)) if values else float("nan")
+            )
+            result[f"other lab {m}: windows"] = len(values)
     print_result(result, args.json, key_width=max(len(k) for k in result))
     return 0
