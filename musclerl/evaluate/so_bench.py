@@ -21,17 +21,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.retarget.bench import SHARED_DATA  # ../shared/data, or $MUSCLERL_SHARED_DATA
 
-SHARED_DATA = Path(
-    os.environ.get("MUSCLERL_SHARED_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data")
-)
 GAIT = SHARED_DATA / "opensim_gait2354"
 OPENSIM_SO = SHARED_DATA / "opensim_gait2392_so" / "subject01_StaticOptimization_activation.sto"
 
