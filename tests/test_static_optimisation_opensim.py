@@ -68,8 +68,8 @@ def test_static_optimisation_against_opensim(gait2354, opensim_so, capsys):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="our inverse dynamics asks 1.6x OpenSim's subtalar inversion moment at push-off (myolegs' "
-    "unscaled foot sits 3-4 cm medial of the plate's centre of pressure) and myolegs' tibialis "
+    reason="our inverse dynamics on unscaled myolegs asks 1.6x OpenSim's subtalar inversion moment "
+    "in stance (the plates' centre of pressure 3-4 cm lateral of its foot) and myolegs' tibialis "
     "anterior inverts; fed OpenSim's own ID moments our static optimisation reaches r 0.70 "
     "(docs/static_optimisation.md)",
 )
