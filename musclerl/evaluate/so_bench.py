@@ -8,8 +8,12 @@ over the time both cover. OpenSim's gait2392 names are mapped onto the model's R
 
 Default data: the gait2354 subject01 walk (IK 0.4-1.6 s, two force plates) and OpenSim's own
 static optimisation of that walk (``opensim_gait2392_so``, 0.5-2.0 s), from ``../shared/data``.
-OpenSim's run used RRA-adjusted kinematics, which move the subtalar joint the IK holds at zero
-(``--motion`` takes any other coordinates file, e.g. those RRA kinematics).
+OpenSim's run used RRA-adjusted kinematics, which move the subtalar joint the IK holds at zero;
+``--motion`` takes any other coordinates file of the trial.
+
+``--other-lab``: walks of another subject without plates; heel strikes from the feet's sole
+heights (:func:`sole_heel_strikes`), OpenSim's from the plates of ``--grf``/``--loads``; r of a few
+muscles over :data:`WINDOW_S` around each (:func:`around_heel_strikes`).
 
 Reported: Pearson r per group and side, the median over :data:`MAIN_GROUPS` (both sides), and
 whether the aims hold: median >= :data:`AIM_MEDIAN_R`, every group of :data:`AIM_GROUPS` >=
@@ -249,13 +253,17 @@ def run(args: argparse.Namespace) -> int:
     result = {f"r {g} {s}": v for (g, s), v in r.items()}
     result.update(summary(r))
     if args.other_lab:
+        from musclerl.dynamics.inverse_dynamics import read_external_loads
         from musclerl.evaluate.alignment import heel_strikes
+        from musclerl.motion.reference import STANDARD_GRAVITY
 
         grf = read_storage(args.grf)
-        weight_n = 0.05 * args.mass * 9.80665
-        opensim_strikes = {
-            "r": heel_strikes(grf.time_s, grf.column("ground_force_vy"), weight_n),
-            "l": heel_strikes(grf.time_s, grf.column("1_ground_force_vy"), weight_n),
+        threshold_n = 0.05 * args.mass * STANDARD_GRAVITY
+        opensim_strikes = {  # per side (the loaded body's suffix), from the plate's vertical (Y-up) force
+            f.body.rpartition("_")[2]: heel_strikes(
+                grf.time_s, grf.column(f"{f.force_identifier}y"), threshold_n
+            )
+            for f in read_external_loads(args.loads)[0]
         }
         pooled: dict[str, list[float]] = {m: [] for m in OTHER_LAB_MUSCLES}
         for trial in args.other_lab:
