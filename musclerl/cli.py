@@ -1,7 +1,7 @@
 """``musclerl`` command line.
 
 Subcommands: ``info``, ``retarget markers``, ``retarget smpl``, ``train``, ``evaluate``,
-``reference``, ``bench ik|env|train|learn``. Each lives in the module of its stage, which exposes
+``reference``, ``bench ik|so|env|train|learn``. Each lives in the module of its stage, which exposes
 ``add_arguments(parser)`` (cheap: no jax import) and ``run(args) -> int``.
 
 Bad input anywhere raises :class:`musclerl.errors.InputError`; ``main`` prints its one-line message
@@ -49,6 +49,7 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
         "inverse dynamics + static optimisation for a motion -> reference NPZ and .sto files",
     ),
     (("bench", "ik"), "musclerl.retarget.bench", "IK speed and accuracy: ours vs mink (and OpenSim)"),
+    (("bench", "so"), "musclerl.evaluate.so_bench", "our static optimisation vs OpenSim's on the same walk"),
     (("bench", "env"), "musclerl.envs.bench", "environment steps/s vs raw mj_step (and MJX)"),
     (("bench", "train"), "musclerl.rl.bench", "training env-steps/s vs env-only stepping"),
     (

@@ -5,9 +5,9 @@ the muscles produce the joint moments the motion needs, as OpenSim's Static Opti
 
 1. inverse dynamics of the reference without contacts (``dynamics.inverse_dynamics``) gives the
    external wrench the ground must supply (the free root's residual);
-2. that wrench is applied at the supporting foot (the foot body whose lowest point is lowest,
-   both feet sharing it in double support), and the inverse dynamics repeated, so the stance
-   leg's joints carry the body's weight;
+2. that wrench is applied at the supporting foot body (``dynamics.ground_support``: the foot
+   body whose lowest point is lowest, feet within 1 cm of it sharing it), and the inverse
+   dynamics repeated, so the stance leg's joints carry the body's weight;
 3. static optimisation (``dynamics.static_optimisation``: min sum a^2 with MuJoCo's own muscle
    gain and bias) turns the joint moments into activations.
 
@@ -17,31 +17,14 @@ the activation dynamics need (the root dropped 4 cm in 10 steps with the old sta
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 
-from musclerl.dynamics.inverse_dynamics import AppliedLoads, inverse_dynamics
+from musclerl.dynamics.ground_support import residual_on_feet
+from musclerl.dynamics.inverse_dynamics import inverse_dynamics
 from musclerl.dynamics.static_optimisation import static_optimisation
 from musclerl.envs.world import World
 from musclerl.models.couplings import independent_coordinates
-from musclerl.models.geoms import geom_lowest_z
 from musclerl.models.introspect import muscle_ids
-
-DOUBLE_SUPPORT_M = 0.01  # both feet within 1 cm of each other's lowest point: they share the load
-
-
-def supporting_weights(world: World, qpos: np.ndarray) -> np.ndarray:
-    """(T, F) share of the ground load on each foot body: the lowest foot, or both when level."""
-    model = world.model
-    data = mujoco.MjData(model)
-    geoms = [np.flatnonzero(model.geom_bodyid == b) for b in world.foot_body_ids]
-    share = np.zeros((len(qpos), len(geoms)))
-    for t, q in enumerate(qpos):
-        data.qpos[:] = q
-        mujoco.mj_kinematics(model, data)
-        low = np.array([geom_lowest_z(model, data, g).min() if len(g) else np.inf for g in geoms])
-        share[t] = low <= low.min() + DOUBLE_SUPPORT_M
-    return share / share.sum(axis=1, keepdims=True)
 
 
 def static_activations(world: World, qpos: np.ndarray, qvel: np.ndarray, qacc: np.ndarray) -> np.ndarray:
@@ -50,26 +33,7 @@ def static_activations(world: World, qpos: np.ndarray, qvel: np.ndarray, qacc: n
     coords = independent_coordinates(model)
     times = np.arange(len(qpos), dtype=float)  # qvel/qacc are given: the times are not used
     free = inverse_dynamics(model, qpos, times, coords, qvel=qvel, qacc=qacc)
-    # the residual: world linear force and root-frame torque about the root body's origin
-    root = int(model.jnt_bodyid[0])
-    data = mujoco.MjData(model)
-    share = supporting_weights(world, qpos)
-    feet = world.foot_body_ids
-    force = np.zeros((len(qpos), len(feet), 3))
-    torque = np.zeros_like(force)
-    point = np.zeros_like(force)
-    for t, q in enumerate(qpos):
-        data.qpos[:] = q
-        mujoco.mj_kinematics(model, data)
-        f = free.residual[t, :3]
-        m_root = data.xmat[root].reshape(3, 3) @ free.residual[t, 3:6]
-        for k, b in enumerate(feet):
-            point[t, k] = data.xpos[b]
-            force[t, k] = share[t, k] * f
-            # the same wrench moved from the root origin to the foot: m_foot = m_root - (p - r) x f
-            torque[t, k] = share[t, k] * (m_root - np.cross(data.xpos[b] - data.xpos[root], f))
-    names = tuple(model.body(int(b)).name for b in feet)
-    loads = AppliedLoads(names, names, force, point, torque)
+    loads = residual_on_feet(model, free, [(int(b),) for b in world.foot_body_ids])
     supported = inverse_dynamics(model, qpos, times, coords, loads=loads, qvel=qvel, qacc=qacc)
     result = static_optimisation(model, qpos, qvel, supported.moments, coords)
     act = np.zeros((len(qpos), model.na))

@@ -60,6 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-static-optimisation", action="store_true", help="inverse dynamics only (no .sto outputs)"
     )
     parser.add_argument(
+        "--no-ground-estimate",
+        action="store_true",
+        help="without --grf/--loads: leave the ground's load in the root residual instead of estimating "
+        "it on the supporting feet",
+    )
+    parser.add_argument(
         "--save-trajectory",
         metavar="TRAJ.npz",
         help="also write the motion as a Trajectory to track: recentred over the origin and "
@@ -216,17 +222,32 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(args.grf, "GRF time range does not overlap the motion")
         if not grf_valid.all():
             notes.append(f"{int((~grf_valid).sum())} frames outside the GRF time range marked invalid")
-    else:
-        notes.append(
-            "no ground reaction forces given: moments assume no external load (the ground's push appears "
-            "as root residual), so stance-phase moments are not physiological"
-        )
     result = idyn.inverse_dynamics(model, qpos, time_s, coords, loads)
     rms_res = np.sqrt(np.mean(result.residual**2, axis=0))
     notes.append(
         "root residuals RMS (force N world x,y,z; moment N·m body x,y,z): "
         + ", ".join(f"{v:.1f}" for v in rms_res)
     )
+    estimated = None
+    if loads is None and not args.no_ground_estimate:
+        from musclerl.dynamics.ground_support import model_feet, residual_on_feet
+
+        feet = model_feet(model)
+        if feet and result.residual.shape[1] == 6:  # a free root whose residual the feet can take
+            estimated = residual_on_feet(model, result, feet, at_contact=True)
+            result = idyn.inverse_dynamics(
+                model, qpos, time_s, coords, estimated, qvel=result.qvel, qacc=result.qacc
+            )
+            notes.append(
+                "no ground reaction forces given: the ground's force is estimated from the motion (the "
+                "root residual force at the contact patch of the lower foot, feet "
+                f"{', '.join(estimated.body)}, handed over across double support)"
+            )
+    if loads is None and estimated is None:
+        notes.append(
+            "no ground reaction forces given: moments assume no external load (the ground's push appears "
+            "as root residual), so stance-phase moments are not physiological"
+        )
 
     slide = int(mujoco.mjtJoint.mjJNT_SLIDE)
     torque_cols = tuple(
