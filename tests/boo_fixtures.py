@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from musclerl.evaluate.muscle_names import gait2392_to_rajagopal
 from musclerl.motion.storage import read_storage
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -37,46 +38,6 @@ STANCE_N = 20.0  # vertical plate force above which a foot is in stance
 #: feet's ground speed, measured once with musclerl's belt estimator on this trial) is added to
 #: ``pelvis_tx`` so the trials walk forward; ID and GRF are unchanged by a constant belt speed.
 BELT_MPS = 1.01
-#: gait2392 muscle names -> Rajagopal2016's (the muscles with a one-to-one partner; the adductor
-#: magnus parts do not correspond and are left out)
-GAIT2392_TO_RAJAGOPAL = {
-    "glut_med1": "glmed1",
-    "glut_med2": "glmed2",
-    "glut_med3": "glmed3",
-    "glut_min1": "glmin1",
-    "glut_min2": "glmin2",
-    "glut_min3": "glmin3",
-    "semimem": "semimem",
-    "semiten": "semiten",
-    "bifemlh": "bflh",
-    "bifemsh": "bfsh",
-    "sar": "sart",
-    "add_long": "addlong",
-    "add_brev": "addbrev",
-    "tfl": "tfl",
-    "grac": "grac",
-    "glut_max1": "glmax1",
-    "glut_max2": "glmax2",
-    "glut_max3": "glmax3",
-    "iliacus": "iliacus",
-    "psoas": "psoas",
-    "peri": "piri",
-    "rect_fem": "recfem",
-    "vas_med": "vasmed",
-    "vas_int": "vasint",
-    "vas_lat": "vaslat",
-    "med_gas": "gasmed",
-    "lat_gas": "gaslat",
-    "soleus": "soleus",
-    "tib_post": "tibpost",
-    "flex_dig": "fdl",
-    "flex_hal": "fhl",
-    "tib_ant": "tibant",
-    "per_brev": "perbrev",
-    "per_long": "perlong",
-    "ext_dig": "edl",
-    "ext_hal": "ehl",
-}
 MIRRORED_LEFT = ("hip_adduction_l", "hip_rotation_l")
 PLATES = {"r": "ground_force_vy", "l": "1_ground_force_vy"}  # right foot on plate 1, left on plate 2
 
@@ -143,9 +104,9 @@ def trial_arrays(
     torque = np.where(valid, moments / mass_kg, np.nan)
     muscles, acts = [], []
     for k, col in enumerate(so.columns):
-        base, _, side = col.rpartition("_")
-        if base in GAIT2392_TO_RAJAGOPAL and side in ("r", "l"):
-            muscles.append(f"{GAIT2392_TO_RAJAGOPAL[base]}_{side}")
+        name = gait2392_to_rajagopal(col)
+        if name is not None:
+            muscles.append(name)
             acts.append(np.interp(t_orig, so.time_s, so.data[:, k]))
     act = np.column_stack(acts)
     for side in ("r", "l"):
