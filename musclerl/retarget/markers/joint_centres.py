@@ -52,8 +52,27 @@ JOINT_CENTRE_PREFIX = "JC."
 LANDMARK_NAMES: dict[str, tuple[str, ...]] = {
     "asis": ("{s}asis", "{s}asi", "asis{s}", "asi{s}"),
     "psis": ("{s}psis", "{s}psi", "psis{s}", "psi{s}"),
-    "knee_lat": ("{s}kneelat", "{s}kneelateral", "{s}latknee", "{s}kne", "{s}lfe", "{s}lfc", "kneelat{s}"),
-    "knee_med": ("{s}kneemed", "{s}kneemedial", "{s}medknee", "{s}knm", "{s}mfe", "{s}mfc", "kneemed{s}"),
+    "hip": ("{s}hjc", "hjc{s}", "{s}hipjc", "{s}hipcentre", "{s}hipcenter"),
+    "knee_lat": (
+        "{s}kneelat",
+        "{s}kneelateral",
+        "{s}latknee",
+        "{s}kne",
+        "{s}lfe",
+        "{s}lfc",
+        "kneelat{s}",
+        "{s}knee",
+    ),
+    "knee_med": (
+        "{s}kneemed",
+        "{s}kneemedial",
+        "{s}medknee",
+        "{s}knm",
+        "{s}mfe",
+        "{s}mfc",
+        "kneemed{s}",
+        "{s}mknee",
+    ),
     "ankle_lat": (
         "{s}anklelat",
         "{s}anklelateral",
@@ -62,6 +81,7 @@ LANDMARK_NAMES: dict[str, tuple[str, ...]] = {
         "{s}lmal",
         "{s}lm",
         "anklelat{s}",
+        "{s}ankle",
     ),
     "ankle_med": (
         "{s}anklemed",
@@ -71,6 +91,7 @@ LANDMARK_NAMES: dict[str, tuple[str, ...]] = {
         "{s}mmal",
         "{s}mm",
         "anklemed{s}",
+        "{s}mankle",
     ),
 }
 #: Segments scaled from joint-centre distances: (proximal centre, distal centre, body of the
@@ -144,6 +165,9 @@ def landmark_centres_m(
     sacrum = _sacrum(measured_m)
     if asis[0] is not None and asis[1] is not None and sacrum is not None:
         out["hip"] = harrington_hip_centres_m(asis[0], asis[1], sacrum, np.asarray(up, dtype=float))
+    measured_hips = {s: find_landmark(measured_m, "hip", s) for s in "rl"}
+    if all(h is not None for h in measured_hips.values()):  # the lab's own hip centres
+        out["hip"] = measured_hips
     for joint in ("knee", "ankle"):
         for side in "rl":
             lateral = find_landmark(measured_m, f"{joint}_lat", side)

@@ -228,6 +228,24 @@ def _build(
     return spec, compile_spec(spec, model_name), added.missing_body
 
 
+PLACEHOLDER_TOLERANCE_M = 1e-3
+
+
+def placeholder_markers(marker_set: MarkerSet) -> list[str]:
+    """Markers whose generic location says nothing: on one body, within
+    :data:`PLACEHOLDER_TOLERANCE_M` of another marker (OpenCap's thigh and shank clusters all sit
+    at one point per segment). They must not pull the static pose; placement puts them where the
+    static trial saw them."""
+    out = []
+    for a in marker_set.markers:
+        for b in marker_set.markers:
+            if a is not b and a.body == b.body:
+                if np.linalg.norm(a.location_m - b.location_m) < PLACEHOLDER_TOLERANCE_M:
+                    out.append(a.name)
+                    break
+    return out
+
+
 def _uniform_factor(
     model: mujoco.MjModel, measured: dict[str, np.ndarray], source: str = "static trial"
 ) -> dict[str, np.ndarray]:
@@ -311,7 +329,7 @@ def calibrate(
         if scale_setup is not None and scale_setup.placement.marker_weights
         else ik_setup
     )
-    weights = _weights(names, placement)
+    weights = _weights(names, placement) * ~np.isin(names, placeholder_markers(marker_set))
     targets = np.array([measured[n] for n in names])
     centre_names = [n for n in centre_targets if n not in missing]
     centre_weight = JOINT_CENTRE_WEIGHT_RATIO * max(float(weights.max(initial=0.0)), 1.0)
