@@ -177,6 +177,35 @@ def landmark_centres_m(
     return out
 
 
+def model_centre(
+    model: mujoco.MjModel, data: mujoco.MjData, joint: str, side: str, fallback_body: str
+) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """Where the model has the centre of ``joint`` ('hip', 'knee', 'ankle') on ``side``:
+    (body id, position (3,) in that body, world position (3,) in ``data``'s pose), or None.
+
+    Knee and ankle: the midpoint of the marker set's own lateral and medial generic markers when
+    the model carries both as sites on one body — the same landmarks the static trial's centre is
+    measured from, so target and model point are one anatomical point (the Rajagopal/LaiArnold
+    malleoli midpoint sits 17 mm above the talus origin: seating the talus origin there shortens
+    the shank and tips the foot). Otherwise, and for the hip, the origin of ``fallback_body``.
+    """
+    sites = {_key(model.site(i).name): i for i in range(model.nsite)}
+    if joint in ("knee", "ankle"):
+        found = []
+        for part in ("lat", "med"):
+            ids = [sites[p.format(s=side)] for p in LANDMARK_NAMES[f"{joint}_{part}"] if p.format(s=side) in sites]
+            found.append(ids[0] if ids else -1)
+        if min(found) >= 0 and model.site_bodyid[found[0]] == model.site_bodyid[found[1]]:
+            body = int(model.site_bodyid[found[0]])
+            local = 0.5 * (model.site_pos[found[0]] + model.site_pos[found[1]])
+            world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ local
+            return body, np.array(local), np.array(world)
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, fallback_body)
+    if body < 0:
+        return None
+    return body, np.zeros(3), np.array(data.xpos[body])
+
+
 def centre_scale_factors(
     model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
 ) -> dict[str, np.ndarray]:
@@ -196,11 +225,11 @@ def centre_scale_factors(
     out: dict[str, np.ndarray] = {}
     for proximal, distal, joint_a, joint_b, bodies in CENTRE_SEGMENTS:
         for side in "rl":
-            a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, joint_a.format(s=side))
-            b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, joint_b.format(s=side))
-            if a < 0 or b < 0 or side not in centres[proximal] or side not in centres[distal]:
+            a = model_centre(model, data, proximal, side, joint_a.format(s=side))
+            b = model_centre(model, data, distal, side, joint_b.format(s=side))
+            if a is None or b is None or side not in centres[proximal] or side not in centres[distal]:
                 continue
-            model_m = float(np.linalg.norm(data.xpos[a] - data.xpos[b]))
+            model_m = float(np.linalg.norm(a[2] - b[2]))
             if model_m < 1e-6:
                 continue
             ratio = float(np.linalg.norm(centres[proximal][side] - centres[distal][side])) / model_m
@@ -235,18 +264,16 @@ def joint_centre_markers(
         pelvis = model.body(int(model.body_parentid[thigh])).name
         markers.append(Marker(name, pelvis, np.array(model.body_pos[thigh]), fixed=True))
         targets[name] = hip
-    for side, knee in centres["knee"].items():
-        if body(f"tibia_{side}") < 0:
-            continue
-        name = f"{JOINT_CENTRE_PREFIX}knee_{side}"
-        markers.append(Marker(name, f"tibia_{side}", np.zeros(3), fixed=True))
-        targets[name] = knee
-    for side, ankle in centres["ankle"].items():
-        if body(f"talus_{side}") < 0 or len(markers) < 4:
-            continue
-        name = f"{JOINT_CENTRE_PREFIX}ankle_{side}"
-        markers.append(Marker(name, f"talus_{side}", np.zeros(3), fixed=True))
-        targets[name] = ankle
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    for joint, fallback in (("knee", "tibia_{s}"), ("ankle", "talus_{s}")):
+        for side, centre in centres[joint].items():
+            point = model_centre(model, data, joint, side, fallback.format(s=side))
+            if point is None or (joint == "ankle" and len(markers) < 4):
+                continue
+            name = f"{JOINT_CENTRE_PREFIX}{joint}_{side}"
+            markers.append(Marker(name, model.body(point[0]).name, point[1], fixed=True))
+            targets[name] = centre
     if len(markers) < 4:  # all four or none: a hip seated without its knee tilts the leg's static pose
         return (), {}
     return tuple(markers), targets

@@ -229,6 +229,19 @@ def _build(
 
 
 PLACEHOLDER_TOLERANCE_M = 1e-3
+#: Static-pose coordinate tasks when no setup gives any: OpenSim's example Scale setups hold the
+#: subtalar and toe joints at their defaults (weight 1000), which three foot markers cannot resolve.
+DEFAULT_PLACEMENT_COORDINATES = ("subtalar_angle", "mtp_angle")
+DEFAULT_PLACEMENT_WEIGHT = 1000.0
+
+
+def default_placement_coordinates(model: mujoco.MjModel) -> dict[str, tuple[float | None, float]]:
+    """Joint -> (None: its default, weight) for the joints named in
+    :data:`DEFAULT_PLACEMENT_COORDINATES` (any side suffix)."""
+    joints = [model.joint(j).name for j in range(model.njnt)]
+    return {
+        j: (None, DEFAULT_PLACEMENT_WEIGHT) for j in joints if j.startswith(DEFAULT_PLACEMENT_COORDINATES)
+    }
 
 
 def placeholder_markers(marker_set: MarkerSet) -> list[str]:
@@ -333,16 +346,17 @@ def calibrate(
     targets = np.array([measured[n] for n in names])
     centre_names = [n for n in centre_targets if n not in missing]
     centre_weight = JOINT_CENTRE_WEIGHT_RATIO * max(float(weights.max(initial=0.0)), 1.0)
+    coordinates = _coordinate_targets(placement) or default_placement_coordinates(model)
     qpos, _ = fit_static_pose(
         model,
         names + centre_names,
         np.array([*targets, *(centre_targets[n] for n in centre_names)]).reshape(-1, 3),
         np.concatenate([weights, np.full(len(centre_names), centre_weight)]),
-        _coordinate_targets(placement),
+        coordinates,
     )
     placed = marker_set.with_locations(place_markers(model, qpos, marker_set, measured))
     spec, model, missing = _build(model_name, placed, factors, mass, scale_markers=False)
-    _, rms = fit_static_pose(model, names, targets, weights, _coordinate_targets(placement))
+    _, rms = fit_static_pose(model, names, targets, weights, coordinates)
     return CalibratedModel(model, spec, placed, factors, rms, missing, model_name, mass, markers_scaled=False)
 
 
