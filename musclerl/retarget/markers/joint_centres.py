@@ -178,22 +178,27 @@ def landmark_centres_m(
 
 
 def model_centre(
-    model: mujoco.MjModel, data: mujoco.MjData, joint: str, side: str, fallback_body: str
+    model: mujoco.MjModel, data: mujoco.MjData, joint: str, side: str, fallback_body: str, landmarks: bool
 ) -> tuple[int, np.ndarray, np.ndarray] | None:
     """Where the model has the centre of ``joint`` ('hip', 'knee', 'ankle') on ``side``:
     (body id, position (3,) in that body, world position (3,) in ``data``'s pose), or None.
 
-    Knee and ankle: the midpoint of the marker set's own lateral and medial generic markers when
-    the model carries both as sites on one body — the same landmarks the static trial's centre is
+    Knee and ankle, with ``landmarks`` (the generic markers were mapped into the model's body
+    frames, :mod:`musclerl.models.osim_frames`): the midpoint of the marker set's own lateral and
+    medial generic markers when the model carries both as sites on one body — the same landmarks the static trial's centre is
     measured from, so target and model point are one anatomical point (the Rajagopal/LaiArnold
     malleoli midpoint sits 17 mm above the talus origin: seating the talus origin there shortens
     the shank and tips the foot). Otherwise, and for the hip, the origin of ``fallback_body``.
     """
     sites = {_key(model.site(i).name): i for i in range(model.nsite)}
-    if joint in ("knee", "ankle"):
+    if landmarks and joint in ("knee", "ankle"):
         found = []
         for part in ("lat", "med"):
-            ids = [sites[p.format(s=side)] for p in LANDMARK_NAMES[f"{joint}_{part}"] if p.format(s=side) in sites]
+            ids = [
+                sites[p.format(s=side)]
+                for p in LANDMARK_NAMES[f"{joint}_{part}"]
+                if p.format(s=side) in sites
+            ]
             found.append(ids[0] if ids else -1)
         if min(found) >= 0 and model.site_bodyid[found[0]] == model.site_bodyid[found[1]]:
             body = int(model.site_bodyid[found[0]])
@@ -207,7 +212,10 @@ def model_centre(
 
 
 def centre_scale_factors(
-    model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    model: mujoco.MjModel,
+    measured_m: dict[str, np.ndarray],
+    landmarks: bool = False,
+    up: tuple[float, float, float] = (0.0, 0.0, 1.0),
 ) -> dict[str, np.ndarray]:
     """Thigh and shank factors body -> (3,) from joint-centre distances (:data:`CENTRE_SEGMENTS`).
 
@@ -225,8 +233,8 @@ def centre_scale_factors(
     out: dict[str, np.ndarray] = {}
     for proximal, distal, joint_a, joint_b, bodies in CENTRE_SEGMENTS:
         for side in "rl":
-            a = model_centre(model, data, proximal, side, joint_a.format(s=side))
-            b = model_centre(model, data, distal, side, joint_b.format(s=side))
+            a = model_centre(model, data, proximal, side, joint_a.format(s=side), landmarks)
+            b = model_centre(model, data, distal, side, joint_b.format(s=side), landmarks)
             if a is None or b is None or side not in centres[proximal] or side not in centres[distal]:
                 continue
             model_m = float(np.linalg.norm(a[2] - b[2]))
@@ -240,7 +248,10 @@ def centre_scale_factors(
 
 
 def joint_centre_markers(
-    model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    model: mujoco.MjModel,
+    measured_m: dict[str, np.ndarray],
+    landmarks: bool = False,
+    up: tuple[float, float, float] = (0.0, 0.0, 1.0),
 ) -> tuple[tuple[Marker, ...], dict[str, np.ndarray]]:
     """Virtual joint-centre markers for the static fit of ``model`` (the generic, unscaled model).
 
@@ -268,7 +279,7 @@ def joint_centre_markers(
     mujoco.mj_kinematics(model, data)
     for joint, fallback in (("knee", "tibia_{s}"), ("ankle", "talus_{s}")):
         for side, centre in centres[joint].items():
-            point = model_centre(model, data, joint, side, fallback.format(s=side))
+            point = model_centre(model, data, joint, side, fallback.format(s=side), landmarks)
             if point is None or (joint == "ankle" and len(markers) < 4):
                 continue
             name = f"{JOINT_CENTRE_PREFIX}{joint}_{side}"

@@ -45,6 +45,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.markers import Marker, MarkerSet, add_markers, read_marker_set
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
+from musclerl.models.osim_frames import map_to_model
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.storage import Table
@@ -327,13 +328,22 @@ def calibrate(
         static = time_window(static, *scale_setup.time_range_s)
     measured = mean_positions(static)
     _, generic, _ = _build(model_name, marker_set, {}, None)
+    if marker_set.frames:  # the marker set's own model frames -> the model's body frames
+        mapped = map_to_model(
+            marker_set.frames, generic, {m.name: (m.body, m.location_m) for m in marker_set.markers}
+        )
+        marker_set = marker_set.with_locations(mapped)
+        _, generic, _ = _build(model_name, marker_set, {}, None)
     if scale_setup is not None and scale_setup.measurements:
         factors = measure_scale_factors(generic, measured, scale_setup.measurements, static.source)
     else:
         factors = _uniform_factor(generic, measured, static.source or "static trial")
-    factors.update(centre_scale_factors(generic, measured))  # thigh and shank from joint centres
+    landmarks = bool(marker_set.frames)  # generic landmark midpoints are in the model's frames
+    factors.update(centre_scale_factors(generic, measured, landmarks))  # thigh and shank from centres
     mass = scale_setup.mass_kg if scale_setup is not None and scale_setup.preserve_mass_distribution else None
-    centres, centre_targets = joint_centre_markers(generic, measured)  # seat the bones: hip and knee
+    centres, centre_targets = joint_centre_markers(
+        generic, measured, landmarks
+    )  # seat the bones: hip and knee
     with_centres = MarkerSet(marker_set.markers + centres, marker_set.source)
     spec, model, missing = _build(model_name, with_centres, factors, mass)
     names = [n for n in marker_set.names if n in measured and n not in missing]

@@ -1,0 +1,87 @@
+"""Marker registration: a marker set written in another model's body frames lands on myolegs' bodies."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from musclerl.models.markers import read_marker_set
+from musclerl.models.osim_frames import map_to_model
+from musclerl.models.registry import compile_spec, load_spec
+
+
+def _joint(name, parent, child, in_parent, in_child, orient_child):
+    def vec(v):
+        return " ".join(f"{x:.17g}" for x in v)
+
+    return f"""<CustomJoint name="{name}">
+  <socket_parent_frame>{parent}_offset</socket_parent_frame>
+  <socket_child_frame>{child}_offset</socket_child_frame>
+  <frames>
+    <PhysicalOffsetFrame name="{parent}_offset"><socket_parent>/bodyset/{parent}</socket_parent>
+      <translation>{vec(in_parent)}</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>
+    <PhysicalOffsetFrame name="{child}_offset"><socket_parent>/bodyset/{child}</socket_parent>
+      <translation>{vec(in_child)}</translation><orientation>{vec(orient_child)}</orientation></PhysicalOffsetFrame>
+  </frames></CustomJoint>"""
+
+
+def _marker(name, body, location):
+    loc = " ".join(f"{x:.17g}" for x in location)
+    return (
+        f'<Marker name="{name}"><socket_parent_frame>/bodyset/{body}</socket_parent_frame>'
+        f"<location>{loc}</location><fixed>false</fixed></Marker>"
+    )
+
+
+@pytest.fixture(scope="module")
+def myolegs():
+    return compile_spec(load_spec("myolegs"))
+
+
+def test_marker_set_in_other_frames_is_recovered_exactly(myolegs, tmp_path):
+    """The marker set's femur frame is myolegs' turned by R and shifted by t (x_mj = R x_os + t);
+    its welded torso sits elsewhere in the pelvis. Both come back in myolegs' frames to rounding."""
+    model = myolegs
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    turn = Rotation.from_euler("XYZ", [0.3, -0.2, 0.5]).as_matrix()
+    shift = np.array([0.012, -0.031, 0.007])
+    femur = model.body("femur_r")
+    pelvis, torso = model.body("pelvis").id, model.body("torso").id
+    r_pelvis = data.xmat[pelvis].reshape(3, 3)
+    torso_rot = r_pelvis.T @ data.xmat[torso].reshape(3, 3)
+    torso_pos = r_pelvis.T @ (data.xpos[torso] - data.xpos[pelvis])
+    turn2 = Rotation.from_euler("XYZ", [-0.1, 0.25, 0.05]).as_matrix()
+    shift2 = np.array([-0.02, 0.03, 0.01])  # x_mj_torso = turn2 x_os_torso + shift2
+    os_torso_rot = torso_rot @ turn2
+    os_torso_pos = torso_rot @ shift2 + torso_pos
+    expected = {"knee": np.array([0.01, -0.39, 0.05]), "thigh": np.array([0.06, -0.2, 0.07])}
+    expected_torso = np.array([-0.08, 0.42, 0.01])
+    markers = [_marker(n, "femur_r", turn.T @ (loc - shift)) for n, loc in expected.items()]
+    markers.append(_marker("C7", "torso", turn2.T @ (expected_torso - shift2)))
+    markers.append(_marker("ASIS", "pelvis", [0.03, 0.0, 0.12]))
+    osim = f"""<OpenSimDocument><Model><JointSet><objects>
+{_joint("hip_r", "pelvis", "femur_r", femur.pos, turn.T @ -shift, Rotation.from_matrix(turn.T).as_euler("XYZ"))}
+{_joint("back", "pelvis", "torso", os_torso_pos, [0, 0, 0], Rotation.from_matrix(os_torso_rot.T).as_euler("XYZ"))}
+</objects></JointSet><MarkerSet><objects>{"".join(markers)}</objects></MarkerSet></Model></OpenSimDocument>"""
+    path = tmp_path / "other.osim"
+    path.write_text(osim)
+    marker_set = read_marker_set(path)
+    assert set(marker_set.frames) == {"femur_r", "torso"}
+    mapped = map_to_model(
+        marker_set.frames, model, {m.name: (m.body, m.location_m) for m in marker_set.markers}
+    )
+    for name, loc in expected.items():
+        np.testing.assert_allclose(mapped[name], loc, atol=1e-12)
+    np.testing.assert_allclose(mapped["C7"], expected_torso, atol=1e-12)
+    np.testing.assert_allclose(mapped["ASIS"], [0.03, 0.0, 0.12], atol=1e-12)  # the pelvis is the anchor
+
+
+def test_marker_set_without_frames_maps_nothing(myolegs, tmp_path):
+    path = tmp_path / "markers.xml"
+    path.write_text(f"<MarkerSet><objects>{_marker('a', 'femur_r', [0, -0.1, 0])}</objects></MarkerSet>")
+    marker_set = read_marker_set(path)
+    assert marker_set.frames == {}
+    assert map_to_model(marker_set.frames, myolegs, {"a": ("femur_r", np.zeros(3))}) == {}
