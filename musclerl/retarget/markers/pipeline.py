@@ -68,6 +68,11 @@ from musclerl.retarget.markers.joint_centres import (
     centre_scale_factors,
     joint_centre_markers,
 )
+from musclerl.retarget.markers.registration import (
+    default_placement_coordinates,
+    placeholder_markers,
+    registration_report,
+)
 from musclerl.retarget.report import quality_report
 
 ROBUST_MEDIAN_FACTOR = 2.0
@@ -105,6 +110,8 @@ class CalibratedModel:
     model_name: str = "myolegs"
     mass_kg: float | None = None
     markers_scaled: bool = True  # False once placed: locations are in the scaled body frames
+    # Per marker: how far mapping and placement moved it, and why (registration.registration_report).
+    registration: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
     # IK problems built on ``model`` (see :meth:`clip_ik`), reused across passes and trials.
     problems: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
@@ -229,37 +236,6 @@ def _build(
     return spec, compile_spec(spec, model_name), added.missing_body
 
 
-PLACEHOLDER_TOLERANCE_M = 1e-3
-#: Static-pose coordinate tasks when no setup gives any: OpenSim's example Scale setups hold the
-#: subtalar and toe joints at their defaults (weight 1000), which three foot markers cannot resolve.
-DEFAULT_PLACEMENT_COORDINATES = ("subtalar_angle", "mtp_angle")
-DEFAULT_PLACEMENT_WEIGHT = 1000.0
-
-
-def default_placement_coordinates(model: mujoco.MjModel) -> dict[str, tuple[float | None, float]]:
-    """Joint -> (None: its default, weight) for the joints named in
-    :data:`DEFAULT_PLACEMENT_COORDINATES` (any side suffix)."""
-    joints = [model.joint(j).name for j in range(model.njnt)]
-    return {
-        j: (None, DEFAULT_PLACEMENT_WEIGHT) for j in joints if j.startswith(DEFAULT_PLACEMENT_COORDINATES)
-    }
-
-
-def placeholder_markers(marker_set: MarkerSet) -> list[str]:
-    """Markers whose generic location says nothing: on one body, within
-    :data:`PLACEHOLDER_TOLERANCE_M` of another marker (OpenCap's thigh and shank clusters all sit
-    at one point per segment). They must not pull the static pose; placement puts them where the
-    static trial saw them."""
-    out = []
-    for a in marker_set.markers:
-        for b in marker_set.markers:
-            if a is not b and a.body == b.body:
-                if np.linalg.norm(a.location_m - b.location_m) < PLACEHOLDER_TOLERANCE_M:
-                    out.append(a.name)
-                    break
-    return out
-
-
 def _uniform_factor(
     model: mujoco.MjModel, measured: dict[str, np.ndarray], source: str = "static trial"
 ) -> dict[str, np.ndarray]:
@@ -327,6 +303,7 @@ def calibrate(
     if scale_setup is not None and scale_setup.time_range_s is not None:
         static = time_window(static, *scale_setup.time_range_s)
     measured = mean_positions(static)
+    original = marker_set
     _, generic, _ = _build(model_name, marker_set, {}, None)
     if marker_set.frames:  # the marker set's own model frames -> the model's body frames
         mapped = map_to_model(
@@ -341,9 +318,8 @@ def calibrate(
     landmarks = bool(marker_set.frames)  # generic landmark midpoints are in the model's frames
     factors.update(centre_scale_factors(generic, measured, landmarks))  # thigh and shank from centres
     mass = scale_setup.mass_kg if scale_setup is not None and scale_setup.preserve_mass_distribution else None
-    centres, centre_targets = joint_centre_markers(
-        generic, measured, landmarks
-    )  # seat the bones: hip and knee
+    # seat the bones: hip, knee and ankle centres
+    centres, centre_targets = joint_centre_markers(generic, measured, landmarks)
     with_centres = MarkerSet(marker_set.markers + centres, marker_set.source)
     spec, model, missing = _build(model_name, with_centres, factors, mass)
     names = [n for n in marker_set.names if n in measured and n not in missing]
@@ -352,7 +328,8 @@ def calibrate(
         if scale_setup is not None and scale_setup.placement.marker_weights
         else ik_setup
     )
-    weights = _weights(names, placement) * ~np.isin(names, placeholder_markers(marker_set))
+    placeholders = placeholder_markers(marker_set)
+    weights = _weights(names, placement) * ~np.isin(names, placeholders)
     targets = np.array([measured[n] for n in names])
     centre_names = [n for n in centre_targets if n not in missing]
     centre_weight = JOINT_CENTRE_WEIGHT_RATIO * max(float(weights.max(initial=0.0)), 1.0)
@@ -367,7 +344,12 @@ def calibrate(
     placed = marker_set.with_locations(place_markers(model, qpos, marker_set, measured))
     spec, model, missing = _build(model_name, placed, factors, mass, scale_markers=False)
     _, rms = fit_static_pose(model, names, targets, weights, coordinates)
-    return CalibratedModel(model, spec, placed, factors, rms, missing, model_name, mass, markers_scaled=False)
+    registration = registration_report(
+        original, marker_set, placed, factors, placeholders, dict(zip(names, weights, strict=True)), missing
+    )
+    return CalibratedModel(
+        model, spec, placed, factors, rms, missing, model_name, mass, False, registration=registration
+    )
 
 
 def trial_placed_markers(calibrated: CalibratedModel, bodies: tuple[str, ...], names) -> list[str]:
@@ -604,6 +586,7 @@ def retarget_markers(
     report["static_rms_m"] = calibrated.static_rms_m
     report["calibration"] = calibrated.to_dict()
     report["markers_missing_body"] = calibrated.missing_body
+    report["registration"] = calibrated.registration
     report["markers_placed_from_trial_on"] = list(options.place_from_trial)
     report["marker_weights"] = {n: float(w) for n, w in zip(solution.names, solution.weights, strict=True)}
     report["time_range_s"] = [float(markers.time_s[0]), float(markers.time_s[-1])]
