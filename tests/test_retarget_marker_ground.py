@@ -174,3 +174,31 @@ def test_negative_belt_speed_exits_2_before_any_output(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["musclerl: error: --treadmill: belt speed -1.2 m/s is not in [0, 10) m/s"]
     assert not out.exists()
+
+
+def _stance_runs(slope_deg, foot_offset_m, noise_m, seed=0, runs=6):
+    """Stance runs alternating feet along +x on a floor rising ``slope_deg`` along x, the left
+    foot's markers ``foot_offset_m`` higher, each run's height off by Gaussian ``noise_m``."""
+    from musclerl.retarget.ground.terrain import SupportPatch
+
+    rng = np.random.default_rng(seed)
+    patches = []
+    for k in range(runs):
+        foot = k % 2
+        xy = np.array([0.7 * k, 0.1 if foot else -0.1])
+        z = np.tan(np.radians(slope_deg)) * xy[0] + foot * foot_offset_m + rng.normal(0, noise_m)
+        samples = np.column_stack([np.tile(xy, (20, 1)) + rng.normal(0, 0.01, (20, 2)), np.full(20, z)])
+        patches.append(SupportPatch(foot, (0, 20), samples, xy, z, np.zeros(2)))
+    return patches
+
+
+def test_floor_is_flat_unless_the_stance_feet_show_a_slope_beyond_their_noise():
+    from musclerl.retarget.markers.ground import SLOPE_TEST_ALPHA, slope_p_value
+
+    # A flat floor with 3 mm of run-to-run noise and one foot's markers 8 mm higher: flat.
+    flat = [slope_p_value(_stance_runs(0.0, 0.008, 0.003, seed)) for seed in range(20)]
+    assert np.mean(np.array(flat) < SLOPE_TEST_ALPHA) <= 0.1  # the test's false-alarm rate, ~alpha
+    # A 4 degree ramp (24 cm rise over the walk) under the same noise is found.
+    assert all(slope_p_value(_stance_runs(4.0, 0.008, 0.003, seed)) < SLOPE_TEST_ALPHA for seed in range(5))
+    # Too few runs to test: flat.
+    assert slope_p_value(_stance_runs(4.0, 0.0, 0.003, runs=3)) == 1.0
