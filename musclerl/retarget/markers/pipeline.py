@@ -44,6 +44,7 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.models.markers import Marker, MarkerSet, add_markers, read_marker_set
+from musclerl.models.opensim_coordinates import opensim_coordinates
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
 from musclerl.models.osim_frames import map_to_model
 from musclerl.models.registry import compile_spec, load_spec
@@ -469,9 +470,17 @@ def solve_trial(
 
 
 def coordinate_table(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray, name: str) -> Table:
-    """OpenSim-style table: hinge joints in degrees, slides in metres, free/ball roots as
-    ``<joint>_tx/_ty/_tz`` (m) and ``<joint>_rx/_ry/_rz`` (deg, extrinsic x-y-z Euler angles)."""
+    """The ``--mot`` table. A model with a free root and a ``pelvis`` body (the OpenSim-derived
+    ones): OpenSim's coordinates (:func:`musclerl.models.opensim_coordinates.opensim_coordinates`:
+    the pelvis in OpenSim's Y-up ground, joints by their OpenSim names), so the file loads onto the
+    marker set's OpenSim model. Otherwise hinge joints in degrees, slides in metres, free/ball roots
+    as ``<joint>_tx/_ty/_tz`` (m) and ``<joint>_rx/_ry/_rz`` (deg, extrinsic x-y-z Euler angles)."""
     from scipy.spatial.transform import Rotation
+
+    free = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+    if free and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0:
+        columns, values = opensim_coordinates(model, qpos)
+        return Table(tuple(columns), values, np.asarray(time_s, dtype=float), True, name)
 
     columns, values = [], []
     for j in range(model.njnt):
