@@ -62,9 +62,20 @@ def test_marker_set_in_other_frames_is_recovered_exactly(myolegs, tmp_path):
     markers = [_marker(n, "femur_r", turn.T @ (loc - shift)) for n, loc in expected.items()]
     markers.append(_marker("C7", "torso", turn2.T @ (expected_torso - shift2)))
     markers.append(_marker("ASIS", "pelvis", [0.03, 0.0, 0.12]))
+    hip = _joint(
+        "hip_r", "pelvis", "femur_r", femur.pos, turn.T @ -shift, Rotation.from_matrix(turn.T).as_euler("XYZ")
+    )
+    back = _joint(
+        "back",
+        "pelvis",
+        "torso",
+        os_torso_pos,
+        [0, 0, 0],
+        Rotation.from_matrix(os_torso_rot.T).as_euler("XYZ"),
+    )
     osim = f"""<OpenSimDocument><Model><JointSet><objects>
-{_joint("hip_r", "pelvis", "femur_r", femur.pos, turn.T @ -shift, Rotation.from_matrix(turn.T).as_euler("XYZ"))}
-{_joint("back", "pelvis", "torso", os_torso_pos, [0, 0, 0], Rotation.from_matrix(os_torso_rot.T).as_euler("XYZ"))}
+{hip}
+{back}
 </objects></JointSet><MarkerSet><objects>{"".join(markers)}</objects></MarkerSet></Model></OpenSimDocument>"""
     path = tmp_path / "other.osim"
     path.write_text(osim)

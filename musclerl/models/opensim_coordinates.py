@@ -97,8 +97,6 @@ def qpos_to_pelvis(model: mujoco.MjModel, qpos: np.ndarray, pelvis_body: str = "
     return out
 
 
-
-
 def opensim_coordinates(
     model: mujoco.MjModel, qpos: np.ndarray, pelvis_body: str = "pelvis"
 ) -> tuple[list[str], np.ndarray]:

@@ -27,7 +27,8 @@ joint angles, and so the marker fit, are unchanged):
    independent), the heights are regressed on position with a per-foot offset (a foot's markers
    may sit a few millimetres higher than the other's), and the slope is kept only when an F-test
    against the flat model rejects it at :data:`SLOPE_TEST_ALPHA` *and* the fitted slope is at
-   least :data:`LEVEL_SLOPE_DEG`. Too few runs to test (fewer than the parameters plus one) is flat. The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE`
+   least :data:`LEVEL_SLOPE_DEG`. Too few runs to test (fewer than the parameters plus one) is flat.
+   The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE`
    of the samples, is z = 0 at the samples' centre, then lifted frame by frame by whatever
    collision geom still reaches below it (the root only; a rigid toe rolling through the floor
    at toe-off, for instance).

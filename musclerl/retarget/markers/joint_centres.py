@@ -186,9 +186,9 @@ def model_centre(
     Knee and ankle, with ``landmarks`` (the generic markers were mapped into the model's body
     frames, :mod:`musclerl.models.osim_frames`): the midpoint of the marker set's own lateral and
     medial generic markers when the model carries both as sites on one body — the same landmarks
-    the static trial's centre is measured from, so target and model point are one anatomical point (the Rajagopal/LaiArnold
-    malleoli midpoint sits 17 mm above the talus origin: seating the talus origin there shortens
-    the shank and tips the foot). Otherwise, and for the hip, the origin of ``fallback_body``.
+    the static trial's centre is measured from, so target and model point are one anatomical
+    point (seating the talus origin on the malleoli instead shortens the shank and tips the
+    foot). Otherwise, and for the hip, the origin of ``fallback_body``.
     """
     sites = {_key(model.site(i).name): i for i in range(model.nsite)}
     if landmarks and joint in ("knee", "ankle"):
