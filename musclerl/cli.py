@@ -49,6 +49,11 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
         "inverse dynamics + static optimisation for a motion -> reference NPZ and .sto files",
     ),
     (("bench", "ik"), "musclerl.retarget.bench", "IK speed and accuracy: ours vs mink (and OpenSim)"),
+    (
+        ("bench", "accuracy"),
+        "musclerl.evaluate.retarget_accuracy",
+        "retargeted trials vs an expert's IK: per-trial and mean angle, marker, limit, floor table",
+    ),
     (("bench", "env"), "musclerl.envs.bench", "environment steps/s vs raw mj_step (and MJX)"),
     (("bench", "train"), "musclerl.rl.bench", "training env-steps/s vs env-only stepping"),
     (

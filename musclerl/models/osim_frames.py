@@ -46,6 +46,7 @@ class BodyFrame:
     in_parent_m: np.ndarray
     in_child_m: np.ndarray
     rotation: np.ndarray
+    moving: bool = True  # False for a WeldJoint: the body cannot move on its parent
 
 
 def _vector(element: ET.Element | None, tag: str) -> np.ndarray:
@@ -89,7 +90,8 @@ def _opensim4_joints(root: ET.Element) -> dict[str, BodyFrame]:
             p_body = p_body or _body_of(parent_ref)
             c_body = c_body or _body_of(child_ref)
             if c_body and p_body:
-                out[c_body] = BodyFrame(p_body, p_t, c_t, _euler(p_o) @ _euler(c_o).T)
+                moving = joint.tag != "WeldJoint"
+                out[c_body] = BodyFrame(p_body, p_t, c_t, _euler(p_o) @ _euler(c_o).T, moving)
     return out
 
 
@@ -105,6 +107,7 @@ def _opensim3_joints(root: ET.Element) -> dict[str, BodyFrame]:
             _vector(joint, "location_in_parent"),
             _vector(joint, "location"),
             _euler(_vector(joint, "orientation_in_parent")) @ _euler(_vector(joint, "orientation")).T,
+            joint.tag != "WeldJoint",
         )
     return out
 
@@ -142,6 +145,15 @@ def _model_joint_in_body(model: mujoco.MjModel, body: int) -> np.ndarray | None:
         if model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_BALL):
             return np.array(model.jnt_pos[j])
     return None
+
+
+def welded_but_moving(frames: dict[str, BodyFrame], model: mujoco.MjModel, body_name: str) -> bool:
+    """True when ``body_name`` moves on its parent in the OpenSim model (a joint with coordinates)
+    but has no joint in the MJCF model: its markers follow a posture the model cannot take
+    (myolegs' rigid trunk against LaiArnold's lumbar joint, in a trunk-sway walk)."""
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body_name)
+    frame = frames.get(body_name)
+    return body >= 0 and frame is not None and frame.moving and int(model.body_jntnum[body]) == 0
 
 
 def map_to_model(

@@ -46,7 +46,7 @@ from musclerl.errors import InputError
 from musclerl.models.markers import Marker, MarkerSet, add_markers, read_marker_set
 from musclerl.models.opensim_coordinates import opensim_coordinates
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
-from musclerl.models.osim_frames import map_to_model
+from musclerl.models.osim_frames import map_to_model, welded_but_moving
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.storage import Table
@@ -330,6 +330,8 @@ def calibrate(
         else ik_setup
     )
     placeholders = placeholder_markers(marker_set)
+    # welded here, moving in the marker set's model: named in the report (a trunk sway moves the pelvis)
+    rigid = tuple(m.name for m in marker_set.markers if welded_but_moving(marker_set.frames, generic, m.body))
     weights = _weights(names, placement) * ~np.isin(names, placeholders)
     targets = np.array([measured[n] for n in names])
     centre_names = [n for n in centre_targets if n not in missing]
@@ -346,10 +348,26 @@ def calibrate(
     spec, model, missing = _build(model_name, placed, factors, mass, scale_markers=False)
     _, rms = fit_static_pose(model, names, targets, weights, coordinates)
     registration = registration_report(
-        original, marker_set, placed, factors, placeholders, dict(zip(names, weights, strict=True)), missing
+        original,
+        marker_set,
+        placed,
+        factors,
+        placeholders,
+        rigid,
+        dict(zip(names, weights, strict=True)),
+        missing,
     )
     return CalibratedModel(
-        model, spec, placed, factors, rms, missing, model_name, mass, False, registration=registration
+        model,
+        spec,
+        placed,
+        factors,
+        rms,
+        missing,
+        model_name,
+        mass,
+        False,
+        registration=registration,
     )
 
 

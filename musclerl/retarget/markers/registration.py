@@ -53,6 +53,7 @@ def registration_report(
     placed: MarkerSet,
     factors: dict[str, np.ndarray],
     placeholders: list[str],
+    rigid: tuple[str, ...],
     static_weights: dict[str, float],
     missing_body: dict[str, str],
 ) -> dict:
@@ -84,6 +85,11 @@ def registration_report(
             why = "placed from the static trial; weight 0 in the placement setup, not posing the static fit"
         else:
             why = "placed from the static trial after posing the static fit with it"
+        if name in rigid:
+            why += (
+                "; its body moves on a joint in the marker set's model but is welded in this one, so "
+                "a trial posture of that joint (a trunk sway) is followed by the parent (the pelvis)"
+            )
         out[name] = {
             "body": marker.body,
             "mapped_mm": round(1000.0 * float(np.linalg.norm(generic - marker.location_m)), 2),
