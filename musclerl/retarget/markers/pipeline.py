@@ -18,7 +18,9 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    smoothness, and tendon continuity (muscle-path jumps detected and re-solved). With
    ``robust`` a second pass down-weights markers the model cannot follow over the clip (e.g.
    trunk markers on a model whose trunk is rigid): a marker whose clip RMS exceeds twice the
-   median gets its weight scaled by ``(2 median / rms)^2``. The marker weights travel with the
+   median gets its weight scaled by ``(2 median / rms)^2``. Markers on a body the model welds but
+   the marker set's own model moves on a joint (:func:`musclerl.models.osim_frames.welded_but_moving`)
+   enter with their weight times :data:`RIGID_SEGMENT_WEIGHT`. The marker weights travel with the
    targets, so both passes — and every later trial of the same subject and marker set — reuse
    one :class:`~musclerl.retarget.ik.solver.IKProblem` (cached on the :class:`CalibratedModel`);
    the JIT compile happens once per process, and not at all when JAX's persistent compilation
@@ -77,6 +79,12 @@ from musclerl.retarget.markers.registration import (
 from musclerl.retarget.report import quality_report
 
 ROBUST_MEDIAN_FACTOR = 2.0
+#: Trial-IK weight factor of markers on a body the model welds but the marker set's model moves on
+#: a joint (myolegs' rigid trunk against LaiArnold's lumbar joint): they then only settle what the
+#: pelvis markers leave open, instead of turning the pelvis with a trunk sway. Chosen on two
+#: OpenCap walks (1 and 0.3 let a trunk sway tilt the pelvis; 0 lets the pelvis drift off the
+#: static trial's definition of its tilt) and checked on the other eleven: docs/retarget_accuracy.md.
+RIGID_SEGMENT_WEIGHT = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +119,9 @@ class CalibratedModel:
     model_name: str = "myolegs"
     mass_kg: float | None = None
     markers_scaled: bool = True  # False once placed: locations are in the scaled body frames
+    # Markers on a body the model welds but the marker set's model moves on a joint
+    # (osim_frames.welded_but_moving): trial-IK weights times RIGID_SEGMENT_WEIGHT.
+    rigid: tuple[str, ...] = ()
     # Per marker: how far mapping and placement moved it, and why (registration.registration_report).
     registration: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
     # IK problems built on ``model`` (see :meth:`clip_ik`), reused across passes and trials.
@@ -330,7 +341,6 @@ def calibrate(
         else ik_setup
     )
     placeholders = placeholder_markers(marker_set)
-    # welded here, moving in the marker set's model: named in the report (a trunk sway moves the pelvis)
     rigid = tuple(m.name for m in marker_set.markers if welded_but_moving(marker_set.frames, generic, m.body))
     weights = _weights(names, placement) * ~np.isin(names, placeholders)
     targets = np.array([measured[n] for n in names])
@@ -368,6 +378,7 @@ def calibrate(
         mass,
         False,
         registration=registration,
+        rigid=rigid,
     )
 
 
@@ -452,7 +463,7 @@ def solve_trial(
     targets = markers.positions_m[:, [markers.names.index(n) for n in names]]
     if np.all(np.isnan(targets)):
         raise InputError(markers.source, "every marker shared with the marker set is missing in every frame")
-    weights = _weights(names, setup)
+    weights = _weights(names, setup) * np.where(np.isin(names, calibrated.rigid), RIGID_SEGMENT_WEIGHT, 1.0)
     coordinates = _coordinate_targets(setup)
     ik = calibrated.clip_ik(names, coordinates)
     ik.reset_stats()

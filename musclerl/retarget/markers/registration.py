@@ -87,8 +87,8 @@ def registration_report(
             why = "placed from the static trial after posing the static fit with it"
         if name in rigid:
             why += (
-                "; its body moves on a joint in the marker set's model but is welded in this one, so "
-                "a trial posture of that joint (a trunk sway) is followed by the parent (the pelvis)"
+                "; its body moves on a joint in the marker set's model but is welded in this one: "
+                "trial-IK weight down-weighted (pipeline.RIGID_SEGMENT_WEIGHT)"
             )
         out[name] = {
             "body": marker.body,
