@@ -7,7 +7,7 @@ reports and ``<trial>.mot`` tables in OpenSim coordinates) and the folder of the
 markers (every marker not on the trunk), the largest fraction of frames any coordinate spends at a
 limit beyond the expert's time there (the expert counted at a bound of our model when within
 :data:`EXPERT_LIMIT_TOLERANCE_DEG` of it or past it), whether the floor came out flat, and the
-stance feet's slip (m/s).
+stance feet's slip (m/s) and the deepest penetration of the floor (mm).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ COLUMNS = (
     "at_limit_excess_frac",
     "floor_flat",
     "stance_slip_mps",
+    "penetration_max_mm",
 )
 
 
@@ -84,6 +85,7 @@ def trial_row(report_path: Path, mot_path: Path, expert_path: Path, model=None) 
     floor = report.get("floor", {})
     row["floor_flat"] = bool(floor.get("flat", False))
     row["stance_slip_mps"] = floor.get("stance_speed_mps")
+    row["penetration_max_mm"] = 1000.0 * float(report.get("penetration_max_m", 0.0))
     return row
 
 
@@ -116,9 +118,9 @@ def markdown(rows: list[dict]) -> str:
     """The rows as a Markdown table."""
     head = (
         "| trial | hip ° | knee ° | ankle ° | hip add ° | markers mm | at limit beyond expert | floor "
-        "| slip m/s |"
+        "| slip m/s | pen. mm |"
     )
-    lines = [head, "|" + "---|" * 9]
+    lines = [head, "|" + "---|" * 10]
     for r in rows:
         flat = r["floor_flat"]
         floor = ("flat" if flat else "sloped") if isinstance(flat, bool) else f"{100 * flat:.0f} % flat"
@@ -126,7 +128,8 @@ def markdown(rows: list[dict]) -> str:
         lines.append(
             f"| {r['trial']} | {r['hip_rms_deg']:.1f} | {r['knee_rms_deg']:.1f} | {r['ankle_rms_deg']:.1f} | "
             f"{r['hip_adduction_rms_deg']:.1f} | {r['marker_rms_lower_mm']:.1f} | "
-            f"{100 * r['at_limit_excess_frac']:.0f} % {r.get('at_limit_worst', '')} | {floor} | {slip} |"
+            f"{100 * r['at_limit_excess_frac']:.0f} % {r.get('at_limit_worst', '')} | {floor} | {slip} | "
+            f"{r['penetration_max_mm']:.1f} |"
         )
     return "\n".join(lines)
 

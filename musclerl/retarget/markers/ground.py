@@ -126,6 +126,7 @@ class GroundedClip:
     floor_flat: bool  # True unless the slope test rejects a flat floor (module docstring)
     floor_slope_p: float  # the slope test's p-value
     lift_m: np.ndarray  # (T,) extra per-frame lift against penetration
+    toe_bend_rad: np.ndarray  # (T,) largest toe-joint bend that lifted the toes out of the floor
     stance_speed_mps: float | None  # mean horizontal speed of stance sole points after correction
 
     def report(self) -> dict:
@@ -149,6 +150,8 @@ class GroundedClip:
                 f"and slope >= {LEVEL_SLOPE_DEG} deg",
                 "lift_max_m": float(self.lift_m.max(initial=0.0)),
                 "lift_frac": float(np.mean(self.lift_m > 0)) if len(self.lift_m) else 0.0,
+                "toe_bend_max_deg": float(np.degrees(self.toe_bend_rad.max(initial=0.0))),
+                "toe_bend_frac": float(np.mean(self.toe_bend_rad > 0)) if len(self.toe_bend_rad) else 0.0,
                 "stance_frac": float(self.flags.mean()) if self.flags.size else 0.0,
                 "stance_speed_mps": self.stance_speed_mps,
             },
@@ -247,6 +250,7 @@ def ground_clip(
     )
     terrain, shift_z, slope_deg, sloped = None, 0.0, 0.0, False
     lift = np.zeros(len(q))
+    toe_bend_rad = np.zeros(len(q))
     if plane is not None:
         slope_deg = float(np.degrees(np.arctan(np.linalg.norm(plane.slope))))
         sloped = p_value < SLOPE_TEST_ALPHA and slope_deg >= LEVEL_SLOPE_DEG
@@ -261,6 +265,7 @@ def ground_clip(
             slope=plane.slope if sloped else np.zeros(2),
         )
         terrain = recover_terrain([floor], None, options.terrain, extent_xy_m=sole[..., :2].reshape(-1, 2))
+        q, toe_bend_rad = bend_toes_off_floor(model, model_key, q, terrain)
         depth = penetration_m(model, q, terrain, GeomSurface.of(model, collision_geoms(model))).max(axis=1)
         lift = np.where(depth > 0.0, depth, 0.0)
         q[:, root + 2] += lift
@@ -282,8 +287,69 @@ def ground_clip(
         floor_flat=not sloped,
         floor_slope_p=p_value,
         lift_m=lift,
+        toe_bend_rad=toe_bend_rad,
         stance_speed_mps=float(step[both].mean()) if both.any() else None,
     )
+
+
+TOE_BEND_ITERATIONS = 30
+
+
+def bend_toes_off_floor(
+    model: mujoco.MjModel, model_key: str, qpos: np.ndarray, terrain: Terrain
+) -> tuple[np.ndarray, np.ndarray]:
+    """``qpos`` (T, nq) with each toe joint bent, frame by frame, by the least angle (within its
+    range) that takes the toes' collision geoms out of ``terrain``; and that angle (T,), the
+    largest over the feet (rad, >= 0).
+
+    Why: a marker set without toe markers (OpenCap's ``r_toe`` rides on the calcaneus) leaves the
+    toe joint at its rest angle, so at toe-off the rigid toes sink through the floor (4 cm on the
+    OpenCap walks) and lifting the whole body out of it makes the stance foot hop. A toe joint is
+    the one hinge of a foot body beyond the first (:data:`correspondence.FOOT_BODIES`); the bend
+    goes whichever way lowers the penetration, found by bisection (depth falls monotonically as
+    the toes lift).
+    """
+    q = np.array(qpos, dtype=float, copy=True)
+    bend = np.zeros(len(q))
+    for bodies in corr.FOOT_BODIES.get(model_key, {}).values():
+        for name in bodies[1:]:
+            body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+            hinges = (
+                [
+                    j
+                    for j in range(model.body_jntadr[body], model.body_jntadr[body] + model.body_jntnum[body])
+                    if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE
+                ]
+                if body >= 0
+                else []
+            )
+            geoms = collision_geoms(model, [body]) if len(hinges) == 1 else []
+            if len(geoms) == 0:
+                continue
+            surface = GeomSurface.of(model, geoms)
+            adr = int(model.jnt_qposadr[hinges[0]])
+            frames = np.flatnonzero(penetration_m(model, q, terrain, surface).max(axis=1) > 0)
+            if len(frames) == 0:
+                continue
+            lo, hi = model.jnt_range[hinges[0]] if model.jnt_limited[hinges[0]] else (-np.pi / 2, np.pi / 2)
+            trial = {}
+            for sign in (1.0, -1.0):
+                probe = q[frames].copy()
+                probe[:, adr] = np.clip(probe[:, adr] + sign * np.radians(5.0), lo, hi)
+                trial[sign] = penetration_m(model, probe, terrain, surface).max(axis=1).sum()
+            sign = 1.0 if trial[1.0] <= trial[-1.0] else -1.0
+            start = q[frames, adr]
+            room = (hi - start) if sign > 0 else (start - lo)
+            low, high = np.zeros(len(frames)), np.maximum(room, 0.0)
+            for _ in range(TOE_BEND_ITERATIONS):
+                mid = 0.5 * (low + high)
+                probe = q[frames].copy()
+                probe[:, adr] = start + sign * mid
+                inside = penetration_m(model, probe, terrain, surface).max(axis=1) > 0
+                low, high = np.where(inside, mid, low), np.where(inside, high, mid)
+            q[frames, adr] = start + sign * high
+            bend[frames] = np.maximum(bend[frames], high)
+    return q, bend
 
 
 def _walking_direction(sole_m: np.ndarray, foot: np.ndarray) -> np.ndarray:
