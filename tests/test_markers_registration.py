@@ -96,3 +96,86 @@ def test_marker_set_without_frames_maps_nothing(myolegs, tmp_path):
     marker_set = read_marker_set(path)
     assert marker_set.frames == {}
     assert map_to_model(marker_set.frames, myolegs, {"a": ("femur_r", np.zeros(3))}) == {}
+
+
+def test_placeholder_markers_share_one_point_on_a_body():
+    from musclerl.models.markers import Marker, MarkerSet
+    from musclerl.retarget.markers.registration import placeholder_markers
+
+    at = np.array([0.08, -0.32, 0.005])
+    markers = MarkerSet(
+        (
+            Marker("thigh1", "femur_r", at),
+            Marker("thigh2", "femur_r", at + 1e-4),
+            Marker("knee", "femur_r", np.array([0.0, -0.4, 0.05])),
+            Marker("shank", "tibia_r", at),  # same numbers, another body: informative
+        )
+    )
+    assert placeholder_markers(markers) == ["thigh1", "thigh2"]
+
+
+def test_registration_report_says_how_far_and_why(myolegs):
+    from musclerl.models.markers import Marker, MarkerSet
+    from musclerl.retarget.markers.registration import registration_report
+
+    generic = MarkerSet(
+        (
+            Marker("a", "femur_r", np.array([0.0, -0.2, 0.05])),
+            Marker("b", "femur_r", np.array([0.0, -0.2, 0.05])),
+            Marker("c", "pelvis", np.zeros(3), fixed=True),
+            Marker("d", "humerus_r", np.zeros(3)),
+        )
+    )
+    placed = generic.with_locations({"a": np.array([0.0, -0.22, 0.05]), "b": np.array([0.03, -0.2, 0.09])})
+    factors = {"femur_r": np.full(3, 1.1)}
+    out = registration_report(
+        generic, generic, placed, factors, ["a", "b"], (), {"a": 0.0, "b": 0.0, "c": 1.0}, {"d": "humerus_r"}
+    )
+    # a: scaled generic (0, -0.22, 0.055) -> placed (0, -0.22, 0.05): 5 mm.
+    assert out["a"]["placed_mm"] == pytest.approx(5.0) and "placeholder" in out["a"]["why"]
+    assert out["c"]["placed_mm"] == 0.0 and "fixed" in out["c"]["why"]
+    assert "no body" in out["d"]["why"]
+
+
+def test_opencap_landmarks_and_the_labs_hip_centres_are_found():
+    from musclerl.retarget.markers.joint_centres import find_landmark, landmark_centres_m
+
+    measured = {
+        "r_knee": np.array([0.0, -0.1, 0.5]), "r_mknee": np.array([0.0, -0.0, 0.5]),
+        "r_ankle": np.array([0.0, -0.1, 0.1]), "r_mankle": np.array([0.0, 0.0, 0.1]),
+        "R_HJC": np.array([0.0, -0.08, 0.9]), "L_HJC": np.array([0.0, 0.08, 0.9]),
+        "r.ASIS": np.array([0.1, -0.12, 1.0]), "L.ASIS": np.array([0.1, 0.12, 1.0]),
+        "r.PSIS": np.array([-0.1, -0.05, 1.0]), "L.PSIS": np.array([-0.1, 0.05, 1.0]),
+    }  # fmt: skip
+    np.testing.assert_array_equal(find_landmark(measured, "knee_med", "r"), measured["r_mknee"])
+    centres = landmark_centres_m(measured)
+    np.testing.assert_allclose(centres["knee"]["r"], [0.0, -0.05, 0.5])
+    np.testing.assert_allclose(centres["ankle"]["r"], [0.0, -0.05, 0.1])
+    # The lab's own hip centres win over the regression from the pelvis markers.
+    np.testing.assert_array_equal(centres["hip"]["r"], measured["R_HJC"])
+
+
+def test_model_centre_is_the_landmark_midpoint_once_mapped(myolegs):
+    from musclerl.models.markers import Marker, MarkerSet, add_markers
+    from musclerl.retarget.markers.joint_centres import model_centre
+
+    spec = load_spec("myolegs")
+    lat, med = np.array([-0.017, -0.385, 0.047]), np.array([0.006, -0.38, -0.038])
+    add_markers(spec, MarkerSet((Marker("r_ankle", "tibia_r", lat), Marker("r_mankle", "tibia_r", med))))
+    model = compile_spec(spec)
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    body, local, _ = model_centre(model, data, "ankle", "r", "talus_r", landmarks=True)
+    assert model.body(body).name == "tibia_r"
+    np.testing.assert_allclose(local, 0.5 * (lat + med))
+    body, local, world = model_centre(model, data, "ankle", "r", "talus_r", landmarks=False)
+    assert model.body(body).name == "talus_r" and np.all(local == 0)
+    np.testing.assert_allclose(world, data.body("talus_r").xpos)
+
+
+def test_static_fit_holds_subtalar_and_toes_without_a_setup(myolegs):
+    from musclerl.retarget.markers.registration import default_placement_coordinates
+
+    held = default_placement_coordinates(myolegs)
+    assert set(held) == {"subtalar_angle_r", "subtalar_angle_l", "mtp_angle_r", "mtp_angle_l"}
+    assert all(value is None and weight == 1000.0 for value, weight in held.values())
