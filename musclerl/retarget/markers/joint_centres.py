@@ -22,7 +22,7 @@ for another model. Each centre then becomes a *fixed* virtual marker on the mode
 thigh body's position in the pelvis, the knee at the shank body's origin, the ankle at the talus
 origin) with the landmark estimate as its static target, weighing
 :data:`JOINT_CENTRE_WEIGHT_RATIO` times the heaviest real marker. In the static fit
-(:func:`musclerl.retarget.markers.pipeline.fit_static_pose`) the pelvis markers orient the pelvis,
+(:func:`musclerl.retarget.markers.calibration.fit_static_pose`) the pelvis markers orient the pelvis,
 the hip centres then only *translate* it (turning it onto them tilts the pelvis), and the knee
 and ankle centres join the limb fit; only the real markers are then placed. Hips and knees are
 used all four or not at all (a hip seated without its knee tilts the leg's static pose); the

@@ -2,7 +2,7 @@
 marker of how far registration moved it and why.
 
 A marker set comes with generic offsets in its own model's body frames. Registration
-(:func:`musclerl.retarget.markers.pipeline.calibrate`) (1) maps them into the MJCF model's body
+(:func:`musclerl.retarget.markers.calibration.calibrate`) (1) maps them into the MJCF model's body
 frames (:mod:`musclerl.models.osim_frames`), (2) scales them with their bodies, (3) fits the
 static pose with the informative ones, and (4) moves every non-fixed marker to where the static
 trial saw it (OpenSim's marker placer). :func:`registration_report` says for each marker what
