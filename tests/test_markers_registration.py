@@ -179,3 +179,18 @@ def test_static_fit_holds_subtalar_and_toes_without_a_setup(myolegs):
     held = default_placement_coordinates(myolegs)
     assert set(held) == {"subtalar_angle_r", "subtalar_angle_l", "mtp_angle_r", "mtp_angle_l"}
     assert all(value is None and weight == 1000.0 for value, weight in held.values())
+
+
+def test_bench_accuracy_refuses_a_folder_without_the_experts_tables(tmp_path, capsys):
+    from musclerl.cli import main
+
+    out, expert = tmp_path / "out", tmp_path / "expert"
+    out.mkdir()
+    expert.mkdir()
+    (out / "walk.json").write_text("{}")
+    (out / "walk.mot").write_text("")
+    plot = tmp_path / "table.png"
+    code = main(["bench", "accuracy", str(out), "--expert", str(expert), "--plot", str(plot)])
+    assert code == 2 and not plot.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"musclerl: error: {expert}: no expert or retargeted .mot for ['walk']"
