@@ -146,8 +146,9 @@ class GroundedClip:
                 "flat": bool(self.floor_flat),
                 "slope_deg": float(self.floor_slope_deg),
                 "slope_p_value": float(self.floor_slope_p),
-                "slope_test": f"F-test of per-stance mean heights, sloped if p < {SLOPE_TEST_ALPHA} "
-                f"and slope >= {LEVEL_SLOPE_DEG} deg",
+                "slope_test": f"F-test of per-stance mean heights with a per-foot offset, sloped if "
+                f"p < {SLOPE_TEST_ALPHA} and slope >= {LEVEL_SLOPE_DEG} deg; p = 1 (flat) with too few "
+                "stance runs to test (under 5 with both feet)",
                 "lift_max_m": float(self.lift_m.max(initial=0.0)),
                 "lift_frac": float(np.mean(self.lift_m > 0)) if len(self.lift_m) else 0.0,
                 "toe_bend_max_deg": float(np.degrees(self.toe_bend_rad.max(initial=0.0))),
