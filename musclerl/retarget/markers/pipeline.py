@@ -3,8 +3,8 @@
 Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
 
 1. :func:`musclerl.retarget.markers.calibration.calibrate` — the OpenSim marker set becomes
-   sites on the model (:mod:`musclerl.models.markers`). With a static trial, the model is scaled per segment from
-   marker-pair distances (the Scale setup's measurements; without one, one uniform factor from all
+   sites on the model (:mod:`musclerl.models.markers`). With a static trial, the model is scaled
+   per segment from marker-pair distances (the Scale setup's measurements; without one, one uniform factor from all
    marker distances), the static pose is fitted (pelvis first from the markers that move with the
    root alone, then shifted onto the hip centres, then the limbs with the root held and the knees
    on their centres: :mod:`musclerl.retarget.markers.joint_centres`), and every non-fixed marker is moved
