@@ -2,16 +2,12 @@
 
 Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
 
-1. :func:`musclerl.retarget.markers.calibration.calibrate` — the OpenSim marker set becomes
-   sites on the model (:mod:`musclerl.models.markers`). With a static trial, the model is scaled
-   per segment from marker-pair distances (the Scale setup's measurements; without one, one uniform factor from all
-   marker distances), the static pose is fitted (pelvis first from the markers that move with the
-   root alone, then shifted onto the hip centres, then the limbs with the root held and the knees
-   on their centres: :mod:`musclerl.retarget.markers.joint_centres`), and every non-fixed marker is moved
-   to where the static trial saw it (OpenSim's marker placement). That step is what makes generic
-   marker positions — centimetres off on thighs and shanks — usable. With ``place_from_trial``
-   (off by default) the markers of the named bodies are then re-placed from the trial itself
-   (:func:`place_from_trial`).
+1. :func:`musclerl.retarget.markers.calibration.calibrate` — the marker set registered to the
+   model as OpenSim's Scale tool does (offsets mapped from the marker set's own model frames,
+   segments scaled, the static pose fitted with the hip, knee and ankle centres seated, every
+   non-fixed marker placed where the static trial saw it; see that module). With
+   ``place_from_trial`` (off by default) the markers of the named bodies are then re-placed from
+   the trial itself (:func:`place_from_trial`).
 2. :func:`solve_trial` — weighted least squares over the trial (OpenSim's IK objective, the IK
    setup's marker weights and coordinate tasks) as one batched JAX solve of the whole clip
    (:func:`musclerl.retarget.ik.solver.solve_clip`): joint limits held, joint equalities exact,
@@ -19,20 +15,20 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    ``robust`` a second pass down-weights markers the model cannot follow over the clip (e.g.
    trunk markers on a model whose trunk is rigid): a marker whose clip RMS exceeds twice the
    median gets its weight scaled by ``(2 median / rms)^2``. Markers on a body the model welds but
-   the marker set's own model moves on a joint (:func:`musclerl.models.osim_frames.welded_but_moving`)
-   enter with their weight times :data:`RIGID_SEGMENT_WEIGHT`. The marker weights travel with the
+   the marker set's own model moves on a joint
+   (:func:`musclerl.models.osim_frames.welded_but_moving`) enter with their weight times :data:`RIGID_SEGMENT_WEIGHT`. The marker weights travel with the
    targets, so both passes — and every later trial of the same subject and marker set — reuse
    one :class:`~musclerl.retarget.ik.solver.IKProblem` (cached on the :class:`CalibratedModel`);
    the JIT compile happens once per process, and not at all when JAX's persistent compilation
    cache (set up by the command, :func:`musclerl.jax_setup.configure_compilation_cache`)
    already holds it. Only the static-trial placement (one averaged pose, fitted in two stages
-   with the root or the limbs locked) runs on MuJoCo C (:class:`PoseFit`): a single pose costs
+   with the root or the limbs locked) runs on MuJoCo C (``PoseFit``): a single pose costs
    milliseconds there, against seconds of compile for a JAX problem used once.
 3. :func:`retarget_markers` — the above for one ``.trc``, then the clip on its floor (treadmill
    belt undone, stance detected, floor at z = 0; the root translation only:
    :mod:`musclerl.retarget.markers.ground`), returning the Trajectory (with contact flags and
-   the floor as its terrain), the quality report (:mod:`musclerl.retarget.report`) and an
-   OpenSim-style coordinate table.
+   the floor as its terrain), the quality report (:mod:`musclerl.retarget.report`) and the
+   coordinate table in OpenSim's coordinates (:func:`coordinate_table`, the ``--mot``).
 """
 
 from __future__ import annotations
