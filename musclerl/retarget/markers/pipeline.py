@@ -16,7 +16,8 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    trunk markers on a model whose trunk is rigid): a marker whose clip RMS exceeds twice the
    median gets its weight scaled by ``(2 median / rms)^2``. Markers on a body the model welds but
    the marker set's own model moves on a joint
-   (:func:`musclerl.models.osim_frames.welded_but_moving`) enter with their weight times :data:`RIGID_SEGMENT_WEIGHT`. The marker weights travel with the
+   (:func:`musclerl.models.osim_frames.welded_but_moving`) enter with their weight times
+   :data:`RIGID_SEGMENT_WEIGHT`. The marker weights travel with the
    targets, so both passes — and every later trial of the same subject and marker set — reuse
    one :class:`~musclerl.retarget.ik.solver.IKProblem` (cached on the :class:`CalibratedModel`);
    the JIT compile happens once per process, and not at all when JAX's persistent compilation
