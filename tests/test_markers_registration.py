@@ -41,13 +41,15 @@ def myolegs():
 
 
 def test_marker_set_in_other_frames_is_recovered_exactly(myolegs, tmp_path):
-    """The marker set's femur frame is myolegs' turned by R and shifted by t (x_mj = R x_os + t);
-    its welded torso sits elsewhere in the pelvis. Both come back in myolegs' frames to rounding."""
+    """The marker set's femur frame is myolegs' turned by R (x_mj = R x_os), and its model puts the
+    hip 2 cm elsewhere in the pelvis (the thigh markers stay on the bone, anchored at its origin,
+    the hip centre); its torso, welded in myolegs, sits elsewhere in the pelvis and turned
+    (x_mj = R2 x_os + t2). Both come back in myolegs' frames to rounding."""
     model = myolegs
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
     turn = Rotation.from_euler("XYZ", [0.3, -0.2, 0.5]).as_matrix()
-    shift = np.array([0.012, -0.031, 0.007])
+    shift = np.zeros(3)  # a body's origin is its proximal joint centre in both models
     femur = model.body("femur_r")
     pelvis, torso = model.body("pelvis").id, model.body("torso").id
     r_pelvis = data.xmat[pelvis].reshape(3, 3)
@@ -59,11 +61,17 @@ def test_marker_set_in_other_frames_is_recovered_exactly(myolegs, tmp_path):
     os_torso_pos = torso_rot @ shift2 + torso_pos
     expected = {"knee": np.array([0.01, -0.39, 0.05]), "thigh": np.array([0.06, -0.2, 0.07])}
     expected_torso = np.array([-0.08, 0.42, 0.01])
+    hip_elsewhere = femur.pos + np.array([0.015, -0.012, 0.007])
     markers = [_marker(n, "femur_r", turn.T @ (loc - shift)) for n, loc in expected.items()]
     markers.append(_marker("C7", "torso", turn2.T @ (expected_torso - shift2)))
     markers.append(_marker("ASIS", "pelvis", [0.03, 0.0, 0.12]))
     hip = _joint(
-        "hip_r", "pelvis", "femur_r", femur.pos, turn.T @ -shift, Rotation.from_matrix(turn.T).as_euler("XYZ")
+        "hip_r",
+        "pelvis",
+        "femur_r",
+        hip_elsewhere,
+        turn.T @ -shift,
+        Rotation.from_matrix(turn.T).as_euler("XYZ"),
     )
     back = _joint(
         "back",
@@ -87,7 +95,7 @@ def test_marker_set_in_other_frames_is_recovered_exactly(myolegs, tmp_path):
     for name, loc in expected.items():
         np.testing.assert_allclose(mapped[name], loc, atol=1e-12)
     np.testing.assert_allclose(mapped["C7"], expected_torso, atol=1e-12)
-    np.testing.assert_allclose(mapped["ASIS"], [0.03, 0.0, 0.12], atol=1e-12)  # the pelvis is the anchor
+    assert "ASIS" not in mapped  # the pelvis (parent: the ground) keeps its offsets
 
 
 def test_marker_set_without_frames_maps_nothing(myolegs, tmp_path):
@@ -194,3 +202,49 @@ def test_bench_accuracy_refuses_a_folder_without_the_experts_tables(tmp_path, ca
     assert code == 2 and not plot.exists()
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"musclerl: error: {expert}: no expert or retargeted .mot for ['walk']"
+
+
+def test_a_custom_joints_translation_functions_place_the_child(tmp_path):
+    """gait2354's knee: the tibia hangs from the femur by spline functions of the knee angle,
+    evaluated at the coordinate's default value."""
+    import xml.etree.ElementTree as ET
+
+    from musclerl.models.osim_frames import read_body_frames
+
+    axis = (
+        '<TransformAxis name="{name}"><coordinates>{coord}</coordinates><axis>{axis}</axis>'
+        "{fn}</TransformAxis>"
+    )
+    spline = "<SimmSpline><x>-1 0 1 2</x><y>{y}</y></SimmSpline>"
+    axes = "".join(
+        [
+            axis.format(
+                name="rotation1",
+                coord="knee",
+                axis="0 0 1",
+                fn="<LinearFunction><coefficients>1 0</coefficients></LinearFunction>",
+            ),
+            axis.format(
+                name="translation1", coord="knee", axis="1 0 0", fn=spline.format(y="0.01 0.002 -0.004 -0.01")
+            ),
+            axis.format(
+                name="translation2", coord="knee", axis="0 1 0", fn=spline.format(y="-0.41 -0.4 -0.39 -0.38")
+            ),
+            axis.format(
+                name="translation3", coord="", axis="0 0 1", fn="<Constant><value>0.003</value></Constant>"
+            ),
+        ]
+    )
+    osim = f"""<OpenSimDocument><Model><JointSet><objects>
+<CustomJoint name="knee_r"><socket_parent_frame>/bodyset/femur_r</socket_parent_frame>
+<socket_child_frame>/bodyset/tibia_r</socket_child_frame>
+<coordinates><Coordinate name="knee"><default_value>0</default_value></Coordinate></coordinates>
+<SpatialTransform>{axes}</SpatialTransform></CustomJoint></objects></JointSet></Model></OpenSimDocument>"""
+    frame = read_body_frames(ET.fromstring(osim))["tibia_r"]
+    assert frame.parent == "femur_r" and frame.moving
+    np.testing.assert_allclose(frame.in_parent_m, [0.002, -0.4, 0.003], atol=1e-12)
+    np.testing.assert_allclose(frame.rotation, np.eye(3), atol=1e-12)
+    bent = osim.replace("<default_value>0</default_value>", "<default_value>1</default_value>")
+    frame = read_body_frames(ET.fromstring(bent))["tibia_r"]
+    np.testing.assert_allclose(frame.in_parent_m, [-0.004, -0.39, 0.003], atol=1e-12)
+    np.testing.assert_allclose(frame.rotation, Rotation.from_rotvec([0, 0, 1.0]).as_matrix(), atol=1e-12)

@@ -1,27 +1,31 @@
 """Body frames of an OpenSim model, read from its joints, and marker offsets mapped onto an MJCF model.
 
 A marker set is written in the body frames of the OpenSim model it came with (LaiArnold 2017,
-gait2392, Hamner, Rajagopal ...). Those frames are not the MJCF model's: LaiArnold's tibia origin
-sits 4 mm from Rajagopal's, gait2354's ankle 3 cm lower, and myolegs' torso is a welded chain
-whose origin is 3 cm above OpenSim's lumbar joint. :func:`read_body_frames` reads, per body, the
-joint that connects it to its parent: where the joint sits in the parent and in the child
+gait2392, Hamner, Rajagopal ...). Those frames are not the MJCF model's: gait2354's hip sits 1.5 cm
+from Rajagopal's and its tibia hangs from the femur by the knee's translation functions, and
+myolegs' torso is a welded chain whose origin is 3 cm above OpenSim's lumbar joint.
+:func:`read_body_frames` reads, per body, the joint that connects it to its parent, at the
+coordinates' default values: where the joint sits in the parent and in the child
 (``location_in_parent`` / ``location`` in OpenSim 3, the joint's parent and child
-``PhysicalOffsetFrame`` translations in OpenSim 4) and the child's orientation in the parent at
-the default pose (parent offset orientation times the inverse of the child's; body-fixed X-Y-Z
-angles, OpenSim's convention). Coordinates are taken at zero: the joint's own transform (e.g. the
-knee's translation functions) is left out, a few millimetres.
+``PhysicalOffsetFrame`` in OpenSim 4; body-fixed X-Y-Z orientation angles) and the joint's own
+transform (a CustomJoint's SpatialTransform functions evaluated at the defaults).
 
-:func:`map_to_model` expresses each marker in the MJCF body of the same name:
+:func:`map_to_model` expresses each marker in the MJCF body of the same name, with the body's
+OpenSim parent identified in both models (same frame):
 
-* orientation: both models' bodies are put in the default pose with the pelvis (the root-most
-  body both have) identified, and the marker's offset is turned by ``R_mjcf^T R_osim``;
-* position: relative to the body's joint centre (the child-side joint location in OpenSim, the
-  MJCF body's first joint position), which both models place on the same anatomical point (the
-  femoral head for the thigh, the ankle for the talus). A body welded to its parent in the MJCF
-  model has no joint to anchor to and is placed through the default pose instead (the world
-  position of the marker in the OpenSim model's default pose, seen from the MJCF body).
+* orientation: the offset is turned by the difference of the body's orientation in that parent
+  between the two models (``R_mjcf^T R_osim``, both at the default pose);
+* position: relative to the body's origin, which OpenSim's models and the MJCF models converted
+  from them put at the proximal joint centre (the femoral head, the knee, the ankle): a marker
+  keeps its place on its bone, whatever the models say of the bone's place in the parent (the
+  hip 1.5 cm apart). A child-side joint offset is a modelled joint centre, not a frame shift:
+  LaiArnold's walker knee sits 8 mm behind the tibia origin, and anchoring the tibia's markers
+  there put the OpenCap ankles 1.3 deg further from the expert's IK (docs/retarget_accuracy.md).
+  A body welded to its parent in the MJCF model has no joint of its own and goes through the
+  default pose instead (where the OpenSim model puts the marker in the parent, seen from the
+  MJCF body): myolegs' torso.
 
-Markers on bodies the file gives no frame for keep their offsets.
+The pelvis (parent: the ground) and bodies the file gives no frame for keep their offsets.
 """
 
 from __future__ import annotations
@@ -31,9 +35,8 @@ import xml.etree.ElementTree as ET
 
 import mujoco
 import numpy as np
+from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation
-
-ROOT_BODY = "pelvis"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,8 +70,92 @@ def _body_of(path: str) -> str:
     return parts[-1] if parts else ""
 
 
+def _function_value(function: ET.Element, x: float) -> float:
+    """An OpenSim ``Function`` element evaluated at ``x`` (Constant, LinearFunction,
+    PolynomialFunction (highest power first), SimmSpline / NaturalCubicSpline / GCVSpline as a
+    natural cubic spline through its knots, MultiplierFunction); 0 for anything else."""
+    tag = function.tag
+    if tag == "Constant":
+        return float(function.findtext("value") or 0.0)
+    if tag in ("LinearFunction", "PolynomialFunction"):
+        coefficients = [float(v) for v in (function.findtext("coefficients") or "").split()]
+        return float(np.polyval(coefficients, x)) if coefficients else 0.0
+    if tag in ("SimmSpline", "NaturalCubicSpline", "GCVSpline"):
+        knots_x = np.array([float(v) for v in (function.findtext("x") or "").split()])
+        knots_y = np.array([float(v) for v in (function.findtext("y") or "").split()])
+        if len(knots_x) < 2 or len(knots_x) != len(knots_y):
+            return float(knots_y[0]) if len(knots_y) else 0.0
+        return float(CubicSpline(knots_x, knots_y, bc_type="natural")(x))
+    if tag == "MultiplierFunction":
+        inner = function.find("function")
+        inner = next(iter(inner), None) if inner is not None else None
+        scale = float(function.findtext("scale") or 1.0)
+        return scale * _function_value(inner, x) if inner is not None else 0.0
+    return 0.0
+
+
+def _axis_value(axis: ET.Element, defaults: dict[str, float]) -> float:
+    names = (axis.findtext("coordinates") or "").split()
+    x = defaults.get(names[0], 0.0) if names else 0.0
+    function = next((c for c in axis if c.tag not in ("coordinates", "axis")), None)
+    if function is not None and function.tag == "function":  # OpenSim 3 wraps it
+        function = next(iter(function), None)
+    if function is None:
+        return x if names else 0.0
+    return _function_value(function, x)
+
+
+def _joint_transform(joint: ET.Element, defaults: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """A joint's own transform at the coordinates' default values: child joint frame in the
+    parent joint frame, (R (3, 3), t (3,)). A CustomJoint's SpatialTransform: rotations 1-3
+    about their axes in order, translations along theirs in the parent frame (the knee's
+    translation functions carry the tibia 0.4 m down the femur in gait2354); a PinJoint turns
+    about z, a SliderJoint moves along x; others (Weld, Ball, ...) are the identity at zero."""
+    rotation, translation = np.eye(3), np.zeros(3)
+    transform = joint.find("SpatialTransform")
+    if transform is not None:
+        for axis in transform.iter("TransformAxis"):
+            direction = _vector(axis, "axis")
+            norm = float(np.linalg.norm(direction))
+            if norm < 1e-12:
+                continue
+            value = _axis_value(axis, defaults)
+            if axis.get("name", "").startswith("rotation"):
+                rotation = rotation @ Rotation.from_rotvec(direction / norm * value).as_matrix()
+            else:
+                translation = translation + direction / norm * value
+        return rotation, translation
+    coordinates = [c.get("name", "") for c in joint.iter("Coordinate")]
+    value = defaults.get(coordinates[0], 0.0) if coordinates else 0.0
+    if joint.tag == "PinJoint":
+        rotation = Rotation.from_rotvec([0.0, 0.0, value]).as_matrix()
+    elif joint.tag == "SliderJoint":
+        translation = np.array([value, 0.0, 0.0])
+    return rotation, translation
+
+
+def _frame(
+    parent: str, p_t: np.ndarray, p_o: np.ndarray, c_t: np.ndarray, c_o: np.ndarray, joint, defaults
+) -> BodyFrame:
+    """x_parent = E(p_o) (R_j E(c_o)^T (x_child - c_t) + t_j) + p_t, as a :class:`BodyFrame`."""
+    r_j, t_j = _joint_transform(joint, defaults)
+    rotation = _euler(p_o) @ r_j @ _euler(c_o).T
+    return BodyFrame(parent, p_t + _euler(p_o) @ t_j, c_t, rotation, joint.tag != "WeldJoint")
+
+
+def _coordinate_defaults(root: ET.Element) -> dict[str, float]:
+    out = {}
+    for coordinate in root.iter("Coordinate"):
+        try:
+            out[coordinate.get("name", "")] = float(coordinate.findtext("default_value") or 0.0)
+        except ValueError:
+            out[coordinate.get("name", "")] = 0.0
+    return out
+
+
 def _opensim4_joints(root: ET.Element) -> dict[str, BodyFrame]:
     out = {}
+    defaults = _coordinate_defaults(root)
     for joint_set in root.iter("JointSet"):
         for joint in joint_set.iter():
             parent_ref, child_ref = (
@@ -90,24 +177,26 @@ def _opensim4_joints(root: ET.Element) -> dict[str, BodyFrame]:
             p_body = p_body or _body_of(parent_ref)
             c_body = c_body or _body_of(child_ref)
             if c_body and p_body:
-                moving = joint.tag != "WeldJoint"
-                out[c_body] = BodyFrame(p_body, p_t, c_t, _euler(p_o) @ _euler(c_o).T, moving)
+                out[c_body] = _frame(p_body, p_t, p_o, c_t, c_o, joint, defaults)
     return out
 
 
 def _opensim3_joints(root: ET.Element) -> dict[str, BodyFrame]:
     out = {}
+    defaults = _coordinate_defaults(root)
     for body in root.iter("Body"):
         holder = body.find("Joint")
         joint = next(iter(holder), None) if holder is not None else None
         if joint is None or joint.findtext("parent_body") is None:
             continue
-        out[body.get("name", "")] = BodyFrame(
+        out[body.get("name", "")] = _frame(
             joint.findtext("parent_body").strip(),
             _vector(joint, "location_in_parent"),
+            _vector(joint, "orientation_in_parent"),
             _vector(joint, "location"),
-            _euler(_vector(joint, "orientation_in_parent")) @ _euler(_vector(joint, "orientation")).T,
-            joint.tag != "WeldJoint",
+            _vector(joint, "orientation"),
+            joint,
+            defaults,
         )
     return out
 
@@ -118,33 +207,19 @@ def read_body_frames(root: ET.Element) -> dict[str, BodyFrame]:
     return _opensim4_joints(root) or _opensim3_joints(root)
 
 
-def _osim_pose(frames: dict[str, BodyFrame], body: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """(R (3, 3), p (3,)) of ``body`` in :data:`ROOT_BODY`'s frame at the default pose, or None."""
-    rotation, position = np.eye(3), np.zeros(3)
-    while body != ROOT_BODY:
-        frame = frames.get(body)
-        if frame is None:
-            return None
-        # x_parent = rotation_c_in_p (x_child - in_child) + in_parent
-        position = frame.rotation @ (position - frame.in_child_m) + frame.in_parent_m
-        rotation = frame.rotation @ rotation
-        body = frame.parent
-    return rotation, position
+def _model_pose_in(
+    model: mujoco.MjModel, data: mujoco.MjData, body: int, parent: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(R (3, 3), p (3,)) of ``body`` in ``parent``'s frame in ``data``'s pose."""
+    r_parent = data.xmat[parent].reshape(3, 3)
+    rotation = r_parent.T @ data.xmat[body].reshape(3, 3)
+    return rotation, r_parent.T @ (data.xpos[body] - data.xpos[parent])
 
 
-def _model_pose(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[np.ndarray, np.ndarray]:
-    root = model.body(ROOT_BODY).id
-    r_root = data.xmat[root].reshape(3, 3)
-    rotation = r_root.T @ data.xmat[body].reshape(3, 3)
-    return rotation, r_root.T @ (data.xpos[body] - data.xpos[root])
-
-
-def _model_joint_in_body(model: mujoco.MjModel, body: int) -> np.ndarray | None:
-    """Position (3,) of the body's first rotational joint in its frame; None when welded."""
-    for j in range(model.body_jntadr[body], model.body_jntadr[body] + model.body_jntnum[body]):
-        if model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_BALL):
-            return np.array(model.jnt_pos[j])
-    return None
+def _has_rotational_joint(model: mujoco.MjModel, body: int) -> bool:
+    rotational = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_BALL))
+    adr, num = int(model.body_jntadr[body]), int(model.body_jntnum[body])
+    return any(int(model.jnt_type[j]) in rotational for j in range(adr, adr + num))
 
 
 def welded_but_moving(frames: dict[str, BodyFrame], model: mujoco.MjModel, body_name: str) -> bool:
@@ -160,23 +235,24 @@ def map_to_model(
     frames: dict[str, BodyFrame], model: mujoco.MjModel, locations_m: dict[str, tuple[str, np.ndarray]]
 ) -> dict[str, np.ndarray]:
     """Marker name -> location (3,) in the MJCF body, for markers ``name -> (body, location in the
-    OpenSim body)`` whose body both models have (see the module docstring); others are left out."""
-    if not frames or mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, ROOT_BODY) < 0:
-        return {}
+    OpenSim body)`` whose body and OpenSim parent both models have (module docstring); others
+    (the pelvis, whose parent is the ground) are left out: their offsets stand."""
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
     out = {}
     for name, (body_name, location) in locations_m.items():
+        frame = frames.get(body_name)
         body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body_name)
-        osim = _osim_pose(frames, body_name)
-        if body < 0 or osim is None:
+        parent = -1 if frame is None else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, frame.parent)
+        if body < 0 or parent < 0:
             continue
-        r_os, p_os = osim
-        r_mj, p_mj = _model_pose(model, data, body)
-        turn = r_mj.T @ r_os
-        joint = _model_joint_in_body(model, body)
-        if joint is None or body_name not in frames:  # welded: through the default pose
-            out[name] = r_mj.T @ (r_os @ location + p_os - p_mj)
-        else:
-            out[name] = turn @ (np.asarray(location) - frames[body_name].in_child_m) + joint
+        r_mj, p_mj = _model_pose_in(model, data, body, parent)
+        location = np.asarray(location, dtype=float)
+        if not _has_rotational_joint(
+            model, body
+        ):  # welded here: through the default pose, seen from the parent
+            p_os = frame.in_parent_m - frame.rotation @ frame.in_child_m
+            out[name] = r_mj.T @ (frame.rotation @ location + p_os - p_mj)
+        else:  # anchored at the body's origin, turned by the orientation difference
+            out[name] = r_mj.T @ frame.rotation @ location
     return out
