@@ -241,10 +241,29 @@ def test_a_custom_joints_translation_functions_place_the_child(tmp_path):
 <coordinates><Coordinate name="knee"><default_value>0</default_value></Coordinate></coordinates>
 <SpatialTransform>{axes}</SpatialTransform></CustomJoint></objects></JointSet></Model></OpenSimDocument>"""
     frame = read_body_frames(ET.fromstring(osim))["tibia_r"]
-    assert frame.parent == "femur_r" and frame.moving
+    assert frame.parent == "femur_r"
     np.testing.assert_allclose(frame.in_parent_m, [0.002, -0.4, 0.003], atol=1e-12)
     np.testing.assert_allclose(frame.rotation, np.eye(3), atol=1e-12)
     bent = osim.replace("<default_value>0</default_value>", "<default_value>1</default_value>")
     frame = read_body_frames(ET.fromstring(bent))["tibia_r"]
     np.testing.assert_allclose(frame.in_parent_m, [-0.004, -0.39, 0.003], atol=1e-12)
     np.testing.assert_allclose(frame.rotation, Rotation.from_rotvec([0, 0, 1.0]).as_matrix(), atol=1e-12)
+
+
+def test_trunk_markers_are_the_ones_welded_to_the_pelvis_on_another_body(myolegs):
+    from musclerl.models.markers import Marker, MarkerSet, add_markers
+    from musclerl.retarget.markers.registration import trunk_markers
+
+    markers = MarkerSet(
+        (
+            Marker("R.ASIS", "pelvis", np.array([0.02, 0.03, 0.13])),
+            Marker("C7", "torso", np.array([-0.08, 0.42, 0.0])),
+            Marker("knee", "femur_r", np.array([0.0, -0.4, 0.05])),
+        )
+    )
+    spec = load_spec("myolegs")
+    add_markers(spec, markers)
+    model = compile_spec(spec)
+    assert trunk_markers(model, markers) == ("C7",)
+    no_pelvis = MarkerSet(markers.markers[1:])
+    assert trunk_markers(model, no_pelvis) == ()  # without the pelvis landmarks nothing is assumed

@@ -49,7 +49,6 @@ class BodyFrame:
     in_parent_m: np.ndarray
     in_child_m: np.ndarray
     rotation: np.ndarray
-    moving: bool = True  # False for a WeldJoint: the body cannot move on its parent
 
 
 def _vector(element: ET.Element | None, tag: str) -> np.ndarray:
@@ -140,7 +139,7 @@ def _frame(
     """x_parent = E(p_o) (R_j E(c_o)^T (x_child - c_t) + t_j) + p_t, as a :class:`BodyFrame`."""
     r_j, t_j = _joint_transform(joint, defaults)
     rotation = _euler(p_o) @ r_j @ _euler(c_o).T
-    return BodyFrame(parent, p_t + _euler(p_o) @ t_j, c_t, rotation, joint.tag != "WeldJoint")
+    return BodyFrame(parent, p_t + _euler(p_o) @ t_j, c_t, rotation)
 
 
 def _coordinate_defaults(root: ET.Element) -> dict[str, float]:
@@ -220,15 +219,6 @@ def _has_rotational_joint(model: mujoco.MjModel, body: int) -> bool:
     rotational = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_BALL))
     adr, num = int(model.body_jntadr[body]), int(model.body_jntnum[body])
     return any(int(model.jnt_type[j]) in rotational for j in range(adr, adr + num))
-
-
-def welded_but_moving(frames: dict[str, BodyFrame], model: mujoco.MjModel, body_name: str) -> bool:
-    """True when ``body_name`` moves on its parent in the OpenSim model (a joint with coordinates)
-    but has no joint in the MJCF model: its markers follow a posture the model cannot take
-    (myolegs' rigid trunk against LaiArnold's lumbar joint, in a trunk-sway walk)."""
-    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body_name)
-    frame = frames.get(body_name)
-    return body >= 0 and frame is not None and frame.moving and int(model.body_jntnum[body]) == 0
 
 
 def map_to_model(

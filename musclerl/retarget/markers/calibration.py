@@ -22,7 +22,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.markers import Marker, MarkerSet, add_markers
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup
-from musclerl.models.osim_frames import map_to_model, welded_but_moving
+from musclerl.models.osim_frames import map_to_model
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.trc import MarkerData
@@ -40,6 +40,7 @@ from musclerl.retarget.markers.registration import (
     default_placement_coordinates,
     placeholder_markers,
     registration_report,
+    trunk_markers,
 )
 
 
@@ -56,8 +57,8 @@ class CalibratedModel:
     model_name: str = "myolegs"
     mass_kg: float | None = None
     markers_scaled: bool = True  # False once placed: locations are in the scaled body frames
-    # Markers on a body the model welds but the marker set's model moves on a joint
-    # (osim_frames.welded_but_moving): trial-IK weights times pipeline.RIGID_SEGMENT_WEIGHT.
+    # Markers on the trunk, welded to the pelvis here (registration.trunk_markers): trial-IK
+    # weights times pipeline.RIGID_SEGMENT_WEIGHT.
     rigid: tuple[str, ...] = ()
     # Per marker: how far mapping and placement moved it, and why (registration.registration_report).
     registration: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
@@ -263,7 +264,7 @@ def calibrate(
         else ik_setup
     )
     placeholders = placeholder_markers(marker_set)
-    rigid = tuple(m.name for m in marker_set.markers if welded_but_moving(marker_set.frames, generic, m.body))
+    rigid = trunk_markers(generic, marker_set)
     weights = marker_weights(names, placement) * ~np.isin(names, placeholders)
     targets = np.array([measured[n] for n in names])
     centre_names = [n for n in centre_targets if n not in missing]

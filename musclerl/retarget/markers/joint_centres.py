@@ -107,12 +107,16 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def landmark_names(names, landmark: str, side: str) -> list[str]:
+    """The names among ``names`` that match ``landmark`` on ``side`` ('r' or 'l'), best first."""
+    keys = {_key(n): n for n in names}
+    return [keys[p.format(s=side)] for p in LANDMARK_NAMES[landmark] if p.format(s=side) in keys]
+
+
 def find_landmark(measured_m: dict[str, np.ndarray], landmark: str, side: str) -> np.ndarray | None:
     """Static position (3,) of ``landmark`` on ``side`` ('r' or 'l'), or None when absent/NaN."""
-    keys = {_key(n): n for n in measured_m}
-    for pattern in LANDMARK_NAMES[landmark]:
-        name = keys.get(pattern.format(s=side))
-        if name is not None and np.all(np.isfinite(measured_m[name])):
+    for name in landmark_names(measured_m, landmark, side):
+        if np.all(np.isfinite(measured_m[name])):
             return np.asarray(measured_m[name], dtype=float)
     return None
 

@@ -14,10 +14,10 @@ Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
    smoothness, and tendon continuity (muscle-path jumps detected and re-solved). With
    ``robust`` a second pass down-weights markers the model cannot follow over the clip (e.g.
    trunk markers on a model whose trunk is rigid): a marker whose clip RMS exceeds twice the
-   median gets its weight scaled by ``(2 median / rms)^2``. Markers on a body the model welds but
-   the marker set's own model moves on a joint
-   (:func:`musclerl.models.osim_frames.welded_but_moving`) enter with their weight times
-   :data:`RIGID_SEGMENT_WEIGHT`. The marker weights travel with the
+   median gets its weight scaled by ``(2 median / rms)^2``. The trunk's markers on a model that
+   welds the trunk to the pelvis (:func:`musclerl.retarget.markers.registration.trunk_markers`)
+   enter with their weight times :data:`RIGID_SEGMENT_WEIGHT`, unless an IK setup gives the
+   marker weights (those are the user's, as in OpenSim). The marker weights travel with the
    targets, so both passes — and every later trial of the same subject and marker set — reuse
    one :class:`~musclerl.retarget.ik.solver.IKProblem` (cached on the :class:`CalibratedModel`);
    the JIT compile happens once per process, and not at all when JAX's persistent compilation
@@ -65,9 +65,10 @@ from musclerl.retarget.markers.ground import GroundOptions, ground_trial
 from musclerl.retarget.report import quality_report
 
 ROBUST_MEDIAN_FACTOR = 2.0
-#: Trial-IK weight factor of markers on a body the model welds but the marker set's model moves on
-#: a joint (myolegs' rigid trunk against LaiArnold's lumbar joint): they then only settle what the
-#: pelvis markers leave open, instead of turning the pelvis with a trunk sway. Chosen on two
+#: Trial-IK weight factor of the trunk's markers on a model that welds the trunk to the pelvis
+#: (:func:`musclerl.retarget.markers.registration.trunk_markers`; myolegs, against every marker
+#: set's lumbar joint): they then only settle what the pelvis markers leave open, instead of
+#: turning the pelvis with a trunk sway or lean. Chosen on two
 #: OpenCap walks (1 and 0.3 let a trunk sway tilt the pelvis; 0 lets the pelvis drift off the
 #: static trial's definition of its tilt) and checked on the other eleven: docs/retarget_accuracy.md.
 RIGID_SEGMENT_WEIGHT = 0.1
@@ -168,9 +169,9 @@ def solve_trial(
     targets = markers.positions_m[:, [markers.names.index(n) for n in names]]
     if np.all(np.isnan(targets)):
         raise InputError(markers.source, "every marker shared with the marker set is missing in every frame")
-    weights = marker_weights(names, setup) * np.where(
-        np.isin(names, calibrated.rigid), RIGID_SEGMENT_WEIGHT, 1.0
-    )
+    weights = marker_weights(names, setup)
+    if setup is None or not setup.marker_weights:  # a setup's weights are the user's, as in OpenSim
+        weights = weights * np.where(np.isin(names, calibrated.rigid), RIGID_SEGMENT_WEIGHT, 1.0)
     coordinates = coordinate_targets(setup)
     ik = calibrated.clip_ik(names, coordinates)
     ik.reset_stats()

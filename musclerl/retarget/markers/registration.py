@@ -47,6 +47,23 @@ def placeholder_markers(marker_set: MarkerSet) -> list[str]:
     return out
 
 
+def trunk_markers(model: mujoco.MjModel, marker_set: MarkerSet) -> tuple[str, ...]:
+    """Markers the model carries rigidly with its pelvis but on another body of the marker set
+    (the trunk: myolegs welds it to the pelvis, every marker set's model moves it on a lumbar
+    joint). The pelvis is the body of the marker set's ASIS markers; without them, none."""
+    from musclerl.retarget.markers.fit import root_rigid_sites
+    from musclerl.retarget.markers.joint_centres import landmark_names
+
+    asis = landmark_names(marker_set.names, "asis", "r") + landmark_names(marker_set.names, "asis", "l")
+    if not asis:
+        return ()
+    pelvis = marker_set[asis[0]].body
+    sites = {model.site(i).name for i in range(model.nsite)}
+    names = [m.name for m in marker_set.markers if m.name in sites and m.body != pelvis]
+    rigid = root_rigid_sites(model, names) if names else np.zeros(0, dtype=bool)
+    return tuple(n for n, r in zip(names, rigid, strict=True) if r)
+
+
 def registration_report(
     original: MarkerSet,
     mapped: MarkerSet,
@@ -87,8 +104,9 @@ def registration_report(
             why = "placed from the static trial after posing the static fit with it"
         if name in rigid:
             why += (
-                "; its body moves on a joint in the marker set's model but is welded in this one: "
-                "trial-IK weight down-weighted (pipeline.RIGID_SEGMENT_WEIGHT)"
+                "; its body (the trunk) is welded to the pelvis in this model but moves on a joint "
+                "in the subject: trial-IK weight down-weighted (pipeline.RIGID_SEGMENT_WEIGHT) unless an IK "
+                "setup gives the weights"
             )
         out[name] = {
             "body": marker.body,
