@@ -66,11 +66,10 @@ from musclerl.retarget.report import quality_report
 
 ROBUST_MEDIAN_FACTOR = 2.0
 #: Trial-IK weight factor of the trunk's markers on a model that welds the trunk to the pelvis
-#: (:func:`musclerl.retarget.markers.registration.trunk_markers`; myolegs, against every marker
-#: set's lumbar joint): they then only settle what the pelvis markers leave open, instead of
-#: turning the pelvis with a trunk sway or lean. Chosen on two
-#: OpenCap walks (1 and 0.3 let a trunk sway tilt the pelvis; 0 lets the pelvis drift off the
-#: static trial's definition of its tilt) and checked on the other eleven: docs/retarget_accuracy.md.
+#: (:func:`musclerl.retarget.markers.registration.trunk_markers`; myolegs, against every subject's
+#: lumbar spine): they then only settle what the pelvis markers leave open, instead of turning the
+#: pelvis with a trunk sway or lean. Chosen on four OpenCap trials against 0, 0.3 and 1 (1 and 0.3
+#: let the trunk turn the pelvis; 0 and 0.1 within 1 deg of each other): docs/retarget_accuracy.md.
 RIGID_SEGMENT_WEIGHT = 0.1
 
 
