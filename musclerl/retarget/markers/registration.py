@@ -15,6 +15,8 @@ import mujoco
 import numpy as np
 
 from musclerl.models.markers import MarkerSet
+from musclerl.retarget.markers.fit import root_rigid_sites
+from musclerl.retarget.markers.joint_centres import landmark_names
 
 PLACEHOLDER_TOLERANCE_M = 1e-3
 #: Static-pose coordinate tasks when no setup gives any: OpenSim's example Scale setups hold the
@@ -51,9 +53,6 @@ def trunk_markers(model: mujoco.MjModel, marker_set: MarkerSet) -> tuple[str, ..
     """Markers the model carries rigidly with its pelvis but on another body of the marker set
     (the trunk: myolegs welds it to the pelvis, every marker set's model moves it on a lumbar
     joint). The pelvis is the body of the marker set's ASIS markers; without them, none."""
-    from musclerl.retarget.markers.fit import root_rigid_sites
-    from musclerl.retarget.markers.joint_centres import landmark_names
-
     asis = landmark_names(marker_set.names, "asis", "r") + landmark_names(marker_set.names, "asis", "l")
     if not asis:
         return ()
