@@ -267,3 +267,18 @@ def test_trunk_markers_are_the_ones_welded_to_the_pelvis_on_another_body(myolegs
     assert trunk_markers(model, markers) == ("C7",)
     no_pelvis = MarkerSet(markers.markers[1:])
     assert trunk_markers(model, no_pelvis) == ()  # without the pelvis landmarks nothing is assumed
+
+
+def test_a_malformed_joint_location_names_the_file(tmp_path):
+    from musclerl.errors import InputError
+
+    bad = _joint("hip_r", "pelvis", "femur_r", [0.0, 0.0, 0.0], [0, 0, 0], [0, 0, 0]).replace(
+        "<translation>0 0 0</translation>", "<translation>0 0 x</translation>", 1
+    )
+    path = tmp_path / "bad.osim"
+    path.write_text(
+        f"<OpenSimDocument><Model><JointSet><objects>{bad}</objects></JointSet><MarkerSet><objects>"
+        f"{_marker('a', 'femur_r', [0, -0.1, 0])}</objects></MarkerSet></Model></OpenSimDocument>"
+    )
+    with pytest.raises(InputError, match="bad.osim.*'pelvis_offset' <translation> '0 0 x' is not 3 finite"):
+        read_marker_set(path)

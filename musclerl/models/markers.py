@@ -145,7 +145,7 @@ def read_marker_set(path: str | os.PathLike) -> MarkerSet:
             )
     if not markers:
         raise InputError(path, "no <Marker> in any <MarkerSet> (give a .osim or MarkerSet .xml with markers)")
-    return MarkerSet(tuple(markers), str(path), read_body_frames(root))
+    return MarkerSet(tuple(markers), str(path), read_body_frames(root, str(path)))
 
 
 def add_markers(spec: mujoco.MjSpec, marker_set: MarkerSet, prefix: str = "") -> AddedMarkers:

@@ -38,12 +38,15 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation
 
+from musclerl.errors import InputError
+
 
 @dataclasses.dataclass(frozen=True)
 class BodyFrame:
-    """A body's joint to its parent: ``in_parent_m`` (3,) the joint in the parent frame,
-    ``in_child_m`` (3,) the joint in this body's frame, ``rotation`` (3, 3) this body's axes in
-    the parent's at the default pose."""
+    """A body's joint to its parent at the default pose, ``x_parent = rotation (x_child -
+    in_child_m) + in_parent_m``: ``in_child_m`` (3,) the joint in this body's frame, ``in_parent_m``
+    (3,) where it sits in the parent (the parent offset plus the joint's own translation),
+    ``rotation`` (3, 3) this body's axes in the parent's."""
 
     parent: str
     in_parent_m: np.ndarray
@@ -51,13 +54,19 @@ class BodyFrame:
     rotation: np.ndarray
 
 
-def _vector(element: ET.Element | None, tag: str) -> np.ndarray:
+def _vector(element: ET.Element | None, tag: str, source: str = "model") -> np.ndarray:
+    """``<tag>`` of ``element`` as 3 finite numbers (zeros when absent); InputError otherwise."""
     text = None if element is None else element.findtext(tag)
-    try:
-        values = np.array([float(v) for v in (text or "0 0 0").split()], dtype=float)
-    except ValueError:
+    if text is None:
         return np.zeros(3)
-    return values if values.shape == (3,) and np.all(np.isfinite(values)) else np.zeros(3)
+    try:
+        values = np.array([float(v) for v in text.split()], dtype=float)
+    except ValueError:
+        values = np.zeros(0)
+    if values.shape != (3,) or not np.all(np.isfinite(values)):
+        name = element.get("name", element.tag)
+        raise InputError(source, f"{name!r} <{tag}> {text.strip()!r} is not 3 finite numbers")
+    return values
 
 
 def _euler(angles_rad: np.ndarray) -> np.ndarray:
@@ -104,7 +113,9 @@ def _axis_value(axis: ET.Element, defaults: dict[str, float]) -> float:
     return _function_value(function, x)
 
 
-def _joint_transform(joint: ET.Element, defaults: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+def _joint_transform(
+    joint: ET.Element, defaults: dict[str, float], source: str
+) -> tuple[np.ndarray, np.ndarray]:
     """A joint's own transform at the coordinates' default values: child joint frame in the
     parent joint frame, (R (3, 3), t (3,)). A CustomJoint's SpatialTransform: rotations 1-3
     about their axes in order, translations along theirs in the parent frame (the knee's
@@ -114,7 +125,7 @@ def _joint_transform(joint: ET.Element, defaults: dict[str, float]) -> tuple[np.
     transform = joint.find("SpatialTransform")
     if transform is not None:
         for axis in transform.iter("TransformAxis"):
-            direction = _vector(axis, "axis")
+            direction = _vector(axis, "axis", source)
             norm = float(np.linalg.norm(direction))
             if norm < 1e-12:
                 continue
@@ -134,10 +145,10 @@ def _joint_transform(joint: ET.Element, defaults: dict[str, float]) -> tuple[np.
 
 
 def _frame(
-    parent: str, p_t: np.ndarray, p_o: np.ndarray, c_t: np.ndarray, c_o: np.ndarray, joint, defaults
+    parent: str, p_t: np.ndarray, p_o: np.ndarray, c_t: np.ndarray, c_o: np.ndarray, joint, defaults, source
 ) -> BodyFrame:
     """x_parent = E(p_o) (R_j E(c_o)^T (x_child - c_t) + t_j) + p_t, as a :class:`BodyFrame`."""
-    r_j, t_j = _joint_transform(joint, defaults)
+    r_j, t_j = _joint_transform(joint, defaults, source)
     rotation = _euler(p_o) @ r_j @ _euler(c_o).T
     return BodyFrame(parent, p_t + _euler(p_o) @ t_j, c_t, rotation)
 
@@ -152,7 +163,7 @@ def _coordinate_defaults(root: ET.Element) -> dict[str, float]:
     return out
 
 
-def _opensim4_joints(root: ET.Element) -> dict[str, BodyFrame]:
+def _opensim4_joints(root: ET.Element, source: str) -> dict[str, BodyFrame]:
     out = {}
     defaults = _coordinate_defaults(root)
     for joint_set in root.iter("JointSet"):
@@ -167,8 +178,8 @@ def _opensim4_joints(root: ET.Element) -> dict[str, BodyFrame]:
             for frame in joint.iter("PhysicalOffsetFrame"):
                 frames[frame.get("name", "")] = (
                     _body_of(frame.findtext("socket_parent") or ""),
-                    _vector(frame, "translation"),
-                    _vector(frame, "orientation"),
+                    _vector(frame, "translation", source),
+                    _vector(frame, "orientation", source),
                 )
             none = (None, np.zeros(3), np.zeros(3))
             p_body, p_t, p_o = frames.get(parent_ref.strip(), none)
@@ -176,11 +187,11 @@ def _opensim4_joints(root: ET.Element) -> dict[str, BodyFrame]:
             p_body = p_body or _body_of(parent_ref)
             c_body = c_body or _body_of(child_ref)
             if c_body and p_body:
-                out[c_body] = _frame(p_body, p_t, p_o, c_t, c_o, joint, defaults)
+                out[c_body] = _frame(p_body, p_t, p_o, c_t, c_o, joint, defaults, source)
     return out
 
 
-def _opensim3_joints(root: ET.Element) -> dict[str, BodyFrame]:
+def _opensim3_joints(root: ET.Element, source: str) -> dict[str, BodyFrame]:
     out = {}
     defaults = _coordinate_defaults(root)
     for body in root.iter("Body"):
@@ -190,20 +201,22 @@ def _opensim3_joints(root: ET.Element) -> dict[str, BodyFrame]:
             continue
         out[body.get("name", "")] = _frame(
             joint.findtext("parent_body").strip(),
-            _vector(joint, "location_in_parent"),
-            _vector(joint, "orientation_in_parent"),
-            _vector(joint, "location"),
-            _vector(joint, "orientation"),
+            _vector(joint, "location_in_parent", source),
+            _vector(joint, "orientation_in_parent", source),
+            _vector(joint, "location", source),
+            _vector(joint, "orientation", source),
             joint,
             defaults,
+            source,
         )
     return out
 
 
-def read_body_frames(root: ET.Element) -> dict[str, BodyFrame]:
+def read_body_frames(root: ET.Element, source: str = "model") -> dict[str, BodyFrame]:
     """Child body name -> :class:`BodyFrame`, from an OpenSim 4 ``JointSet`` or OpenSim 3
-    ``Body/Joint`` entries; empty for a stand-alone MarkerSet file."""
-    return _opensim4_joints(root) or _opensim3_joints(root)
+    ``Body/Joint`` entries; empty for a stand-alone MarkerSet file. InputError (naming
+    ``source``) for a location, orientation or axis that is not 3 finite numbers."""
+    return _opensim4_joints(root, source) or _opensim3_joints(root, source)
 
 
 def _model_pose_in(
