@@ -50,6 +50,11 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     ),
     (("bench", "ik"), "musclerl.retarget.bench", "IK speed and accuracy: ours vs mink (and OpenSim)"),
     (("bench", "so"), "musclerl.evaluate.so_bench", "our static optimisation vs OpenSim's on the same walk"),
+    (
+        ("bench", "accuracy"),
+        "musclerl.evaluate.retarget_accuracy",
+        "retargeted trials vs an expert's IK: per-trial and mean angle, marker, limit, floor table",
+    ),
     (("bench", "env"), "musclerl.envs.bench", "environment steps/s vs raw mj_step (and MJX)"),
     (("bench", "train"), "musclerl.rl.bench", "training env-steps/s vs env-only stepping"),
     (

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from musclerl.evaluate.coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
 from musclerl.models.couplings import SAGITTAL_LEG_COORDINATES
+from musclerl.models.opensim_coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
 from musclerl.models.registry import load_model
 from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, write_reference
 from musclerl.motion.trajectory import Trajectory

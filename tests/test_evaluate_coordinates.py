@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from musclerl.evaluate import coordinates as C
+from musclerl.models import opensim_coordinates as OC
 from musclerl.models.couplings import coupling_matrix, couplings, independent_coordinates
 from musclerl.models.registry import load_model
 
@@ -50,7 +51,7 @@ def test_pelvis_round_trip(myolegs):
     rng = np.random.default_rng(0)
     v = np.c_[rng.uniform(-40, 40, (20, 3)), rng.uniform(-1, 1, (20, 3))]
     conv = C.coordinates_to_qpos(myolegs, list(C.PELVIS_COLUMNS), v)
-    np.testing.assert_allclose(C.qpos_to_pelvis(myolegs, conv.qpos), v, atol=1e-9)
+    np.testing.assert_allclose(OC.qpos_to_pelvis(myolegs, conv.qpos), v, atol=1e-9)
 
 
 def test_couplings_and_virtual_work_matrix(myolegs):
@@ -155,3 +156,41 @@ def test_floor_clearance_refuses_a_ground_that_is_not_a_horizontal_plane():
     )
     with pytest.raises(ValueError, match="horizontal planes"):
         C.floor_clearance_m(model, model.qpos0[None])
+
+
+def test_retarget_mot_round_trips_through_opensim_coordinates(tmp_path):
+    """The ``--mot`` table (pelvis in OpenSim's ground, joints by name) written, read back and
+    put on the model again gives the same pose: every body where it was."""
+    import mujoco as mj
+
+    from musclerl.models.couplings import apply_couplings
+    from musclerl.motion.storage import read_storage, write_storage
+    from musclerl.retarget.markers.pipeline import coordinate_table
+
+    model = load_model("myolegs")
+    rng = np.random.default_rng(3)
+    qpos = np.tile(model.qpos0, (5, 1))
+    qpos[:, :3] = rng.normal([1.0, -0.5, 0.9], 0.3, (5, 3))
+    quat = rng.normal(size=(5, 4))
+    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    for name in independent_coordinates(model):
+        j = model.joint(name).id
+        lo, hi = model.jnt_range[j] if model.jnt_limited[j] else (-0.5, 0.5)
+        qpos[:, model.jnt_qposadr[j]] = rng.uniform(lo, hi, 5)
+    qpos = apply_couplings(model, qpos)
+    table = coordinate_table(model, qpos, np.arange(5) / 100.0, "round trip")
+    assert table.columns[:6] == C.PELVIS_COLUMNS and "knee_angle_r" in table.columns
+    assert "knee_angle_translation2_r" not in table.columns  # coupled: OpenSim computes it
+    write_storage(tmp_path / "w.mot", table)
+    back = read_storage(tmp_path / "w.mot")
+    again = C.coordinates_to_qpos(model, list(back.columns), back.data, back.in_degrees, signs={}).qpos
+    data = mj.MjData(model)
+
+    def bodies(q):
+        data.qpos[:] = q
+        mj.mj_kinematics(model, data)
+        return np.array(data.xpos), np.array(data.xmat)
+
+    for t in range(5):
+        for a, b in zip(bodies(qpos[t]), bodies(again[t]), strict=True):
+            np.testing.assert_allclose(a, b, atol=1e-6)

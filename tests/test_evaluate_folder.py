@@ -12,9 +12,9 @@ from reference_samples import WALK, walk_reference, write_reference_folder
 from musclerl.cli import main
 from musclerl.errors import InputError
 from musclerl.evaluate import tables
-from musclerl.evaluate.coordinates import qpos_to_coordinates
 from musclerl.evaluate.reference_motion import reference_signs, reference_trajectory
 from musclerl.evaluate.trial import TrialResult
+from musclerl.models.opensim_coordinates import qpos_to_coordinates
 from musclerl.models.registry import load_model
 from musclerl.motion.reference import write_reference
 from musclerl.motion.trajectory import Trajectory

@@ -122,10 +122,15 @@ def test_treadmill_clip_walks_overground_on_a_floor_at_zero(myolegs):
 def test_frames_with_a_geom_below_the_floor_are_lifted_by_its_depth(myolegs):
     qpos = _standing_clip(myolegs)
     bent = slice(40, 50)  # toes bent down into the floor: what a rigid toe does rolling off
-    qpos[bent, myolegs.jnt_qposadr[myolegs.joint("mtp_angle_r").id]] = 0.4
+    mtp = myolegs.jnt_qposadr[myolegs.joint("mtp_angle_r").id]
+    qpos[bent, mtp] = 0.4
+    sunk = slice(20, 26)  # the whole body 1 cm too low: only a lift takes it out
+    qpos[sunk, 2] -= 0.01
     out = ground_clip(myolegs, "myolegs", qpos, RATE_HZ, GroundOptions(treadmill=False))
     lifted = np.flatnonzero(out.lift_m)
-    assert lifted.min() >= 40 and lifted.max() < 50 and out.lift_m.max() > 0.005
+    assert lifted.min() >= 20 and lifted.max() < 26 and out.lift_m.max() > 0.005
+    # The toes bend back out of the floor instead of lifting the body.
+    assert np.all(out.toe_bend_rad[bent] > 0.1) and np.all(out.qpos[bent, mtp] < 0.4)
     surface = GeomSurface.of(myolegs, collision_geoms(myolegs))
     assert penetration_m(myolegs, out.qpos, out.terrain, surface).max() < 1e-3
     report = out.report()["floor"]
@@ -174,3 +179,65 @@ def test_negative_belt_speed_exits_2_before_any_output(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["musclerl: error: --treadmill: belt speed -1.2 m/s is not in [0, 10) m/s"]
     assert not out.exists()
+
+
+def _stance_runs(slope_deg, foot_offset_m, noise_m, seed=0, runs=6):
+    """Stance runs alternating feet along +x on a floor rising ``slope_deg`` along x, the left
+    foot's markers ``foot_offset_m`` higher, each run's height off by Gaussian ``noise_m``."""
+    from musclerl.retarget.ground.terrain import SupportPatch
+
+    rng = np.random.default_rng(seed)
+    patches = []
+    for k in range(runs):
+        foot = k % 2
+        xy = np.array([0.7 * k, 0.1 if foot else -0.1])
+        z = np.tan(np.radians(slope_deg)) * xy[0] + foot * foot_offset_m + rng.normal(0, noise_m)
+        samples = np.column_stack([np.tile(xy, (20, 1)) + rng.normal(0, 0.01, (20, 2)), np.full(20, z)])
+        patches.append(SupportPatch(foot, (0, 20), samples, xy, z, np.zeros(2)))
+    return patches
+
+
+def test_floor_is_flat_unless_the_stance_feet_show_a_slope_beyond_their_noise():
+    from musclerl.retarget.markers.ground import SLOPE_TEST_ALPHA, slope_p_value
+
+    # A flat floor with 3 mm of run-to-run noise and one foot's markers 8 mm higher: flat.
+    flat = [slope_p_value(_stance_runs(0.0, 0.008, 0.003, seed)) for seed in range(20)]
+    assert np.mean(np.array(flat) < SLOPE_TEST_ALPHA) <= 0.1  # the test's false-alarm rate, ~alpha
+    # A 4 degree ramp (24 cm rise over the walk) under the same noise is found.
+    assert all(slope_p_value(_stance_runs(4.0, 0.008, 0.003, seed)) < SLOPE_TEST_ALPHA for seed in range(5))
+    # Too few runs to test: flat.
+    assert slope_p_value(_stance_runs(4.0, 0.0, 0.003, runs=3)) == 1.0
+
+
+def test_toes_bend_out_of_the_floor_instead_of_lifting_the_body():
+    """A heel-off pose whose rigid toes sink into the floor: the toe joint bends just enough to
+    clear it (the bisection stops on the surface), the other joints and the root do not move,
+    and a pose clear of the floor is left alone."""
+    import mujoco
+
+    from musclerl.models.geoms import collision_geoms
+    from musclerl.models.registry import load_model
+    from musclerl.motion.trajectory import Terrain
+    from musclerl.retarget.ground.surface import GeomSurface, penetration_m
+    from musclerl.retarget.markers.ground import bend_toes_off_floor
+
+    model = load_model("myolegs")
+    q = np.tile(model.qpos0, (2, 1))
+    ankle = model.jnt_qposadr[model.joint("ankle_angle_r").id]
+    q[0, ankle] = np.radians(-25.0)  # plantarflexed: the toes point down
+    data = mujoco.MjData(model)
+    data.qpos[:] = q[0]
+    mujoco.mj_kinematics(model, data)
+    toes = GeomSurface.of(model, collision_geoms(model, [model.body("toes_r").id]))
+    floor_z = float(toes.lowest_points(data)[:, 2].min()) + 0.004  # 4 mm into the toes
+    terrain = Terrain(np.full((2, 2), floor_z), np.array([-5.0, -5.0]), 10.0)
+    q[1, 2] += 0.5  # the second frame is in the air
+    bent, angle = bend_toes_off_floor(model, "myolegs", q, terrain)
+    mtp = model.jnt_qposadr[model.joint("mtp_angle_r").id]
+    assert angle[0] > 0 and angle[1] == 0.0
+    np.testing.assert_allclose(abs(bent[0, mtp] - q[0, mtp]), angle[0])
+    np.testing.assert_array_equal(np.delete(bent, mtp, axis=1), np.delete(q, mtp, axis=1))
+    assert penetration_m(model, bent[:1], terrain, toes).max() == 0.0
+    nearly = bent[:1].copy()
+    nearly[0, mtp] = q[0, mtp] + 0.98 * (bent[0, mtp] - q[0, mtp])  # 2 % less bend: still in the floor
+    assert penetration_m(model, nearly, terrain, toes).max() > 0.0

@@ -21,7 +21,7 @@ from musclerl.motion.storage import read_storage
 from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import read_trc, write_trc
 from musclerl.retarget.ground.soles import model_soles, point_positions_m
-from musclerl.retarget.markers.pipeline import subject_spec
+from musclerl.retarget.markers.calibration import subject_spec
 
 REPORT_FIELDS = (
     "frames",

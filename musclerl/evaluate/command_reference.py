@@ -167,9 +167,9 @@ def run(args: argparse.Namespace) -> int:
 
     from musclerl.dynamics import inverse_dynamics as idyn
     from musclerl.dynamics.static_optimisation import static_optimisation
-    from musclerl.evaluate.coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
     from musclerl.models.couplings import independent_coordinates
     from musclerl.models.introspect import total_mass_kg
+    from musclerl.models.opensim_coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
     from musclerl.models.registry import load_model
     from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, muscle_rows_valid, write_reference
     from musclerl.motion.storage import Table, read_storage, write_storage

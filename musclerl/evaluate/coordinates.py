@@ -50,55 +50,20 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.models.couplings import SCALAR_JOINTS, apply_couplings, independent_coordinates
 from musclerl.models.geoms import body_collision_geoms, foot_geoms, geom_lowest_z
-from musclerl.motion.keypoints import Y_UP_TO_Z_UP, matrix_to_quat_wxyz
+from musclerl.models.opensim_coordinates import (
+    HINGE,
+    OPENSIM_TO_MUJOCO,
+    PELVIS_COLUMNS,
+    PELVIS_ROTATIONS,
+    PELVIS_TRANSLATIONS,
+    _root_joint,
+    opensim_pelvis_rotation,
+    pelvis_in_root,
+)
+from musclerl.motion.keypoints import matrix_to_quat_wxyz
 from musclerl.retarget.markers.ground import belt_velocity_mps as ground_velocity
 
-OPENSIM_TO_MUJOCO = Y_UP_TO_Z_UP
-PELVIS_ROTATIONS = ("pelvis_tilt", "pelvis_list", "pelvis_rotation")
-PELVIS_TRANSLATIONS = ("pelvis_tx", "pelvis_ty", "pelvis_tz")
-PELVIS_COLUMNS = PELVIS_ROTATIONS + PELVIS_TRANSLATIONS
 KNEE_COLUMNS = ("knee_angle_r", "knee_angle_l")
-HINGE = int(mujoco.mjtJoint.mjJNT_HINGE)
-
-
-def _axis_rotation(axis: int, angle_rad: np.ndarray) -> np.ndarray:
-    """Rotation matrices (T, 3, 3) about a coordinate axis (0 x, 1 y, 2 z)."""
-    c, s = np.cos(angle_rad), np.sin(angle_rad)
-    R = np.zeros(np.shape(angle_rad) + (3, 3))
-    i, j = [(1, 2), (2, 0), (0, 1)][axis]
-    R[..., axis, axis] = 1.0
-    R[..., i, i] = c
-    R[..., j, j] = c
-    R[..., i, j] = -s
-    R[..., j, i] = s
-    return R
-
-
-def opensim_pelvis_rotation(
-    tilt_rad: np.ndarray, list_rad: np.ndarray, rotation_rad: np.ndarray
-) -> np.ndarray:
-    """OpenSim ground_pelvis orientation (T, 3, 3): Rz(tilt) @ Rx(list) @ Ry(rotation)."""
-    return _axis_rotation(2, tilt_rad) @ _axis_rotation(0, list_rad) @ _axis_rotation(1, rotation_rad)
-
-
-def _root_joint(model: mujoco.MjModel) -> int:
-    for j in range(model.njnt):
-        if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
-            return j
-    raise ValueError("model has no free joint")
-
-
-def pelvis_in_root(model: mujoco.MjModel, pelvis_body: str = "pelvis") -> tuple[np.ndarray, np.ndarray]:
-    """Pose of ``pelvis_body`` in the free-root body's frame: (R (3, 3), p (3,)) at qpos0."""
-    data = mujoco.MjData(model)
-    root_body = int(model.jnt_bodyid[_root_joint(model)])
-    data.qpos[:] = model.qpos0
-    mujoco.mj_kinematics(model, data)
-    Rr = data.xmat[root_body].reshape(3, 3)
-    b = model.body(pelvis_body).id
-    R = Rr.T @ data.xmat[b].reshape(3, 3)
-    p = Rr.T @ (data.xpos[b] - data.xpos[root_body])
-    return R, p
 
 
 #: Knee flexion in swing reaches 40-70 deg; below this peak the knee's sign is not decided.
@@ -267,42 +232,6 @@ def coordinates_to_qpos(
     qpos = apply_couplings(model, qpos)
     missing = tuple(n for n in independent_coordinates(model) if n not in col)
     return CoordinateConversion(qpos, tuple(used), tuple(ignored), missing, signs)
-
-
-def qpos_to_coordinates(
-    model: mujoco.MjModel, qpos: np.ndarray, names: list[str] | None = None
-) -> tuple[list[str], np.ndarray]:
-    """Model coordinates from qpos (T, nq): (names, values (T, K)); hinge in degrees, slide in m.
-
-    Default ``names``: the independent scalar coordinates (:func:`independent_coordinates`).
-    """
-    names = independent_coordinates(model) if names is None else list(names)
-    qpos = np.atleast_2d(qpos)
-    out = np.zeros((qpos.shape[0], len(names)))
-    for k, name in enumerate(names):
-        j = model.joint(name).id
-        v = qpos[:, model.jnt_qposadr[j]]
-        out[:, k] = np.degrees(v) if int(model.jnt_type[j]) == HINGE else v
-    return names, out
-
-
-def qpos_to_pelvis(model: mujoco.MjModel, qpos: np.ndarray, pelvis_body: str = "pelvis") -> np.ndarray:
-    """Inverse of the pelvis mapping: (T, 6) = tilt, list, rotation (deg), tx, ty, tz (m, OpenSim ground)."""
-    qpos = np.atleast_2d(qpos)
-    adr = int(model.jnt_qposadr[_root_joint(model)])
-    R_pr, p_pr = pelvis_in_root(model, pelvis_body)
-    out = np.zeros((qpos.shape[0], 6))
-    R_root = np.zeros(9)
-    for t in range(qpos.shape[0]):
-        mujoco.mju_quat2Mat(R_root, qpos[t, adr + 3 : adr + 7])
-        Rr = R_root.reshape(3, 3)
-        R = OPENSIM_TO_MUJOCO.T @ Rr @ R_pr  # Rz(a) Rx(b) Ry(c)
-        b = np.arcsin(np.clip(R[2, 1], -1.0, 1.0))
-        a = np.arctan2(-R[0, 1], R[1, 1])
-        c = np.arctan2(-R[2, 0], R[2, 2])
-        out[t, :3] = np.degrees([a, b, c])
-        out[t, 3:] = OPENSIM_TO_MUJOCO.T @ (qpos[t, adr : adr + 3] + Rr @ p_pr)
-    return out
 
 
 def floor_clearance_m(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:

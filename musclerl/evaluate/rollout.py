@@ -34,9 +34,9 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from musclerl.evaluate.coordinates import qpos_to_coordinates, qpos_to_pelvis
 from musclerl.models.couplings import coupling_matrix, independent_coordinates
 from musclerl.models.introspect import total_mass_kg
+from musclerl.models.opensim_coordinates import qpos_to_coordinates, qpos_to_pelvis
 
 
 @dataclasses.dataclass(frozen=True)

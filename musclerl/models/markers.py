@@ -26,6 +26,7 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.fileio import read_xml
+from musclerl.models.osim_frames import read_body_frames
 
 MARKER_SITE_GROUP = 4
 MARKER_SITE_RADIUS_M = 0.008
@@ -48,6 +49,9 @@ class MarkerSet:
 
     markers: tuple[Marker, ...]
     source: str = ""
+    # Body frames of the OpenSim model the markers were written for (child body -> BodyFrame,
+    # :func:`musclerl.models.osim_frames.read_body_frames`); empty for a stand-alone MarkerSet.
+    frames: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -69,6 +73,7 @@ class MarkerSet:
                 for m in self.markers
             ),
             self.source,
+            self.frames,
         )
 
 
@@ -140,7 +145,7 @@ def read_marker_set(path: str | os.PathLike) -> MarkerSet:
             )
     if not markers:
         raise InputError(path, "no <Marker> in any <MarkerSet> (give a .osim or MarkerSet .xml with markers)")
-    return MarkerSet(tuple(markers), str(path))
+    return MarkerSet(tuple(markers), str(path), read_body_frames(root, str(path)))
 
 
 def add_markers(spec: mujoco.MjSpec, marker_set: MarkerSet, prefix: str = "") -> AddedMarkers:

@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--report",
         help="quality report JSON (many trials: always written); its "
-        "'calibration' entry rebuilds the subject model (markers.pipeline.subject_spec)",
+        "'calibration' entry rebuilds the subject model (markers.calibration.subject_spec)",
     )
     parser.add_argument("--plot", help="quality plot PNG; with many trials any value turns plots on")
     parser.add_argument(

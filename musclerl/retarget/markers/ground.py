@@ -21,8 +21,14 @@ joint angles, and so the marker fit, are unchanged):
 3. **Stance** flags from :func:`musclerl.retarget.ground.contact.detect_contacts` on the corrected soles.
 4. **Floor.** One plane through the settled stance samples of all support patches
    (:func:`musclerl.retarget.ground.terrain.support_patches`, so heel strikes and heel rises do not
-   count): a lab floor or treadmill is a plane. A slope under :data:`LEVEL_SLOPE_DEG` is taken as
-   level. The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE`
+   count): a lab floor or treadmill is a plane, and it is **flat unless the stance feet show a
+   slope beyond their noise** (:func:`slope_p_value`): one stance run of one foot is one
+   observation (its mean settled height at its mean position; the frames within a run are not
+   independent), the heights are regressed on position with a per-foot offset (a foot's markers
+   may sit a few millimetres higher than the other's), and the slope is kept only when an F-test
+   against the flat model rejects it at :data:`SLOPE_TEST_ALPHA` *and* the fitted slope is at
+   least :data:`LEVEL_SLOPE_DEG`. Too few runs to test (fewer than the parameters plus one) is flat.
+   The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE`
    of the samples, is z = 0 at the samples' centre, then lifted frame by frame by whatever
    collision geom still reaches below it (the root only; a rigid toe rolling through the floor
    at toe-off, for instance).
@@ -36,6 +42,7 @@ import dataclasses
 
 import mujoco
 import numpy as np
+import scipy.stats
 
 from musclerl.models.geoms import collision_geoms
 from musclerl.motion.trajectory import Terrain
@@ -65,6 +72,27 @@ TREADMILL_MIN_SPEED_MPS = 0.2
 FLOOR_PERCENTILE = 5.0
 #: A recovered floor tilted less than this is taken as level (marker noise tilts a fitted plane).
 LEVEL_SLOPE_DEG = 2.0
+SLOPE_TEST_ALPHA = 0.01
+
+
+def slope_p_value(patches: list[SupportPatch]) -> float:
+    """F-test p-value of a sloped floor against a flat one from stance runs ``patches`` (module
+    docstring); 1.0 when there are too few runs to test."""
+    centres = np.array([p.samples_m[:, :2].mean(axis=0) for p in patches])
+    heights = np.array([p.samples_m[:, 2].mean() for p in patches])
+    feet = np.array([p.foot for p in patches])
+    flat = [np.ones(len(patches))] + [(feet == f).astype(float) for f in np.unique(feet)[1:]]
+    reduced = np.column_stack(flat)
+    full = np.column_stack([*flat, centres - centres.mean(axis=0)])
+    dof = len(patches) - full.shape[1]
+    if dof < 1 or np.linalg.matrix_rank(full) < full.shape[1]:
+        return 1.0
+    rss_full = float(np.sum((heights - full @ np.linalg.lstsq(full, heights, rcond=None)[0]) ** 2))
+    rss_flat = float(np.sum((heights - reduced @ np.linalg.lstsq(reduced, heights, rcond=None)[0]) ** 2))
+    if rss_full <= 1e-18:
+        return 0.0 if rss_flat > 1e-12 else 1.0
+    statistic = ((rss_flat - rss_full) / 2.0) / (rss_full / dof)
+    return float(scipy.stats.f.sf(statistic, 2, dof))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,8 +122,11 @@ class GroundedClip:
     belt_velocity_mps: np.ndarray  # (2,) horizontal, world frame, as applied; zero overground
     estimated_belt_mps: np.ndarray  # (2,) the stance feet's ground velocity, as estimated
     floor_shift_m: float  # constant vertical shift putting the floor at z = 0
-    floor_slope_deg: float
+    floor_slope_deg: float  # of the plane fitted through the stance samples (kept only if sloped)
+    floor_flat: bool  # True unless the slope test rejects a flat floor (module docstring)
+    floor_slope_p: float  # the slope test's p-value
     lift_m: np.ndarray  # (T,) extra per-frame lift against penetration
+    toe_bend_rad: np.ndarray  # (T,) largest toe-joint bend that lifted the toes out of the floor
     stance_speed_mps: float | None  # mean horizontal speed of stance sole points after correction
 
     def report(self) -> dict:
@@ -112,9 +143,16 @@ class GroundedClip:
             "floor": {
                 "source": "stance" if self.terrain is not None else "none: no stance found",
                 "shift_m": float(self.floor_shift_m),
+                "flat": bool(self.floor_flat),
                 "slope_deg": float(self.floor_slope_deg),
+                "slope_p_value": float(self.floor_slope_p),
+                "slope_test": f"F-test of per-stance mean heights with a per-foot offset, sloped if "
+                f"p < {SLOPE_TEST_ALPHA} and slope >= {LEVEL_SLOPE_DEG} deg; p = 1 (flat) with too few "
+                "stance runs to test (under 5 with both feet)",
                 "lift_max_m": float(self.lift_m.max(initial=0.0)),
                 "lift_frac": float(np.mean(self.lift_m > 0)) if len(self.lift_m) else 0.0,
+                "toe_bend_max_deg": float(np.degrees(self.toe_bend_rad.max(initial=0.0))),
+                "toe_bend_frac": float(np.mean(self.toe_bend_rad > 0)) if len(self.toe_bend_rad) else 0.0,
                 "stance_frac": float(self.flags.mean()) if self.flags.size else 0.0,
                 "stance_speed_mps": self.stance_speed_mps,
             },
@@ -156,16 +194,16 @@ def looks_like_treadmill(belt_mps: np.ndarray, root_mps: np.ndarray, forward: np
 
 def floor_plane(
     sole_m: np.ndarray, flags: np.ndarray, foot: np.ndarray, rate_hz: float, params: TerrainParams
-) -> SupportPatch | None:
+) -> tuple[SupportPatch | None, float]:
     """The plane through the settled stance samples of all support patches of sole points
     ``sole_m`` (T, P, 3) with stance ``flags`` (T, P) and feet ``foot`` (P,); None without one."""
     patches = support_patches(
         sole_m, flags, foot, 0.0, params.slope_ridge, min_frames=params.min_stance_frames(rate_hz)
     )
     if not patches:
-        return None
+        return None, 1.0
     samples = np.concatenate([p.samples_m for p in patches])
-    return fit_patch(samples, -1, (0, len(sole_m)), params.slope_ridge)
+    return fit_patch(samples, -1, (0, len(sole_m)), params.slope_ridge), slope_p_value(patches)
 
 
 def ground_clip(
@@ -208,11 +246,15 @@ def ground_clip(
         if len(q) >= 3
         else np.zeros(sole.shape[:2], bool)
     )
-    plane = floor_plane(sole[:, along_axis], flags[:, along_axis], foot[along_axis], rate_hz, options.terrain)
-    terrain, shift_z, slope_deg = None, 0.0, 0.0
+    plane, p_value = floor_plane(
+        sole[:, along_axis], flags[:, along_axis], foot[along_axis], rate_hz, options.terrain
+    )
+    terrain, shift_z, slope_deg, sloped = None, 0.0, 0.0, False
     lift = np.zeros(len(q))
+    toe_bend_rad = np.zeros(len(q))
     if plane is not None:
         slope_deg = float(np.degrees(np.arctan(np.linalg.norm(plane.slope))))
+        sloped = p_value < SLOPE_TEST_ALPHA and slope_deg >= LEVEL_SLOPE_DEG
         residual_m = plane.samples_m[:, 2] - plane.predict_m(plane.samples_m[:, :2], np.inf)
         shift_z = -(plane.height_m + float(np.percentile(residual_m, FLOOR_PERCENTILE)))
         q[:, root + 2] += shift_z
@@ -221,9 +263,10 @@ def ground_clip(
             plane,
             samples_m=plane.samples_m + [0.0, 0.0, shift_z],
             height_m=0.0,
-            slope=plane.slope if slope_deg >= LEVEL_SLOPE_DEG else np.zeros(2),
+            slope=plane.slope if sloped else np.zeros(2),
         )
         terrain = recover_terrain([floor], None, options.terrain, extent_xy_m=sole[..., :2].reshape(-1, 2))
+        q, toe_bend_rad = bend_toes_off_floor(model, model_key, q, terrain)
         depth = penetration_m(model, q, terrain, GeomSurface.of(model, collision_geoms(model))).max(axis=1)
         lift = np.where(depth > 0.0, depth, 0.0)
         q[:, root + 2] += lift
@@ -242,9 +285,72 @@ def ground_clip(
         estimated_belt_mps=estimated,
         floor_shift_m=shift_z,
         floor_slope_deg=slope_deg,
+        floor_flat=not sloped,
+        floor_slope_p=p_value,
         lift_m=lift,
+        toe_bend_rad=toe_bend_rad,
         stance_speed_mps=float(step[both].mean()) if both.any() else None,
     )
+
+
+TOE_BEND_ITERATIONS = 30
+
+
+def bend_toes_off_floor(
+    model: mujoco.MjModel, model_key: str, qpos: np.ndarray, terrain: Terrain
+) -> tuple[np.ndarray, np.ndarray]:
+    """``qpos`` (T, nq) with each toe joint bent, frame by frame, by the least angle (within its
+    range) that takes the toes' collision geoms out of ``terrain``; and that angle (T,), the
+    largest over the feet (rad, >= 0).
+
+    Why: a marker set without toe markers (OpenCap's ``r_toe`` rides on the calcaneus) leaves the
+    toe joint at its rest angle, so at toe-off the rigid toes sink through the floor (4 cm on the
+    OpenCap walks) and lifting the whole body out of it makes the stance foot hop. A toe joint is
+    the one hinge of a foot body beyond the first (:data:`correspondence.FOOT_BODIES`); the bend
+    goes whichever way lowers the penetration, found by bisection (depth falls monotonically as
+    the toes lift).
+    """
+    q = np.array(qpos, dtype=float, copy=True)
+    bend = np.zeros(len(q))
+    for bodies in corr.FOOT_BODIES.get(model_key, {}).values():
+        for name in bodies[1:]:
+            body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+            hinges = (
+                [
+                    j
+                    for j in range(model.body_jntadr[body], model.body_jntadr[body] + model.body_jntnum[body])
+                    if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE
+                ]
+                if body >= 0
+                else []
+            )
+            geoms = collision_geoms(model, [body]) if len(hinges) == 1 else []
+            if len(geoms) == 0:
+                continue
+            surface = GeomSurface.of(model, geoms)
+            adr = int(model.jnt_qposadr[hinges[0]])
+            frames = np.flatnonzero(penetration_m(model, q, terrain, surface).max(axis=1) > 0)
+            if len(frames) == 0:
+                continue
+            lo, hi = model.jnt_range[hinges[0]] if model.jnt_limited[hinges[0]] else (-np.pi / 2, np.pi / 2)
+            trial = {}
+            for sign in (1.0, -1.0):
+                probe = q[frames].copy()
+                probe[:, adr] = np.clip(probe[:, adr] + sign * np.radians(5.0), lo, hi)
+                trial[sign] = penetration_m(model, probe, terrain, surface).max(axis=1).sum()
+            sign = 1.0 if trial[1.0] <= trial[-1.0] else -1.0
+            start = q[frames, adr]
+            room = (hi - start) if sign > 0 else (start - lo)
+            low, high = np.zeros(len(frames)), np.maximum(room, 0.0)
+            for _ in range(TOE_BEND_ITERATIONS):
+                mid = 0.5 * (low + high)
+                probe = q[frames].copy()
+                probe[:, adr] = start + sign * mid
+                inside = penetration_m(model, probe, terrain, surface).max(axis=1) > 0
+                low, high = np.where(inside, mid, low), np.where(inside, high, mid)
+            q[frames, adr] = start + sign * high
+            bend[frames] = np.maximum(bend[frames], high)
+    return q, bend
 
 
 def _walking_direction(sole_m: np.ndarray, foot: np.ndarray) -> np.ndarray:

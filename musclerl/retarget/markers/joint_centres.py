@@ -22,7 +22,7 @@ for another model. Each centre then becomes a *fixed* virtual marker on the mode
 thigh body's position in the pelvis, the knee at the shank body's origin, the ankle at the talus
 origin) with the landmark estimate as its static target, weighing
 :data:`JOINT_CENTRE_WEIGHT_RATIO` times the heaviest real marker. In the static fit
-(:func:`musclerl.retarget.markers.pipeline.fit_static_pose`) the pelvis markers orient the pelvis,
+(:func:`musclerl.retarget.markers.calibration.fit_static_pose`) the pelvis markers orient the pelvis,
 the hip centres then only *translate* it (turning it onto them tilts the pelvis), and the knee
 and ankle centres join the limb fit; only the real markers are then placed. Hips and knees are
 used all four or not at all (a hip seated without its knee tilts the leg's static pose); the
@@ -52,8 +52,27 @@ JOINT_CENTRE_PREFIX = "JC."
 LANDMARK_NAMES: dict[str, tuple[str, ...]] = {
     "asis": ("{s}asis", "{s}asi", "asis{s}", "asi{s}"),
     "psis": ("{s}psis", "{s}psi", "psis{s}", "psi{s}"),
-    "knee_lat": ("{s}kneelat", "{s}kneelateral", "{s}latknee", "{s}kne", "{s}lfe", "{s}lfc", "kneelat{s}"),
-    "knee_med": ("{s}kneemed", "{s}kneemedial", "{s}medknee", "{s}knm", "{s}mfe", "{s}mfc", "kneemed{s}"),
+    "hip": ("{s}hjc", "hjc{s}", "{s}hipjc", "{s}hipcentre", "{s}hipcenter"),
+    "knee_lat": (
+        "{s}kneelat",
+        "{s}kneelateral",
+        "{s}latknee",
+        "{s}kne",
+        "{s}lfe",
+        "{s}lfc",
+        "kneelat{s}",
+        "{s}knee",
+    ),
+    "knee_med": (
+        "{s}kneemed",
+        "{s}kneemedial",
+        "{s}medknee",
+        "{s}knm",
+        "{s}mfe",
+        "{s}mfc",
+        "kneemed{s}",
+        "{s}mknee",
+    ),
     "ankle_lat": (
         "{s}anklelat",
         "{s}anklelateral",
@@ -62,6 +81,7 @@ LANDMARK_NAMES: dict[str, tuple[str, ...]] = {
         "{s}lmal",
         "{s}lm",
         "anklelat{s}",
+        "{s}ankle",
     ),
     "ankle_med": (
         "{s}anklemed",
@@ -71,6 +91,7 @@ LANDMARK_NAMES: dict[str, tuple[str, ...]] = {
         "{s}mmal",
         "{s}mm",
         "anklemed{s}",
+        "{s}mankle",
     ),
 }
 #: Segments scaled from joint-centre distances: (proximal centre, distal centre, body of the
@@ -86,12 +107,16 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def landmark_names(names, landmark: str, side: str) -> list[str]:
+    """The names among ``names`` that match ``landmark`` on ``side`` ('r' or 'l'), best first."""
+    keys = {_key(n): n for n in names}
+    return [keys[p.format(s=side)] for p in LANDMARK_NAMES[landmark] if p.format(s=side) in keys]
+
+
 def find_landmark(measured_m: dict[str, np.ndarray], landmark: str, side: str) -> np.ndarray | None:
     """Static position (3,) of ``landmark`` on ``side`` ('r' or 'l'), or None when absent/NaN."""
-    keys = {_key(n): n for n in measured_m}
-    for pattern in LANDMARK_NAMES[landmark]:
-        name = keys.get(pattern.format(s=side))
-        if name is not None and np.all(np.isfinite(measured_m[name])):
+    for name in landmark_names(measured_m, landmark, side):
+        if np.all(np.isfinite(measured_m[name])):
             return np.asarray(measured_m[name], dtype=float)
     return None
 
@@ -144,6 +169,9 @@ def landmark_centres_m(
     sacrum = _sacrum(measured_m)
     if asis[0] is not None and asis[1] is not None and sacrum is not None:
         out["hip"] = harrington_hip_centres_m(asis[0], asis[1], sacrum, np.asarray(up, dtype=float))
+    measured_hips = {s: find_landmark(measured_m, "hip", s) for s in "rl"}
+    if all(h is not None for h in measured_hips.values()):  # the lab's own hip centres
+        out["hip"] = measured_hips
     for joint in ("knee", "ankle"):
         for side in "rl":
             lateral = find_landmark(measured_m, f"{joint}_lat", side)
@@ -153,8 +181,45 @@ def landmark_centres_m(
     return out
 
 
+def model_centre(
+    model: mujoco.MjModel, data: mujoco.MjData, joint: str, side: str, fallback_body: str, landmarks: bool
+) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """Where the model has the centre of ``joint`` ('hip', 'knee', 'ankle') on ``side``:
+    (body id, position (3,) in that body, world position (3,) in ``data``'s pose), or None.
+
+    Knee and ankle, with ``landmarks`` (the generic markers were mapped into the model's body
+    frames, :mod:`musclerl.models.osim_frames`): the midpoint of the marker set's own lateral and
+    medial generic markers when the model carries both as sites on one body — the same landmarks
+    the static trial's centre is measured from, so target and model point are one anatomical
+    point (seating the talus origin on the malleoli instead shortens the shank and tips the
+    foot). Otherwise, and for the hip, the origin of ``fallback_body``.
+    """
+    sites = {_key(model.site(i).name): i for i in range(model.nsite)}
+    if landmarks and joint in ("knee", "ankle"):
+        found = []
+        for part in ("lat", "med"):
+            ids = [
+                sites[p.format(s=side)]
+                for p in LANDMARK_NAMES[f"{joint}_{part}"]
+                if p.format(s=side) in sites
+            ]
+            found.append(ids[0] if ids else -1)
+        if min(found) >= 0 and model.site_bodyid[found[0]] == model.site_bodyid[found[1]]:
+            body = int(model.site_bodyid[found[0]])
+            local = 0.5 * (model.site_pos[found[0]] + model.site_pos[found[1]])
+            world = data.xpos[body] + data.xmat[body].reshape(3, 3) @ local
+            return body, np.array(local), np.array(world)
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, fallback_body)
+    if body < 0:
+        return None
+    return body, np.zeros(3), np.array(data.xpos[body])
+
+
 def centre_scale_factors(
-    model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    model: mujoco.MjModel,
+    measured_m: dict[str, np.ndarray],
+    landmarks: bool = False,
+    up: tuple[float, float, float] = (0.0, 0.0, 1.0),
 ) -> dict[str, np.ndarray]:
     """Thigh and shank factors body -> (3,) from joint-centre distances (:data:`CENTRE_SEGMENTS`).
 
@@ -172,11 +237,11 @@ def centre_scale_factors(
     out: dict[str, np.ndarray] = {}
     for proximal, distal, joint_a, joint_b, bodies in CENTRE_SEGMENTS:
         for side in "rl":
-            a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, joint_a.format(s=side))
-            b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, joint_b.format(s=side))
-            if a < 0 or b < 0 or side not in centres[proximal] or side not in centres[distal]:
+            a = model_centre(model, data, proximal, side, joint_a.format(s=side), landmarks)
+            b = model_centre(model, data, distal, side, joint_b.format(s=side), landmarks)
+            if a is None or b is None or side not in centres[proximal] or side not in centres[distal]:
                 continue
-            model_m = float(np.linalg.norm(data.xpos[a] - data.xpos[b]))
+            model_m = float(np.linalg.norm(a[2] - b[2]))
             if model_m < 1e-6:
                 continue
             ratio = float(np.linalg.norm(centres[proximal][side] - centres[distal][side])) / model_m
@@ -187,7 +252,10 @@ def centre_scale_factors(
 
 
 def joint_centre_markers(
-    model: mujoco.MjModel, measured_m: dict[str, np.ndarray], up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    model: mujoco.MjModel,
+    measured_m: dict[str, np.ndarray],
+    landmarks: bool = False,
+    up: tuple[float, float, float] = (0.0, 0.0, 1.0),
 ) -> tuple[tuple[Marker, ...], dict[str, np.ndarray]]:
     """Virtual joint-centre markers for the static fit of ``model`` (the generic, unscaled model).
 
@@ -211,18 +279,16 @@ def joint_centre_markers(
         pelvis = model.body(int(model.body_parentid[thigh])).name
         markers.append(Marker(name, pelvis, np.array(model.body_pos[thigh]), fixed=True))
         targets[name] = hip
-    for side, knee in centres["knee"].items():
-        if body(f"tibia_{side}") < 0:
-            continue
-        name = f"{JOINT_CENTRE_PREFIX}knee_{side}"
-        markers.append(Marker(name, f"tibia_{side}", np.zeros(3), fixed=True))
-        targets[name] = knee
-    for side, ankle in centres["ankle"].items():
-        if body(f"talus_{side}") < 0 or len(markers) < 4:
-            continue
-        name = f"{JOINT_CENTRE_PREFIX}ankle_{side}"
-        markers.append(Marker(name, f"talus_{side}", np.zeros(3), fixed=True))
-        targets[name] = ankle
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    for joint, fallback in (("knee", "tibia_{s}"), ("ankle", "talus_{s}")):
+        for side, centre in centres[joint].items():
+            point = model_centre(model, data, joint, side, fallback.format(s=side), landmarks)
+            if point is None or (joint == "ankle" and len(markers) < 4):
+                continue
+            name = f"{JOINT_CENTRE_PREFIX}{joint}_{side}"
+            markers.append(Marker(name, model.body(point[0]).name, point[1], fixed=True))
+            targets[name] = centre
     if len(markers) < 4:  # all four or none: a hip seated without its knee tilts the leg's static pose
         return (), {}
     return tuple(markers), targets

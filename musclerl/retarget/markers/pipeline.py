@@ -2,35 +2,34 @@
 
 Steps (as OpenSim's Scale tool and IK tool, on an MJCF model):
 
-1. :func:`calibrate` — the OpenSim marker set becomes sites on the model
-   (:mod:`musclerl.models.markers`). With a static trial, the model is scaled per segment from
-   marker-pair distances (the Scale setup's measurements; without one, one uniform factor from all
-   marker distances), the static pose is fitted (pelvis first from the markers that move with the
-   root alone, then shifted onto the hip centres, then the limbs with the root held and the knees
-   on their centres: :mod:`musclerl.retarget.markers.joint_centres`), and every non-fixed marker is moved
-   to where the static trial saw it (OpenSim's marker placement). That step is what makes generic
-   marker positions — centimetres off on thighs and shanks — usable. With ``place_from_trial``
-   (off by default) the markers of the named bodies are then re-placed from the trial itself
-   (:func:`place_from_trial`).
+1. :func:`musclerl.retarget.markers.calibration.calibrate` — the marker set registered to the
+   model as OpenSim's Scale tool does (offsets mapped from the marker set's own model frames,
+   segments scaled, the static pose fitted with the hip, knee and ankle centres seated, every
+   non-fixed marker placed where the static trial saw it; see that module). With
+   ``place_from_trial`` (off by default) the markers of the named bodies are then re-placed from
+   the trial itself (:func:`place_from_trial`).
 2. :func:`solve_trial` — weighted least squares over the trial (OpenSim's IK objective, the IK
    setup's marker weights and coordinate tasks) as one batched JAX solve of the whole clip
    (:func:`musclerl.retarget.ik.solver.solve_clip`): joint limits held, joint equalities exact,
    smoothness, and tendon continuity (muscle-path jumps detected and re-solved). With
    ``robust`` a second pass down-weights markers the model cannot follow over the clip (e.g.
    trunk markers on a model whose trunk is rigid): a marker whose clip RMS exceeds twice the
-   median gets its weight scaled by ``(2 median / rms)^2``. The marker weights travel with the
+   median gets its weight scaled by ``(2 median / rms)^2``. The trunk's markers on a model that
+   welds the trunk to the pelvis (:func:`musclerl.retarget.markers.registration.trunk_markers`)
+   enter with their weight times :data:`RIGID_SEGMENT_WEIGHT`, unless an IK setup gives the
+   marker weights (those are the user's, as in OpenSim). The marker weights travel with the
    targets, so both passes — and every later trial of the same subject and marker set — reuse
    one :class:`~musclerl.retarget.ik.solver.IKProblem` (cached on the :class:`CalibratedModel`);
    the JIT compile happens once per process, and not at all when JAX's persistent compilation
    cache (set up by the command, :func:`musclerl.jax_setup.configure_compilation_cache`)
    already holds it. Only the static-trial placement (one averaged pose, fitted in two stages
-   with the root or the limbs locked) runs on MuJoCo C (:class:`PoseFit`): a single pose costs
+   with the root or the limbs locked) runs on MuJoCo C (``PoseFit``): a single pose costs
    milliseconds there, against seconds of compile for a JAX problem used once.
 3. :func:`retarget_markers` — the above for one ``.trc``, then the clip on its floor (treadmill
    belt undone, stance detected, floor at z = 0; the root translation only:
    :mod:`musclerl.retarget.markers.ground`), returning the Trajectory (with contact flags and
-   the floor as its terrain), the quality report (:mod:`musclerl.retarget.report`) and an
-   OpenSim-style coordinate table.
+   the floor as its terrain), the quality report (:mod:`musclerl.retarget.report`) and the
+   coordinate table in OpenSim's coordinates (:func:`coordinate_table`, the ``--mot``).
 """
 
 from __future__ import annotations
@@ -43,33 +42,35 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.models.markers import Marker, MarkerSet, add_markers, read_marker_set
+from musclerl.models.markers import MarkerSet, read_marker_set
+from musclerl.models.opensim_coordinates import opensim_coordinates
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
-from musclerl.models.registry import compile_spec, load_spec
-from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 from musclerl.motion.trc import MarkerData, read_trc
 from musclerl.retarget.ground.surface import site_positions_m
-from musclerl.retarget.ik.clip import ClipIK, cached, site_bodies, site_tree, start_pose
-from musclerl.retarget.ik.problem import align_root
-from musclerl.retarget.ik.tasks import CoordinateTask, MarkerTask
+from musclerl.retarget.ik.clip import start_pose
+from musclerl.retarget.markers.calibration import (
+    CalibratedModel,
+    build_subject,
+    calibrate,
+    coordinate_targets,
+    marker_weights,
+    time_window,
+)
 from musclerl.retarget.markers.fit import (
-    PoseFit,
-    place_markers,
-    root_rigid_sites,
     trial_marker_locations,
 )
 from musclerl.retarget.markers.ground import GroundOptions, ground_trial
-from musclerl.retarget.markers.joint_centres import (
-    JOINT_CENTRE_PREFIX,
-    JOINT_CENTRE_WEIGHT_RATIO,
-    centre_scale_factors,
-    joint_centre_markers,
-)
 from musclerl.retarget.report import quality_report
 
 ROBUST_MEDIAN_FACTOR = 2.0
+#: Trial-IK weight factor of the trunk's markers on a model that welds the trunk to the pelvis
+#: (:func:`musclerl.retarget.markers.registration.trunk_markers`; myolegs, against every subject's
+#: lumbar spine): they then only settle what the pelvis markers leave open, instead of turning the
+#: pelvis with a trunk sway or lean. Chosen on four OpenCap trials against 0, 0.3 and 1 (1 and 0.3
+#: let the trunk turn the pelvis; 0 and 0.1 within 1 deg of each other): docs/retarget_accuracy.md.
+RIGID_SEGMENT_WEIGHT = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,65 +93,6 @@ class MarkerOptions:
 
 
 @dataclasses.dataclass(frozen=True)
-class CalibratedModel:
-    """The subject model: compiled ``model`` with marker sites, its ``spec``, placed markers."""
-
-    model: mujoco.MjModel
-    spec: mujoco.MjSpec
-    marker_set: MarkerSet
-    scale_factors: dict[str, np.ndarray]
-    static_rms_m: float | None
-    missing_body: dict[str, str]
-    model_name: str = "myolegs"
-    mass_kg: float | None = None
-    markers_scaled: bool = True  # False once placed: locations are in the scaled body frames
-    # IK problems built on ``model`` (see :meth:`clip_ik`), reused across passes and trials.
-    problems: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
-
-    def clip_ik(self, names: list[str], coordinates: dict) -> ClipIK:
-        """The :func:`marker_clip_ik` of markers ``names`` and coordinate tasks ``coordinates`` on
-        this subject, built on first use and then reused (its solver compiles once)."""
-        key = (tuple(names), tuple(sorted(coordinates.items())))
-        return cached(self.problems, key, lambda: marker_clip_ik(self.model, names, coordinates))
-
-    def to_dict(self) -> dict:
-        """JSON-ready description from which :func:`subject_spec` rebuilds the subject model."""
-        return {
-            "model": self.model_name,
-            "scale_factors": {k: [float(x) for x in v] for k, v in self.scale_factors.items()},
-            "mass_kg": self.mass_kg,
-            "markers_scaled": self.markers_scaled,
-            "markers": {
-                m.name: {"body": m.body, "location_m": [float(x) for x in m.location_m], "fixed": m.fixed}
-                for m in self.marker_set.markers
-            },
-        }
-
-
-def subject_spec(calibration: dict, source: str = "calibration") -> mujoco.MjSpec:
-    """Rebuild the subject model (scaled, markers as sites) from :meth:`CalibratedModel.to_dict`."""
-    try:
-        markers = MarkerSet(
-            tuple(
-                Marker(name, m["body"], np.asarray(m["location_m"], dtype=float), bool(m["fixed"]))
-                for name, m in calibration["markers"].items()
-            ),
-            source,
-        )
-        factors = {k: np.asarray(v, dtype=float) for k, v in calibration["scale_factors"].items()}
-        spec, _, _ = _build(
-            calibration["model"],
-            markers,
-            factors,
-            calibration["mass_kg"],
-            scale_markers=bool(calibration["markers_scaled"]),
-        )
-    except (KeyError, TypeError, ValueError) as err:
-        raise InputError(source, f"not a subject calibration ({type(err).__name__}: {err})") from err
-    return spec
-
-
-@dataclasses.dataclass(frozen=True)
 class TrialSolution:
     """IK of one trial: ``qpos`` (T, nq), ``converged`` (T,), ``errors_m`` (T, M) per marker."""
 
@@ -163,169 +105,6 @@ class TrialSolution:
     compile_s: float = 0.0
     tendon_jumps_detected: int = 0  # muscle-path jumps found (and re-solved) over the passes
     tendon_jumps_left: int = 0  # frames still jumping after the repair
-
-
-def time_window(data: MarkerData, start_s: float | None, end_s: float | None) -> MarkerData:
-    """Frames with ``start_s <= time <= end_s`` (1e-6 s slack); InputError if none remain."""
-    keep = np.ones(data.num_frames, dtype=bool)
-    if start_s is not None:
-        keep &= data.time_s >= start_s - 1e-6
-    if end_s is not None:
-        keep &= data.time_s <= end_s + 1e-6
-    if keep.sum() < 1:
-        raise InputError(
-            data.source,
-            f"no frames between {start_s} and {end_s} s "
-            f"(file covers {data.time_s[0]:.3f}-{data.time_s[-1]:.3f} s)",
-        )
-    return dataclasses.replace(data, positions_m=data.positions_m[keep], time_s=data.time_s[keep])
-
-
-def mean_positions(data: MarkerData) -> dict[str, np.ndarray]:
-    """Mean position (3,) of each marker over the frames it is present in (all-NaN markers left out)."""
-    out = {}
-    for i, name in enumerate(data.names):
-        column = data.positions_m[:, i]
-        ok = ~np.isnan(column[:, 0])
-        if ok.any():
-            out[name] = column[ok].mean(axis=0)
-    return out
-
-
-def _coordinate_targets(setup: IKSetup | None) -> dict[str, tuple[float | None, float]]:
-    if setup is None:
-        return {}
-    return {
-        c.name: (None if c.value_deg is None else np.deg2rad(c.value_deg), c.weight)
-        for c in setup.coordinate_targets
-    }
-
-
-def _weights(names: list[str], setup: IKSetup | None) -> np.ndarray:
-    if setup is None or not setup.marker_weights:
-        return np.ones(len(names))
-    return np.array([setup.marker_weights.get(n, 0.0) for n in names])
-
-
-def _build(
-    model_name: str,
-    marker_set: MarkerSet,
-    factors: dict[str, np.ndarray],
-    mass_kg: float | None,
-    scale_markers: bool = True,
-) -> tuple[mujoco.MjSpec, mujoco.MjModel, dict[str, str]]:
-    """Model with marker sites, scaled by ``factors``. Generic markers scale with their body
-    (``scale_markers``); placed markers are already in the scaled body frames and are added after."""
-    spec = load_spec(model_name)
-    if scale_markers:
-        added = add_markers(spec, marker_set)
-    if factors or mass_kg is not None:
-        scale_spec(spec, factors, mass_kg=mass_kg, source=model_name)
-    if not scale_markers:
-        added = add_markers(spec, marker_set)
-    if not added.added:
-        raise InputError(marker_set.source, f"none of the markers' bodies exist in model {model_name!r}")
-    return spec, compile_spec(spec, model_name), added.missing_body
-
-
-def _uniform_factor(
-    model: mujoco.MjModel, measured: dict[str, np.ndarray], source: str = "static trial"
-) -> dict[str, np.ndarray]:
-    """One factor for all bodies: mean pairwise marker distance, trial / model at qpos0."""
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    names = [n for n in measured if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, n) >= 0]
-    if len(names) < 2:
-        raise InputError(source, "fewer than 2 markers shared with the marker set and model: cannot scale")
-    sim = np.array([data.site(n).xpos for n in names])
-    exp = np.array([measured[n] for n in names])
-    pairs = np.triu_indices(len(names), 1)
-    d_sim = np.linalg.norm(sim[:, None] - sim[None], axis=-1)[pairs]
-    d_exp = np.linalg.norm(exp[:, None] - exp[None], axis=-1)[pairs]
-    factor = float(d_exp.sum() / d_sim.sum())
-    return {model.body(b).name: np.full(3, factor) for b in range(1, model.nbody)}
-
-
-def fit_static_pose(
-    model: mujoco.MjModel,
-    names: list[str],
-    targets_m: np.ndarray,
-    weights: np.ndarray,
-    coordinates: dict[str, tuple[float | None, float]],
-) -> tuple[np.ndarray, float]:
-    """Static pose: the root from root-rigid markers, then the limbs with the root held. -> (qpos, rms).
-
-    Joint-centre targets (names starting with ``JOINT_CENTRE_PREFIX``, see
-    :mod:`musclerl.retarget.markers.joint_centres`) on the root's bodies only translate the root after
-    its markers have oriented it; those on the limbs join the limb fit."""
-    root = root_rigid_sites(model, names)
-    free_joint = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
-    qpos = align_root(model, model.qpos0, names, targets_m)
-    if free_joint and root.any() and (weights * root).sum() > 0:
-        root_dofs = tuple(
-            range(int(model.jnt_dofadr[free_joint[0]]), int(model.jnt_dofadr[free_joint[0]]) + 6)
-        )
-        others = tuple(d for d in range(model.nv) if d not in root_dofs)
-        centre = np.array([n.startswith(JOINT_CENTRE_PREFIX) for n in names], dtype=bool)
-        pelvis = PoseFit(model, names, weights * root * ~centre, coordinates, locked_dofs=others)
-        qpos = pelvis.solve(targets_m, qpos).qpos
-        if (centre & root).any():  # onto the hip centres: shift the pelvis, keep its markers' tilt
-            shift = PoseFit(model, names, weights * root, coordinates, locked_dofs=others + root_dofs[3:])
-            qpos = shift.solve(targets_m, qpos).qpos
-        limbs = PoseFit(model, names, weights * ~root, coordinates, locked_dofs=root_dofs)
-        qpos = limbs.solve(targets_m, qpos).qpos
-    else:
-        qpos = PoseFit(model, names, weights, coordinates).solve(targets_m, qpos).qpos
-    errors = np.linalg.norm(PoseFit(model, names, weights).site_positions(qpos) - targets_m, axis=1)
-    ok = weights > 0
-    return qpos, float(np.sqrt(np.mean(errors[ok] ** 2))) if ok.any() else float("nan")
-
-
-def calibrate(
-    model_name: str,
-    marker_set: MarkerSet,
-    static: MarkerData | None = None,
-    scale_setup: ScaleSetup | None = None,
-    ik_setup: IKSetup | None = None,
-) -> CalibratedModel:
-    """Subject model: markers added; with ``static``, scaled per segment and markers placed."""
-    if static is None:
-        spec, model, missing = _build(model_name, marker_set, {}, None)
-        return CalibratedModel(model, spec, marker_set, {}, None, missing, model_name)
-    if scale_setup is not None and scale_setup.time_range_s is not None:
-        static = time_window(static, *scale_setup.time_range_s)
-    measured = mean_positions(static)
-    _, generic, _ = _build(model_name, marker_set, {}, None)
-    if scale_setup is not None and scale_setup.measurements:
-        factors = measure_scale_factors(generic, measured, scale_setup.measurements, static.source)
-    else:
-        factors = _uniform_factor(generic, measured, static.source or "static trial")
-    factors.update(centre_scale_factors(generic, measured))  # thigh and shank from joint centres
-    mass = scale_setup.mass_kg if scale_setup is not None and scale_setup.preserve_mass_distribution else None
-    centres, centre_targets = joint_centre_markers(generic, measured)  # seat the bones: hip and knee
-    with_centres = MarkerSet(marker_set.markers + centres, marker_set.source)
-    spec, model, missing = _build(model_name, with_centres, factors, mass)
-    names = [n for n in marker_set.names if n in measured and n not in missing]
-    placement = (
-        scale_setup.placement
-        if scale_setup is not None and scale_setup.placement.marker_weights
-        else ik_setup
-    )
-    weights = _weights(names, placement)
-    targets = np.array([measured[n] for n in names])
-    centre_names = [n for n in centre_targets if n not in missing]
-    centre_weight = JOINT_CENTRE_WEIGHT_RATIO * max(float(weights.max(initial=0.0)), 1.0)
-    qpos, _ = fit_static_pose(
-        model,
-        names + centre_names,
-        np.array([*targets, *(centre_targets[n] for n in centre_names)]).reshape(-1, 3),
-        np.concatenate([weights, np.full(len(centre_names), centre_weight)]),
-        _coordinate_targets(placement),
-    )
-    placed = marker_set.with_locations(place_markers(model, qpos, marker_set, measured))
-    spec, model, missing = _build(model_name, placed, factors, mass, scale_markers=False)
-    _, rms = fit_static_pose(model, names, targets, weights, _coordinate_targets(placement))
-    return CalibratedModel(model, spec, placed, factors, rms, missing, model_name, mass, markers_scaled=False)
 
 
 def trial_placed_markers(calibrated: CalibratedModel, bodies: tuple[str, ...], names) -> list[str]:
@@ -359,32 +138,12 @@ def place_from_trial(
     on = trial_placed_markers(calibrated, bodies, solution.names)
     targets = markers.positions_m[:, [markers.names.index(n) for n in on]]
     placed = calibrated.marker_set.with_locations(trial_marker_locations(model, solution.qpos, on, targets))
-    spec, compiled, missing = _build(
+    spec, compiled, missing = build_subject(
         calibrated.model_name, placed, calibrated.scale_factors, calibrated.mass_kg, scale_markers=False
     )
     return dataclasses.replace(
         calibrated, model=compiled, spec=spec, marker_set=placed, markers_scaled=False, problems={}
     )
-
-
-def marker_clip_ik(model: mujoco.MjModel, names: list[str], coordinates: dict) -> ClipIK:
-    """The clip solver of markers ``names`` (sites of ``model``) with the coordinate tasks
-    ``coordinates`` (joint -> (value rad or m, None: the rest pose's; weight)) of joints in the
-    markers' tree. The marker weights (M,) travel with the targets (``MarkerTask`` with
-    ``frame_weights``, see :func:`marker_targets`), so re-weighted passes and other trials reuse
-    the compiled problem."""
-    site_ids = [model.site(n).id for n in names]
-    tree = site_tree(model, site_ids)
-    in_tree = {j.name for j in tree.all_joints()}
-    bodies = site_bodies(model, site_ids)
-    tasks = [MarkerTask(tree, bodies, np.array(model.site_pos[site_ids]), name="markers", frame_weights=True)]
-    for name, (value, weight) in coordinates.items():
-        if name in in_tree:
-            default = float(model.qpos0[model.jnt_qposadr[model.joint(name).id]])
-            tasks.append(
-                CoordinateTask({name: default if value is None else value}, weight, name=f"coord {name}")
-            )
-    return ClipIK(model, tree, tasks)
 
 
 def marker_targets(targets: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
@@ -409,8 +168,10 @@ def solve_trial(
     targets = markers.positions_m[:, [markers.names.index(n) for n in names]]
     if np.all(np.isnan(targets)):
         raise InputError(markers.source, "every marker shared with the marker set is missing in every frame")
-    weights = _weights(names, setup)
-    coordinates = _coordinate_targets(setup)
+    weights = marker_weights(names, setup)
+    if setup is None or not setup.marker_weights:  # a setup's weights are the user's, as in OpenSim
+        weights = weights * np.where(np.isin(names, calibrated.rigid), RIGID_SEGMENT_WEIGHT, 1.0)
+    coordinates = coordinate_targets(setup)
     ik = calibrated.clip_ik(names, coordinates)
     ik.reset_stats()
     site_ids = np.array([model.site(n).id for n in names])
@@ -445,9 +206,17 @@ def solve_trial(
 
 
 def coordinate_table(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray, name: str) -> Table:
-    """OpenSim-style table: hinge joints in degrees, slides in metres, free/ball roots as
-    ``<joint>_tx/_ty/_tz`` (m) and ``<joint>_rx/_ry/_rz`` (deg, extrinsic x-y-z Euler angles)."""
+    """The ``--mot`` table. A model with a free root and a ``pelvis`` body (the OpenSim-derived
+    ones): OpenSim's coordinates (:func:`musclerl.models.opensim_coordinates.opensim_coordinates`:
+    the pelvis in OpenSim's Y-up ground, joints by their OpenSim names), so the file loads onto the
+    marker set's OpenSim model. Otherwise hinge joints in degrees, slides in metres, free/ball roots
+    as ``<joint>_tx/_ty/_tz`` (m) and ``<joint>_rx/_ry/_rz`` (deg, extrinsic x-y-z Euler angles)."""
     from scipy.spatial.transform import Rotation
+
+    free = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+    if free and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0:
+        columns, values = opensim_coordinates(model, qpos)
+        return Table(tuple(columns), values, np.asarray(time_s, dtype=float), True, name)
 
     columns, values = [], []
     for j in range(model.njnt):
@@ -562,6 +331,7 @@ def retarget_markers(
     report["static_rms_m"] = calibrated.static_rms_m
     report["calibration"] = calibrated.to_dict()
     report["markers_missing_body"] = calibrated.missing_body
+    report["registration"] = calibrated.registration
     report["markers_placed_from_trial_on"] = list(options.place_from_trial)
     report["marker_weights"] = {n: float(w) for n, w in zip(solution.names, solution.weights, strict=True)}
     report["time_range_s"] = [float(markers.time_s[0]), float(markers.time_s[-1])]

@@ -1,0 +1,100 @@
+"""Issue 22's accuracy table on the shared OpenCap subject: every walk against the expert's IK.
+
+One folder run of ``musclerl retarget markers`` over the 13 walks and the squat, sit-to-stand and
+drop jump (generic LaiArnold marker set, static trial, no setup files: what a new user types),
+then ``musclerl bench accuracy``'s rows checked against the issue's aims, per walk and metric.
+Known shortfalls are strict xfails with their cause, so a fix shows up as an unexpected pass.
+Takes about two minutes on one core: slow.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from musclerl.cli import main
+from musclerl.evaluate.retarget_accuracy import accuracy_table
+from musclerl.motion.storage import read_storage
+
+WALKS = [
+    *(f"walking{k}" for k in (1, 2, 3)),
+    *(f"walkingTI{k}" for k in (1, 2, 3)),
+    *(f"walkingTO{k}" for k in (1, 2, 3, 4)),
+    *(f"walkingTS{k}" for k in (1, 2, 3)),
+]
+OTHERS = ["squats1", "STS1", "DJ1"]
+#: The issue's aims, per walk.
+AIMS = {
+    "hip_rms_deg": 5.0,
+    "knee_rms_deg": 5.0,
+    "ankle_rms_deg": 5.0,
+    "hip_adduction_rms_deg": 5.0,
+    "marker_rms_lower_mm": 20.0,
+    "at_limit_excess_frac": 0.05,
+    "stance_slip_mps": 0.05,
+    "penetration_max_mm": 5.0,
+}
+TOE_RANGE = (
+    "myolegs' toe joint stops at -30 deg: the toes bent out of the floor at toe-off reach it "
+    "(OpenCap has no toe marker; the expert's toe joint is locked)"
+)
+KNOWN = {
+    ("walking1", "marker_rms_lower_mm"): "the L_thigh cluster's labels are mirrored between static and walk",
+    ("walking3", "marker_rms_lower_mm"): "the L_thigh cluster's labels are mirrored between static and walk",
+    ("walkingTI1", "stance_slip_mps"): "0.051 m/s: the toes-in stance feet slide in the fit",
+    ("walkingTI3", "stance_slip_mps"): "0.052 m/s: the toes-in stance feet slide in the fit",
+    **{(walk, "at_limit_excess_frac"): TOE_RANGE for walk in WALKS},
+}
+
+
+@pytest.fixture(scope="module")
+def opencap(shared_data, tmp_path_factory):
+    data = shared_data / "opencap_expert1"
+    if not (data / "generic.osim").is_file():
+        pytest.skip("opencap_expert1 data not present")
+    out = tmp_path_factory.mktemp("opencap")
+    trials = [str(data / f"{t}.trc") for t in WALKS + OTHERS]
+    code = main(
+        ["retarget", "markers", *trials, "--model", "myolegs", "--markers", str(data / "generic.osim"),
+         "--static", str(data / "static1.trc"), "--out", str(out), "--mot", "1"]
+    )  # fmt: skip
+    assert code == 0
+    rows, mean = accuracy_table(out, data, WALKS + OTHERS)
+    return data, out, {r["trial"]: r for r in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", list(AIMS))
+@pytest.mark.parametrize("walk", WALKS)
+def test_every_opencap_walk_meets_the_aim(opencap, walk, metric, request):
+    if (walk, metric) in KNOWN:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN[(walk, metric)]))
+    _, _, rows = opencap
+    assert rows[walk][metric] <= AIMS[metric], (walk, metric, rows[walk][metric])
+
+
+@pytest.mark.slow
+def test_opencap_floors_are_flat_and_every_trial_runs(opencap):
+    import json
+
+    _, out, rows = opencap
+    assert all(rows[w]["floor_flat"] for w in WALKS)
+    for trial in WALKS + OTHERS:
+        report = json.loads((out / f"{trial}.json").read_text())
+        assert report["frames"] > 100 and report["failed_frames"] == 0
+
+
+@pytest.mark.slow
+def test_opencap_mot_columns_are_the_marker_sets_coordinates(opencap):
+    """The ``--mot`` loads onto the marker set's OpenSim model: every column names one of its
+    coordinates, and the pelvis translation follows the expert's within centimetres."""
+    import numpy as np
+
+    data, out, _ = opencap
+    coordinates = set(re.findall(r'<Coordinate name="([^"]+)"', (data / "generic.osim").read_text()))
+    ours, expert = read_storage(out / "walking1.mot"), read_storage(data / "walking1.mot")
+    assert set(ours.columns) <= coordinates
+    for name in ("pelvis_tx", "pelvis_ty", "pelvis_tz"):
+        ref = np.interp(ours.time_s, expert.time_s, expert.column(name))
+        assert np.sqrt(np.mean((ours.column(name) - ref) ** 2)) < 0.03, name
