@@ -85,6 +85,15 @@ DEFAULTS: dict[str, Any] = {
         "every_updates": 10,
         "keep": 3,
     },
+    # held-out clips tested deterministically during training (musclerl.rl.validation)
+    "validation": {
+        "motion": None,  # a motion set like ``motion:``; None: no validation
+        "every_updates": 25,
+        "seconds": 10.0,  # each clip from t = 0 for up to this long
+        "at_start": True,  # also before the first update
+    },
+    # shown after the error of a missing motion file: how to make the files the config names
+    "motion_help": "",
     "log": {
         "every_updates": 1,
         "progress": True,  # tqdm progress bar
@@ -255,6 +264,19 @@ def validate(cfg: Mapping[str, Any], source: str, origins: Mapping[str, str] | N
     for key in ("every_updates", "keep"):
         positive_int(f"checkpoint.{key}", cfg["checkpoint"][key])
     positive_int("log.every_updates", cfg["log"]["every_updates"])
+    val = cfg["validation"]
+    positive_int("validation.every_updates", val["every_updates"])
+    need(
+        "validation.seconds",
+        number(val["seconds"]) and val["seconds"] > 0,
+        f"must be a number of seconds > 0, got {val['seconds']!r}",
+    )
+    need(
+        "validation.at_start",
+        isinstance(val["at_start"], bool),
+        f"must be true or false, got {val['at_start']!r}",
+    )
+    need("motion_help", isinstance(cfg["motion_help"], str), f"must be text, got {cfg['motion_help']!r}")
     positive_int("threads", cfg["threads"])
     need(
         "seed",

@@ -7,6 +7,7 @@ not loop ends the test at its last frame), and per clip:
 
 - ``tracked_s``: simulated seconds before the first termination (fall or deviation), or the
   whole test if none;
+- ``tracked_frac``: ``tracked_s`` over the test's length (1 for a success);
 - ``success``: no termination within the test;
 - ``mpjpe_m``: mean root-relative site error over the tracked frames (the tracked sites minus
   the root position, simulated against reference: MPJPE as in motion imitation papers);
@@ -17,7 +18,9 @@ The clips are the training config's dataset (``motion:`` as a file, list, folder
 manifest, mirroring included: :func:`musclerl.motion.dataset.load_dataset`, as training loads it)
 or ``--motion``'s; every clip is tested unless ``--clip`` picks one (index or name). The result
 holds ``clips`` (name -> the numbers above, and ``test_s``) and their means over the clips:
-``tracked_s``, ``mpjpe_m``, ``site_err_world_m``, ``success_rate``; ``success`` is every clip's.
+``tracked_s``, ``tracked_frac``, ``mpjpe_m``, ``site_err_world_m``, ``success_rate``; ``success``
+is every clip's. Training reports the same for its ``validation:`` set every few updates
+(:mod:`musclerl.rl.validation`, through :func:`clips_test`).
 
 ``python -m musclerl.rl.learn_bench`` is not needed: ``musclerl bench learn --config CFG
 [key=value ...]`` does it all and prints one line per number (``--json``: one object).
@@ -56,14 +59,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def evaluation_env(policy, motion, seconds: float):
     """The cpu environment ``policy``'s training config describes, on ``motion`` (Trajectory or
     path), with its horizon lifted to the test's ``seconds``; returns (env, test length in steps)."""
-    from musclerl.envs import EnvConfig, TrackingEnv
     from musclerl.motion.trajectory import Trajectory
     from musclerl.rl.export import check_motion
 
     if not isinstance(motion, Trajectory):
         source, motion = motion, Trajectory.load(motion)
         check_motion(policy, motion, source)
-    train_cfg = policy.config["train_config"]
+    return tracking_test_env(policy.config["train_config"], motion, seconds)
+
+
+def tracking_test_env(train_cfg: dict[str, Any], motion, seconds: float):
+    """The one-env cpu ``TrackingEnv`` of a training config (its model and ``env`` section) on the
+    Trajectory ``motion``, horizon lifted to ``seconds``; returns (env, test length in steps)."""
+    from musclerl.envs import EnvConfig, TrackingEnv
+
     env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
     env = TrackingEnv(train_cfg["model"], motion, env_cfg, backend="cpu", num_envs=1)
     steps = int(round(seconds / env.control_dt_s))
@@ -83,6 +92,7 @@ def _test_clip(env, policy, steps: int, clip: int) -> dict[str, Any]:
     return {
         "tracked_s": float(len(tracked) * env.control_dt_s),  # whole steps survived
         "test_s": float(steps * env.control_dt_s),
+        "tracked_frac": float(len(tracked) / steps),
         "success": bool(not rec.early_termination and len(tracked) >= steps),
         "mpjpe_m": float(np.mean(local)) if len(local) else float("nan"),
         "site_err_world_m": float(np.mean(world)) if len(world) else float("nan"),
@@ -103,6 +113,15 @@ def dataset_test(policy, motion, seconds: float = 10.0, clip: str | None = None)
     env, steps = evaluation_env(policy, motion, seconds)
     names = env.reference.clip_names
     chosen = range(len(names)) if clip is None else [clip_index(names, clip)]
+    return clips_test(env, policy, steps, chosen)
+
+
+def clips_test(env, policy, steps: int, chosen) -> dict[str, Any]:
+    """The deterministic test of the clips ``chosen`` (indices) of ``env`` (from :func:`tracking_test_env`)
+    for up to ``steps`` control steps each: ``{"clips": {name: result}}`` and the means over them.
+    ``policy`` is anything with ``act(obs, deterministic=True)`` (an export, or the policy of a
+    running training: :mod:`musclerl.rl.validation`)."""
+    names = env.reference.clip_names
     clips = {names[c]: _test_clip(env, policy, steps, c) for c in chosen}
     rows = list(clips.values())
 
@@ -112,6 +131,7 @@ def dataset_test(policy, motion, seconds: float = 10.0, clip: str | None = None)
     return {
         "tracked_s": mean("tracked_s"),
         "test_s": mean("test_s"),
+        "tracked_frac": mean("tracked_frac"),
         "success": all(r["success"] for r in rows),
         "success_rate": mean("success"),
         "mpjpe_m": mean("mpjpe_m"),
@@ -221,7 +241,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     clips = result.pop("clips")
     print_result(result, False, 22)
-    print(f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'mpjpe_m':>8s} success")
+    print(f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'tracked':>7s} {'mpjpe_m':>8s} success")
     for name, r in clips.items():
-        print(f"{name:32s} {r['tracked_s']:9.3f} {r['test_s']:7.3f} {r['mpjpe_m']:8.4f} {r['success']}")
+        print(
+            f"{name:32s} {r['tracked_s']:9.3f} {r['test_s']:7.3f} {r['tracked_frac']:7.1%} "
+            f"{r['mpjpe_m']:8.4f} {r['success']}"
+        )
     return 0

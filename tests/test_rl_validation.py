@@ -1,0 +1,123 @@
+"""Validation during training (``validation:``, musclerl.rl.validation) on the tiny model.
+
+A short run trains on the bundled tiny walk and validates on a generated clip and its mirror:
+the rows name exactly the validation clips, the training env never holds them, the training is
+the same update for update as without validation, and the numbers are ``bench learn``'s."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from musclerl import load_policy
+from musclerl.envs.motions import sine_gait
+from musclerl.errors import InputError
+from musclerl.rl.config import load_config
+from musclerl.rl.learn_bench import bench_dataset, dataset_test
+from musclerl.rl.runner import _compiled, train
+from musclerl.rl.validation import check_motion_files
+
+REPO = Path(__file__).resolve().parents[1]
+WALK = REPO / "assets" / "motions" / "walk_tiny.npz"
+SHORT = [
+    f"motion={WALK}",
+    "ppo.num_envs=16",
+    "ppo.rollout_steps=16",
+    "ppo.total_env_steps=768",  # 3 updates
+    "ppo.num_minibatches=2",
+    "ppo.update_epochs=1",
+    "network.policy_hidden=[16]",
+    "network.value_hidden=[16]",
+    "checkpoint.every_updates=10",
+    "log.progress=false",
+]
+
+
+def _rows(run: Path) -> list[dict]:
+    return [json.loads(s) for s in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("validation")
+    held_out = folder / "held_out.npz"
+    sine_gait("tiny", duration_s=0.8, name="held_out").save(held_out)
+    val = [
+        f"validation.motion={{clips: [{held_out}], mirror: true}}",
+        "validation.every_updates=2",
+        "validation.seconds=0.5",
+    ]
+    cfg = load_config(REPO / "configs" / "tiny.yaml", [*SHORT, *val])
+    with_val = train(cfg, folder / "with", quiet=True)
+    env = _compiled(cfg, 3)[0]  # the training env of that run (cached)
+    plain = train(load_config(REPO / "configs" / "tiny.yaml", SHORT), folder / "without", quiet=True)
+    return folder, cfg, with_val, plain, env
+
+
+def test_validation_logs_the_held_out_clips_at_its_updates(runs):
+    folder, _, summary, _, env = runs
+    rows = _rows(folder / "with")
+    val_rows = [r for r in rows if "val/success" in r]
+    assert [r["update"] for r in val_rows] == [0, 2, 3]  # before training, every 2nd, the last
+    names = {k.split("/")[1] for r in val_rows for k in r if k.count("/") == 2 and k.startswith("val/")}
+    assert names == {"held_out", "held_out:mirror"}
+    for r in val_rows:
+        clips = [r[f"val/{n}/tracked_frac"] for n in sorted(names)]
+        assert r["val/tracked_frac"] == pytest.approx(sum(clips) / 2)
+        assert 0 < r["val/tracked_frac"] <= 1 and r["val/success"] in (0.0, 0.5, 1.0)
+    # never trained on: the training env holds the walk only, per-clip training logs name no held-out clip
+    assert env.reference.clip_names == ("humanoid3d_walk",)
+    assert not any(k.startswith("clip/held_out") for r in rows for k in r)
+    best, last = summary["validation"]["best"], summary["validation"]["last"]
+    assert last["update"] == 3 and best["val/success"] >= last["val/success"] - 1e-12
+    assert summary["validation"]["clips"] == ["held_out", "held_out:mirror"]
+    assert (folder / "with" / "policy_best" / "config.json").is_file()
+    assert (folder / "with" / "curves.png").is_file()
+
+
+def test_training_is_the_same_with_and_without_validation(runs):
+    folder = runs[0]
+    with_val = {r["update"]: r for r in _rows(folder / "with")}
+    plain = _rows(folder / "without")
+    assert [r["update"] for r in plain] == [1, 2, 3]
+    for r in plain:
+        other = with_val[r["update"]]
+        for key in r:
+            if not key.startswith(("perf/", "val/")):
+                assert other[key] == r[key], key
+
+
+def test_validation_numbers_are_bench_learns(runs):
+    """The last validation test is ``bench learn --policy P --motion SET`` of the final policy."""
+    folder, cfg, summary, _, _ = runs
+    policy = load_policy(folder / "with" / "policy")
+    motion = bench_dataset(cfg["validation"]["motion"], "tiny")
+    result = dataset_test(policy, motion, seconds=0.5)
+    last = summary["validation"]["last"]
+    assert last["val/tracked_frac"] == result["tracked_frac"]
+    assert last["val/success"] == result["success_rate"]
+    for name, clip in result["clips"].items():
+        assert last[f"val/{name}/mpjpe_m"] == clip["mpjpe_m"]
+
+
+def test_validation_clips_from_a_training_file_are_refused(tmp_path):
+    cfg = load_config(REPO / "configs" / "tiny.yaml", [*SHORT, f"validation.motion={WALK}"])
+    with pytest.raises(InputError, match="both the training set"):
+        train(cfg, tmp_path / "run", quiet=True)
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_motion_files_fail_in_one_line_with_the_configs_help(tmp_path):
+    help_text = "make them with musclerl retarget markers"
+    cfg = load_config(
+        REPO / "configs" / "tiny.yaml",
+        [f"validation.motion={tmp_path / 'nothere.npz'}", f"motion_help={help_text}"],
+    )
+    with pytest.raises(InputError) as err:
+        check_motion_files(cfg)
+    message = str(err.value)
+    assert "nothere.npz: motion file not found; make them with musclerl" in message and "\n" not in message
+    with pytest.raises(InputError, match="validation.seconds"):
+        load_config(None, ["validation.seconds=0"])
