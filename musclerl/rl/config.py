@@ -92,6 +92,8 @@ DEFAULTS: dict[str, Any] = {
         "seconds": 10.0,  # each clip from t = 0 for up to this long
         "at_start": True,  # also before the first update
     },
+    # training-set augmentation: a copy of every training clip per speed factor (envs/time_scale.py)
+    "augment": {"time_scales": []},
     # shown after the error of a missing motion file: how to make the files the config names
     "motion_help": "",
     "log": {
@@ -275,6 +277,12 @@ def validate(cfg: Mapping[str, Any], source: str, origins: Mapping[str, str] | N
         "validation.at_start",
         isinstance(val["at_start"], bool),
         f"must be true or false, got {val['at_start']!r}",
+    )
+    scales = cfg["augment"]["time_scales"]
+    need(
+        "augment.time_scales",
+        isinstance(scales, list) and all(number(x) and 0.5 <= x <= 2.0 and x != 1 for x in scales),
+        f"must be a list of speed factors in [0.5, 2] other than 1, got {scales!r}",
     )
     need("motion_help", isinstance(cfg["motion_help"], str), f"must be text, got {cfg['motion_help']!r}")
     positive_int("threads", cfg["threads"])

@@ -73,7 +73,12 @@ def build_env_and_tags(cfg: dict[str, Any]) -> tuple[Any, tuple[tuple[str, ...],
     from musclerl.models.registry import load_model
     from musclerl.motion.dataset import load_dataset, with_clip_weights
 
-    motion = load_dataset(cfg["motion"], load_model(cfg["model"]), cfg["model"])
+    model = load_model(cfg["model"])
+    motion = load_dataset(cfg["motion"], model, cfg["model"])
+    if cfg["augment"]["time_scales"]:  # faster and slower copies of every clip (envs/time_scale.py)
+        from musclerl.envs.time_scale import with_time_scales
+
+        motion = with_time_scales(motion, model, cfg["augment"]["time_scales"])
     env_cfg = with_clip_weights(EnvConfig.from_dict(cfg["env"], source="config: env"), motion)
     env = TrackingEnv(
         model=cfg["model"],
