@@ -20,7 +20,7 @@ or ``--motion``'s; every clip is tested unless ``--clip`` picks one (index or na
 holds ``clips`` (name -> the numbers above, and ``test_s``) and their means over the clips:
 ``tracked_s``, ``tracked_frac``, ``mpjpe_m``, ``site_err_world_m``, ``success_rate``; ``success``
 is every clip's. Training reports the same for its ``validation:`` set every few updates
-(:mod:`musclerl.rl.validation`, through :func:`clips_test`).
+(the test itself lives in :mod:`musclerl.rl.validation`).
 
 ``python -m musclerl.rl.learn_bench`` is not needed: ``musclerl bench learn --config CFG
 [key=value ...]`` does it all and prints one line per number (``--json``: one object).
@@ -29,13 +29,10 @@ is every clip's. Training reports the same for its ``validation:`` set every few
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +58,7 @@ def evaluation_env(policy, motion, seconds: float):
     path), with its horizon lifted to the test's ``seconds``; returns (env, test length in steps)."""
     from musclerl.motion.trajectory import Trajectory
     from musclerl.rl.export import check_motion
+    from musclerl.rl.validation import tracking_test_env
 
     if not isinstance(motion, Trajectory):
         source, motion = motion, Trajectory.load(motion)
@@ -68,76 +66,25 @@ def evaluation_env(policy, motion, seconds: float):
     return tracking_test_env(policy.config["train_config"], motion, seconds)
 
 
-def tracking_test_env(train_cfg: dict[str, Any], motion, seconds: float):
-    """The one-env cpu ``TrackingEnv`` of a training config (its model and ``env`` section) on the
-    Trajectory ``motion``, horizon lifted to ``seconds``; returns (env, test length in steps)."""
-    from musclerl.envs import EnvConfig, TrackingEnv
-
-    env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
-    env = TrackingEnv(train_cfg["model"], motion, env_cfg, backend="cpu", num_envs=1)
-    steps = int(round(seconds / env.control_dt_s))
-    env.config = dataclasses.replace(env.config, horizon=steps + 1)  # the test decides its length
-    return env, steps
-
-
-def _test_clip(env, policy, steps: int, clip: int) -> dict[str, Any]:
-    """The deterministic test of ``clip`` in ``env`` (horizon already lifted) for up to ``steps``."""
-    from musclerl.evaluate.rollout import episode_steps, rollout
-
-    steps = min(steps, episode_steps(env, clip, 0.0))
-    rec = rollout(env, lambda obs: policy.act(obs, deterministic=True), clip=clip, max_steps=steps)
-    tracked = rec.time_s[1:]  # frame 0 is the reset state
-    local = rec.mpjpe_local_m[1:]
-    world = rec.mpjpe_m[1:]
-    return {
-        "tracked_s": float(len(tracked) * env.control_dt_s),  # whole steps survived
-        "test_s": float(steps * env.control_dt_s),
-        "tracked_frac": float(len(tracked) / steps),
-        "success": bool(not rec.early_termination and len(tracked) >= steps),
-        "mpjpe_m": float(np.mean(local)) if len(local) else float("nan"),
-        "site_err_world_m": float(np.mean(world)) if len(world) else float("nan"),
-    }
-
-
 def tracking_test(policy, motion, seconds: float = 10.0, clip: int = 0) -> dict[str, Any]:
     """Deterministic rollout of ``policy`` (a loaded export) from t = 0 of ``clip`` of ``motion``
     (Trajectory or path), in the environment its training config describes."""
+    from musclerl.rl.validation import clip_test
+
     env, steps = evaluation_env(policy, motion, seconds)
-    return _test_clip(env, policy, steps, clip)
+    return clip_test(env, policy, steps, clip)
 
 
 def dataset_test(policy, motion, seconds: float = 10.0, clip: str | None = None) -> dict[str, Any]:
     """:func:`tracking_test` of every clip of ``motion`` (a Trajectory), or of ``clip`` (index or
     name) alone, in one environment: ``{"clips": {name: result}}`` plus the means over the clips
     (see the module docstring)."""
+    from musclerl.rl.validation import clips_test
+
     env, steps = evaluation_env(policy, motion, seconds)
     names = env.reference.clip_names
     chosen = range(len(names)) if clip is None else [clip_index(names, clip)]
     return clips_test(env, policy, steps, chosen)
-
-
-def clips_test(env, policy, steps: int, chosen) -> dict[str, Any]:
-    """The deterministic test of the clips ``chosen`` (indices) of ``env`` (from :func:`tracking_test_env`)
-    for up to ``steps`` control steps each: ``{"clips": {name: result}}`` and the means over them.
-    ``policy`` is anything with ``act(obs, deterministic=True)`` (an export, or the policy of a
-    running training: :mod:`musclerl.rl.validation`)."""
-    names = env.reference.clip_names
-    clips = {names[c]: _test_clip(env, policy, steps, c) for c in chosen}
-    rows = list(clips.values())
-
-    def mean(key: str) -> float:
-        return float(np.mean([r[key] for r in rows]))
-
-    return {
-        "tracked_s": mean("tracked_s"),
-        "test_s": mean("test_s"),
-        "tracked_frac": mean("tracked_frac"),
-        "success": all(r["success"] for r in rows),
-        "success_rate": mean("success"),
-        "mpjpe_m": mean("mpjpe_m"),
-        "site_err_world_m": mean("site_err_world_m"),
-        "clips": clips,
-    }
 
 
 def clip_index(names: tuple[str, ...], clip: str) -> int:

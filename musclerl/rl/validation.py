@@ -27,9 +27,12 @@ tests under ``validation``; the best test's policy is exported to ``DIR/policy_b
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from musclerl.errors import InputError
 
@@ -74,13 +77,67 @@ def check_motion_files(cfg: dict[str, Any]) -> None:
             raise InputError(err.source, f"{err.problem}; {hint}" if hint else err.problem) from err
 
 
+def tracking_test_env(train_cfg: dict[str, Any], motion, seconds: float):
+    """The one-env cpu ``TrackingEnv`` of a training config (its model and ``env`` section) on the
+    Trajectory ``motion``, horizon lifted to ``seconds``; returns (env, test length in steps)."""
+    from musclerl.envs import EnvConfig, TrackingEnv
+
+    env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
+    env = TrackingEnv(train_cfg["model"], motion, env_cfg, backend="cpu", num_envs=1)
+    steps = int(round(seconds / env.control_dt_s))
+    env.config = dataclasses.replace(env.config, horizon=steps + 1)  # the test decides its length
+    return env, steps
+
+
+def clip_test(env, policy, steps: int, clip: int) -> dict[str, Any]:
+    """The deterministic test of ``clip`` in ``env`` (horizon already lifted) for up to ``steps``."""
+    from musclerl.evaluate.rollout import episode_steps, rollout
+
+    steps = min(steps, episode_steps(env, clip, 0.0))
+    rec = rollout(env, lambda obs: policy.act(obs, deterministic=True), clip=clip, max_steps=steps)
+    tracked = rec.time_s[1:]  # frame 0 is the reset state
+    local = rec.mpjpe_local_m[1:]
+    world = rec.mpjpe_m[1:]
+    return {
+        "tracked_s": float(len(tracked) * env.control_dt_s),  # whole steps survived
+        "test_s": float(steps * env.control_dt_s),
+        "tracked_frac": float(len(tracked) / steps),
+        "success": bool(not rec.early_termination and len(tracked) >= steps),
+        "mpjpe_m": float(np.mean(local)) if len(local) else float("nan"),
+        "site_err_world_m": float(np.mean(world)) if len(world) else float("nan"),
+    }
+
+
+def clips_test(env, policy, steps: int, chosen) -> dict[str, Any]:
+    """The deterministic test of the clips ``chosen`` (indices) of ``env`` (from :func:`tracking_test_env`)
+    for up to ``steps`` control steps each: ``{"clips": {name: result}}`` and the means over them.
+    ``policy`` is anything with ``act(obs, deterministic=True)`` (an export, or the policy of a
+    running training: :mod:`musclerl.rl.validation`)."""
+    names = env.reference.clip_names
+    clips = {names[c]: clip_test(env, policy, steps, c) for c in chosen}
+    rows = list(clips.values())
+
+    def mean(key: str) -> float:
+        return float(np.mean([r[key] for r in rows]))
+
+    return {
+        "tracked_s": mean("tracked_s"),
+        "test_s": mean("test_s"),
+        "tracked_frac": mean("tracked_frac"),
+        "success": all(r["success"] for r in rows),
+        "success_rate": mean("success"),
+        "mpjpe_m": mean("mpjpe_m"),
+        "site_err_world_m": mean("site_err_world_m"),
+        "clips": clips,
+    }
+
+
 class Validator:
     """The held-out clips of ``cfg["validation"]`` and their test (module docstring)."""
 
     def __init__(self, cfg: dict[str, Any], train_sources: tuple[str, ...]):
         from musclerl.models.registry import load_model
         from musclerl.motion.dataset import load_dataset
-        from musclerl.rl.learn_bench import tracking_test_env
 
         spec = cfg["validation"]
         self.cfg = cfg
@@ -104,7 +161,6 @@ class Validator:
     def run(self, train_state, obs_size: int, bounds, update: int, env_steps: int) -> dict[str, float]:
         """Test the policy of ``train_state``; returns the ``val/...`` scalars and keeps best/last."""
         from musclerl.rl.export import policy_of
-        from musclerl.rl.learn_bench import clips_test
 
         policy = policy_of(self.cfg, train_state, obs_size, bounds, "validation policy")
         result = clips_test(self.env, policy, self.steps, range(len(self.clip_names)))
