@@ -218,8 +218,9 @@ class CpuPhysics:
         words = np.asarray(key, dtype=np.uint64).ravel()
         return np.uint64(sum(int(w) << (32 * i) for i, w in enumerate(words[:2])))
 
-    def uniforms(self, rng: np.uint64, n: int) -> tuple[np.uint64, np.ndarray, np.ndarray]:
-        """Next seed and two uniform (n,) arrays in [0, 1) from numpy's default generator."""
+    def uniforms(self, rng: np.uint64, n: int, rows: int = 2) -> tuple[np.uint64, np.ndarray]:
+        """Next seed and uniforms (rows, n) in [0, 1) from numpy's default generator (the first
+        two rows are the same for any ``rows``)."""
         gen = np.random.default_rng(int(rng))
-        u = gen.random((2, n))
-        return np.uint64(gen.integers(0, 2**63)), u[0], u[1]
+        u = gen.random((rows, n))
+        return np.uint64(gen.integers(0, 2**63)), u
