@@ -17,7 +17,6 @@ from musclerl.errors import InputError
 from musclerl.rl.config import load_config
 from musclerl.rl.learn_bench import bench_dataset, dataset_test
 from musclerl.rl.runner import _compiled, train
-from musclerl.rl.validation import check_motion_files
 
 REPO = Path(__file__).resolve().parents[1]
 WALK = REPO / "assets" / "motions" / "walk_tiny.npz"
@@ -109,14 +108,13 @@ def test_validation_clips_from_a_training_file_are_refused(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_missing_motion_files_fail_in_one_line_with_the_configs_help(tmp_path):
+def test_missing_motion_files_fail_config_loading_in_one_line_with_the_configs_help(tmp_path):
     help_text = "make them with musclerl retarget markers"
-    cfg = load_config(
-        REPO / "configs" / "tiny.yaml",
-        [f"validation.motion={tmp_path / 'nothere.npz'}", f"motion_help={help_text}"],
-    )
     with pytest.raises(InputError) as err:
-        check_motion_files(cfg)
+        load_config(
+            REPO / "configs" / "tiny.yaml",
+            [f"validation.motion={tmp_path / 'nothere.npz'}", f"motion_help={help_text}"],
+        )
     message = str(err.value)
     assert "nothere.npz: motion file not found; make them with musclerl" in message and "\n" not in message
     with pytest.raises(InputError, match="validation.seconds"):

@@ -23,7 +23,7 @@ import yaml
 
 from musclerl.errors import InputError
 from musclerl.fileio import load_yaml
-from musclerl.resources import bundled, configs_dir
+from musclerl.resources import configs_dir
 
 CONFIG_DIR = configs_dir()
 
@@ -214,8 +214,9 @@ def load_config(
 ) -> dict[str, Any]:
     """DEFAULTS <- YAML file(s) (with their ``base`` chains, later files overlaid) <- overrides.
 
-    Checked at once (:func:`validate`, the ``env`` section by :class:`~musclerl.envs.EnvConfig`);
-    an error names the file (or the ``key=value`` override) that set the bad value last.
+    Checked at once (:func:`validate`, the ``env`` section by :class:`~musclerl.envs.EnvConfig`;
+    every motion file named must exist: :func:`check_motion_files`); an error names the file (or
+    the ``key=value`` override) that set the bad value last.
     """
     if paths is None:
         paths = []
@@ -237,6 +238,7 @@ def load_config(
         parts, _ = parse_override(text)
         origins.update({".".join(parts[: i + 1]): text for i in range(len(parts))})
     validate(cfg, "config", origins)
+    check_motion_files(cfg)
     return cfg
 
 
@@ -370,10 +372,20 @@ def num_updates(cfg: Mapping[str, Any]) -> int:
     return max(1, int(ppo["total_env_steps"]) // (ppo["num_envs"] * ppo["rollout_steps"]))
 
 
-def resolve_path(name: str | os.PathLike) -> Path:
-    """A data path from a config: as given if it exists, else the bundled file of that name
-    (``assets/motions/...``: see :mod:`musclerl.resources`)."""
-    path = Path(name)
-    if path.exists() or path.is_absolute():
-        return path
-    return bundled(path) or path
+def check_motion_files(cfg: dict[str, Any]) -> None:
+    """Every file ``motion:`` and ``validation.motion`` name exists (read nothing yet): a missing
+    one is one :class:`InputError` line naming it, followed by the config's ``motion_help`` (how
+    to make the files) when it has one."""
+    from musclerl.motion.dataset import dataset_sources
+
+    if cfg["model"] == "toy":  # the toy task has no motion files
+        return
+    specs = [("motion", cfg["motion"]), ("validation.motion", cfg["validation"]["motion"])]
+    for key, spec in specs:
+        if spec is None:
+            continue
+        try:
+            dataset_sources(spec, key)
+        except InputError as err:
+            hint = str(cfg.get("motion_help") or "").strip()
+            raise InputError(err.source, f"{err.problem}; {hint}" if hint else err.problem) from err

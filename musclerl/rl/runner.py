@@ -193,10 +193,11 @@ def train(
 
     from musclerl.rl.checkpoint import Checkpointer
     from musclerl.rl.clip_stats import ClipLog
+    from musclerl.rl.config import check_motion_files
     from musclerl.rl.export import export_policy
     from musclerl.rl.ppo import data_mesh
     from musclerl.rl.run_log import RunLogger
-    from musclerl.rl.validation import Validator, check_motion_files
+    from musclerl.rl.validation import Validator
 
     maybe_init_distributed()
     check_motion_files(cfg)

@@ -58,25 +58,6 @@ def rank(result: dict[str, Any]) -> tuple[float, float, float]:
     return (result["val/success"], result["val/tracked_frac"], -mpjpe)
 
 
-def check_motion_files(cfg: dict[str, Any]) -> None:
-    """Every file ``motion:`` and ``validation.motion`` name exists (read nothing yet): a missing
-    one is one :class:`InputError` line naming it, followed by the config's ``motion_help`` (how
-    to make the files) when it has one."""
-    from musclerl.motion.dataset import dataset_sources
-
-    if cfg["model"] == "toy":  # the toy task has no motion files
-        return
-    specs = [("motion", cfg["motion"]), ("validation.motion", cfg["validation"]["motion"])]
-    for key, spec in specs:
-        if spec is None:
-            continue
-        try:
-            dataset_sources(spec, key)
-        except InputError as err:
-            hint = str(cfg.get("motion_help") or "").strip()
-            raise InputError(err.source, f"{err.problem}; {hint}" if hint else err.problem) from err
-
-
 def tracking_test_env(train_cfg: dict[str, Any], motion, seconds: float):
     """The one-env cpu ``TrackingEnv`` of a training config (its model and ``env`` section) on the
     Trajectory ``motion``, horizon lifted to ``seconds``; returns (env, test length in steps)."""
