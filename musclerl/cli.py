@@ -49,7 +49,11 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
         "inverse dynamics + static optimisation for a motion -> reference NPZ and .sto files",
     ),
     (("bench", "ik"), "musclerl.retarget.bench", "IK speed and accuracy: ours vs mink (and OpenSim)"),
-    (("bench", "env"), "musclerl.envs.bench", "environment steps/s vs raw mj_step (and MJX)"),
+    (
+        ("bench", "env"),
+        "musclerl.rl.bench_env",
+        "environment steps/s vs raw mj_step and thread scaling (of a training config's env, or MJX)",
+    ),
     (("bench", "train"), "musclerl.rl.bench", "training env-steps/s vs env-only stepping"),
     (
         ("bench", "learn"),

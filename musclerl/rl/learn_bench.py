@@ -139,8 +139,11 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.benchmark import print_result
     from musclerl.errors import InputError
     from musclerl.fileio import check_outputs
+    from musclerl.jax_setup import inline_cpu_dispatch
     from musclerl.rl.config import CONFIG_DIR, load_config
     from musclerl.rl.export import load_policy
+
+    inline_cpu_dispatch()  # before anything computes with JAX (musclerl.jax_setup)
 
     result: dict[str, Any] = {}
     video = Path(args.video) if args.video else None

@@ -17,6 +17,7 @@ substep, as after ``mj_step``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -78,6 +79,9 @@ class CpuPhysics:
             )
         }
         self._nonfoot = np.asarray(world.nonfoot_geom_ids, dtype=int)
+        #: process CPU seconds spent inside MuJoCo's batch calls so far (``musclerl bench env``
+        #: tells the serial work between them from it)
+        self.mujoco_cpu_s = 0.0
 
     def set_state(
         self, physics: Any, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray
@@ -123,10 +127,12 @@ class CpuPhysics:
         self.time[ids] = 0.0
         before = self._warnings()[ids]
         bad = np.zeros(len(ids), dtype=bool)
+        start = time.process_time()
         try:
             self.batch.forward(ids)
         except mujoco.batch.SimulationError as err:
             bad[np.isin(ids, err.ids)] = True
+        self.mujoco_cpu_s += time.process_time() - start
         return bad | (self._warnings()[ids] > before)
 
     def step(self, physics: Any, ctrl: np.ndarray | Callable, substeps: int) -> tuple[Any, np.ndarray]:
@@ -143,10 +149,14 @@ class CpuPhysics:
             if callable(ctrl):
                 for _ in range(substeps):
                     self.ctrl[:] = ctrl(length.copy(), velocity.copy())
+                    start = time.process_time()
                     self.batch.step(nstep=1, stage=stage)
+                    self.mujoco_cpu_s += time.process_time() - start
             else:
                 self.ctrl[:] = ctrl
+                start = time.process_time()
                 self.batch.step(nstep=substeps, stage=stage)
+                self.mujoco_cpu_s += time.process_time() - start
         except mujoco.batch.SimulationError as err:
             bad[err.ids] = True
         return physics, bad | (self._warnings() > before)
