@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from musclerl import load_policy
+from musclerl.cli import main
 from musclerl.envs.motions import sine_gait
 from musclerl.errors import InputError
 from musclerl.rl.config import load_config
-from musclerl.rl.learn_bench import bench_dataset, dataset_test
 from musclerl.rl.runner import _compiled, train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,17 +87,20 @@ def test_training_is_the_same_with_and_without_validation(runs):
                 assert other[key] == r[key], key
 
 
-def test_validation_numbers_are_bench_learns(runs):
-    """The last validation test is ``bench learn --policy P --motion SET`` of the final policy."""
+def test_validation_numbers_are_bench_learns(runs, capsys):
+    """The last validation test is ``bench learn --policy P --validation`` of the final policy."""
     folder, cfg, summary, _, _ = runs
-    policy = load_policy(folder / "with" / "policy")
-    motion = bench_dataset(cfg["validation"]["motion"], "tiny")
-    result = dataset_test(policy, motion, seconds=0.5)
+    args = ["bench", "learn", "--policy", str(folder / "with" / "policy"), "--validation", "--seconds", "0.5"]
+    assert main([*args, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     last = summary["validation"]["last"]
+    assert list(result["clips"]) == ["held_out", "held_out:mirror"]
     assert last["val/tracked_frac"] == result["tracked_frac"]
     assert last["val/success"] == result["success_rate"]
     for name, clip in result["clips"].items():
         assert last[f"val/{name}/mpjpe_m"] == clip["mpjpe_m"]
+    assert main([*args, "--motion", str(WALK)]) == 2  # one set or the other
+    assert "drop --motion" in capsys.readouterr().err
 
 
 def test_validation_clips_from_a_training_file_are_refused(tmp_path):

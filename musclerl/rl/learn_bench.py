@@ -16,8 +16,9 @@ not loop ends the test at its last frame), and per clip:
 
 The clips are the training config's dataset (``motion:`` as a file, list, folder, glob or
 manifest, mirroring included: :func:`musclerl.motion.dataset.load_dataset`, as training loads it)
-or ``--motion``'s; every clip is tested unless ``--clip`` picks one (index or name). The result
-holds ``clips`` (name -> the numbers above, and ``test_s``) and their means over the clips:
+or ``--motion``'s (``--validation``: the config's ``validation:`` set); every clip is tested
+unless ``--clip`` picks one (index or name). The result holds ``clips`` (name -> the numbers
+above, and ``test_s``) and their means over the clips:
 ``tracked_s``, ``tracked_frac``, ``mpjpe_m``, ``site_err_world_m``, ``success_rate``; ``success``
 is every clip's. Training reports the same for its ``validation:`` set every few updates
 (the test itself lives in :mod:`musclerl.rl.validation`).
@@ -44,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--motion",
         default=None,
         help="test on this dataset: Trajectory file, folder, glob or manifest (default: the config's)",
+    )
+    parser.add_argument(
+        "--validation",
+        action="store_true",
+        help="test on the config's validation set (validation.motion) instead of its training set",
     )
     parser.add_argument("--clip", default=None, help="test only this clip (index or name; default: all)")
     parser.add_argument(
@@ -135,6 +141,20 @@ def episode_lengths(run_dir: Path) -> tuple[float, float]:
     return (float(lengths[0]), float(lengths[-1])) if lengths else (float("nan"), float("nan"))
 
 
+def _test_set(args: argparse.Namespace, cfg: dict[str, Any]):
+    """The ``motion:`` value tested: ``--motion``, the config's validation set (``--validation``)
+    or its training set."""
+    from musclerl.errors import InputError
+
+    if args.motion is not None and args.validation:
+        raise InputError("--validation", "tests the config's validation set: drop --motion")
+    if args.validation:
+        if cfg.get("validation", {}).get("motion") is None:
+            raise InputError("--validation", "the config has no validation set (validation.motion)")
+        return cfg["validation"]["motion"]
+    return args.motion or cfg["motion"]
+
+
 def run(args: argparse.Namespace) -> int:
     from musclerl.benchmark import print_result
     from musclerl.errors import InputError
@@ -162,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
         configs = args.config or [str(CONFIG_DIR / "demo.yaml")]
         cfg = load_config(configs, args.overrides)
-        motion = bench_dataset(args.motion or cfg["motion"], cfg["model"])  # bad input: before training
+        motion = bench_dataset(_test_set(args, cfg), cfg["model"])  # bad input: before training
         if args.clip is not None:
             clip_index(motion.clip_names, args.clip)
         out = Path(args.out or Path("runs") / f"bench-learn-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -179,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         policy = load_policy(Path(args.policy))
         train_cfg = policy.config["train_config"]
         try:
-            motion = bench_dataset(args.motion or train_cfg["motion"], train_cfg["model"])
+            motion = bench_dataset(_test_set(args, train_cfg), train_cfg["model"])
         except InputError as err:  # the policy's config pairs its model with this motion
             raise InputError(policy.path / "config.json", str(err)) from err
     result.update(dataset_test(policy, motion, args.seconds, args.clip))
