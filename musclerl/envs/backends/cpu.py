@@ -17,7 +17,6 @@ substep, as after ``mj_step``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -79,9 +78,11 @@ class CpuPhysics:
             )
         }
         self._nonfoot = np.asarray(world.nonfoot_geom_ids, dtype=int)
-        #: process CPU seconds spent inside MuJoCo's batch calls so far (``musclerl bench env``
-        #: tells the serial work between them from it)
-        self.mujoco_cpu_s = 0.0
+        #: set to a clock (e.g. ``time.process_time``) to sum the time spent inside MuJoCo's batch
+        #: calls in ``mujoco_s`` (``musclerl bench env`` tells the serial work between them from
+        #: it); None (the default): no clock is read
+        self.clock: Callable[[], float] | None = None
+        self.mujoco_s = 0.0
 
     def set_state(
         self, physics: Any, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray
@@ -127,12 +128,10 @@ class CpuPhysics:
         self.time[ids] = 0.0
         before = self._warnings()[ids]
         bad = np.zeros(len(ids), dtype=bool)
-        start = time.process_time()
         try:
-            self.batch.forward(ids)
+            self._call(self.batch.forward, ids)
         except mujoco.batch.SimulationError as err:
             bad[np.isin(ids, err.ids)] = True
-        self.mujoco_cpu_s += time.process_time() - start
         return bad | (self._warnings()[ids] > before)
 
     def step(self, physics: Any, ctrl: np.ndarray | Callable, substeps: int) -> tuple[Any, np.ndarray]:
@@ -149,17 +148,24 @@ class CpuPhysics:
             if callable(ctrl):
                 for _ in range(substeps):
                     self.ctrl[:] = ctrl(length.copy(), velocity.copy())
-                    start = time.process_time()
-                    self.batch.step(nstep=1, stage=stage)
-                    self.mujoco_cpu_s += time.process_time() - start
+                    self._call(self.batch.step, nstep=1, stage=stage)
             else:
                 self.ctrl[:] = ctrl
-                start = time.process_time()
-                self.batch.step(nstep=substeps, stage=stage)
-                self.mujoco_cpu_s += time.process_time() - start
+                self._call(self.batch.step, nstep=substeps, stage=stage)
         except mujoco.batch.SimulationError as err:
             bad[err.ids] = True
         return physics, bad | (self._warnings() > before)
+
+    def _call(self, method: Callable, *args, **kwargs) -> None:
+        """A batch call, timed into ``mujoco_s`` when a ``clock`` is set."""
+        if self.clock is None:
+            method(*args, **kwargs)
+            return
+        start = self.clock()
+        try:
+            method(*args, **kwargs)
+        finally:
+            self.mujoco_s += self.clock() - start
 
     def muscle_state(self, physics: object = None) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the actuator lengths and velocities (N, nu) of every env, m and m/s."""
