@@ -121,3 +121,31 @@ def test_missing_motion_files_fail_config_loading_in_one_line_with_the_configs_h
     assert "nothere.npz: motion file not found; make them with musclerl" in message and "\n" not in message
     with pytest.raises(InputError, match="validation.seconds"):
         load_config(None, ["validation.seconds=0"])
+
+
+def test_resumed_run_validates_as_an_uninterrupted_one(tmp_path):
+    """A run killed after update 2 and resumed from its checkpoint logs the same validation tests
+    and keeps the same best and last as the run that was never stopped."""
+    held_out = tmp_path / "held_out.npz"
+    sine_gait("tiny", duration_s=0.6, name="held_out").save(held_out)
+    overrides = [
+        *SHORT,
+        f"validation.motion={held_out}",
+        "validation.every_updates=1",
+        "validation.seconds=0.4",
+    ]
+    more = ["checkpoint.every_updates=2", "ppo.total_env_steps=1024"]  # 4 updates
+    cfg = load_config(REPO / "configs" / "tiny.yaml", [*overrides, *more])
+    full = train(cfg, tmp_path / "full", quiet=True)
+    train(cfg, tmp_path / "cut", quiet=True, stop_after_updates=3)  # killed after update 3: resumes from 2
+    resumed = train(cfg, tmp_path / "cut", quiet=True, resume=True)
+    assert resumed["resumed_from_update"] == 2
+    val = [
+        {k: v for k, v in r.items() if k.startswith("val/") or k == "update"}
+        for r in _rows(tmp_path / "full")
+    ]
+    assert [
+        {k: v for k, v in r.items() if k.startswith("val/") or k == "update"} for r in _rows(tmp_path / "cut")
+    ] == val
+    assert [r["update"] for r in val] == [0, 1, 2, 3, 4]
+    assert resumed["validation"] == full["validation"]
