@@ -229,7 +229,10 @@ def train(
     if resume:  # fail fast on a mismatching config, before compiling anything
         checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
         meta = checkpointer.read_meta()
-        if _comparable(meta["config"]) != _comparable(cfg):
+        from musclerl.rl.config import DEFAULTS, deep_merge
+
+        # a checkpoint of an older version lacks the keys added since: they held their defaults
+        if _comparable(deep_merge(DEFAULTS, meta["config"])) != _comparable(cfg):
             raise InputError(
                 ckpt_dir,
                 "the checkpoint was written with a different config (only ppo.total_env_steps, "
