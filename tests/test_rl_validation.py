@@ -149,3 +149,21 @@ def test_resumed_run_validates_as_an_uninterrupted_one(tmp_path):
     ] == val
     assert [r["update"] for r in val] == [0, 1, 2, 3, 4]
     assert resumed["validation"] == full["validation"]
+
+
+def test_curves_draw_the_validation_panels(tmp_path):
+    from musclerl.rl.run_log import VAL_CLIP_PANEL, plot_curves
+
+    rows = [
+        {"update": u, "env_steps": 10 * u, "val/success": s, "val/tracked_frac": f, "val/mpjpe_m": 0.05}
+        | {"val/a/tracked_frac": f, "val/b:mirror/tracked_frac": f}
+        for u, s, f in ((0, 0.0, 0.4), (1, 0.5, 0.8))
+    ]
+    titles = plot_curves(rows, tmp_path / "curves.png")
+    assert titles == [
+        "validation: clips tracked to the end",
+        "validation: fraction of each clip tracked",
+        "validation: MPJPE (m)",
+        VAL_CLIP_PANEL,
+    ]
+    assert (tmp_path / "curves.png").stat().st_size > 0

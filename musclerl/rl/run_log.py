@@ -164,7 +164,7 @@ def plot_curves(
             k[4 : -len("/tracked_frac")]
             for r in history
             for k in r
-            if k.startswith("val/") and k.endswith("/tracked_frac")
+            if k.startswith("val/") and k.endswith("/tracked_frac") and k.count("/") >= 2
         }
     )
     worst = _worst_clips(clip_results)
