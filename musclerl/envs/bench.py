@@ -24,8 +24,8 @@ one-thread env step's CPU time spent outside MuJoCo's batch calls (``serial_ms_p
 control step, all envs), and ``amdahl_thread_speedup``, the speedup on ``threads`` free cores if
 MuJoCo's calls scaled perfectly and the rest stayed serial.
 
-mjx backend (:func:`bench_mjx`): ``jax.jit`` of ``lax.scan`` over ``env.step``; compile time and
-steps/s.
+mjx backend (:func:`bench_mjx`): ``jax.jit`` of ``lax.scan`` over ``env.step``; compile time,
+steps/s and ``state_bytes_per_env``, the device memory of one environment's state.
 """
 
 from __future__ import annotations
@@ -181,6 +181,8 @@ def bench_mjx(env, steps: int) -> dict:
         "compile_s": compile_s,
         "reset_compile_s": reset_s,
         "mean_reward": float(jnp.mean(rewards)),
+        # what each environment's state holds in device memory (the scan's working memory comes on top)
+        "state_bytes_per_env": sum(x.nbytes for x in jax.tree_util.tree_leaves(state)) / num_envs,
         "obs_dim": env.observation_size,
         "nu": env.model.nu,
         "action_size": env.action_size,
