@@ -167,3 +167,17 @@ def test_curves_draw_the_validation_panels(tmp_path):
         VAL_CLIP_PANEL,
     ]
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_training_clip_weights_do_not_reach_the_validation_env(tmp_path):
+    held_out = tmp_path / "held_out.npz"
+    sine_gait("tiny", duration_s=0.4, name="held_out").save(held_out)
+    overrides = [
+        *SHORT,
+        "ppo.total_env_steps=256",
+        "env.sampling.clip_weights=[2.0]",  # one weight: the one training clip
+        f"validation.motion={{clips: [{held_out}], mirror: true}}",  # two clips
+        "validation.seconds=0.2",
+    ]
+    summary = train(load_config(REPO / "configs" / "tiny.yaml", overrides), tmp_path / "run", quiet=True)
+    assert summary["validation"]["clips"] == ["held_out", "held_out:mirror"]

@@ -64,6 +64,8 @@ def tracking_test_env(train_cfg: dict[str, Any], motion, seconds: float):
     from musclerl.envs import EnvConfig, TrackingEnv
 
     env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
+    # every test starts where it says: the training set's clip weights (one per training clip) do not apply
+    env_cfg = dataclasses.replace(env_cfg, sampling=dataclasses.replace(env_cfg.sampling, clip_weights=None))
     env = TrackingEnv(train_cfg["model"], motion, env_cfg, backend="cpu", num_envs=1)
     steps = int(round(seconds / env.control_dt_s))
     env.config = dataclasses.replace(env.config, horizon=steps + 1)  # the test decides its length
@@ -92,8 +94,8 @@ def clip_test(env, policy, steps: int, clip: int) -> dict[str, Any]:
 def clips_test(env, policy, steps: int, chosen) -> dict[str, Any]:
     """The deterministic test of the clips ``chosen`` (indices) of ``env`` (from :func:`tracking_test_env`)
     for up to ``steps`` control steps each: ``{"clips": {name: result}}`` and the means over them.
-    ``policy`` is anything with ``act(obs, deterministic=True)`` (an export, or the policy of a
-    running training: :mod:`musclerl.rl.validation`)."""
+    ``policy`` is anything with ``act(obs, deterministic=True)`` (an export, or the in-memory
+    policy of a running training: :class:`Validator`)."""
     names = env.reference.clip_names
     clips = {names[c]: clip_test(env, policy, steps, c) for c in chosen}
     rows = list(clips.values())
