@@ -33,6 +33,13 @@ SHORT = [
 ]
 
 
+def _held_out(folder: Path, duration_s: float) -> Path:
+    """A generated tiny clip no training set here reads, saved in ``folder``."""
+    path = folder / "held_out.npz"
+    sine_gait("tiny", duration_s=duration_s, name="held_out").save(path)
+    return path
+
+
 def _rows(run: Path) -> list[dict]:
     return [json.loads(s) for s in (run / "metrics.jsonl").read_text().splitlines()]
 
@@ -40,8 +47,7 @@ def _rows(run: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("validation")
-    held_out = folder / "held_out.npz"
-    sine_gait("tiny", duration_s=0.8, name="held_out").save(held_out)
+    held_out = _held_out(folder, 0.8)
     val = [
         f"validation.motion={{clips: [{held_out}], mirror: true}}",
         "validation.every_updates=2",
@@ -126,8 +132,7 @@ def test_missing_motion_files_fail_config_loading_in_one_line_with_the_configs_h
 def test_resumed_run_validates_as_an_uninterrupted_one(tmp_path):
     """A run killed after update 2 and resumed from its checkpoint logs the same validation tests
     and keeps the same best and last as the run that was never stopped."""
-    held_out = tmp_path / "held_out.npz"
-    sine_gait("tiny", duration_s=0.6, name="held_out").save(held_out)
+    held_out = _held_out(tmp_path, 0.6)
     overrides = [
         *SHORT,
         f"validation.motion={held_out}",
@@ -170,8 +175,7 @@ def test_curves_draw_the_validation_panels(tmp_path):
 
 
 def test_training_clip_weights_do_not_reach_the_validation_env(tmp_path):
-    held_out = tmp_path / "held_out.npz"
-    sine_gait("tiny", duration_s=0.4, name="held_out").save(held_out)
+    held_out = _held_out(tmp_path, 0.4)
     overrides = [
         *SHORT,
         "ppo.total_env_steps=256",
