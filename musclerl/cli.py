@@ -55,7 +55,11 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
         "musclerl.evaluate.retarget_accuracy",
         "retargeted trials vs an expert's IK: per-trial and mean angle, marker, limit, floor table",
     ),
-    (("bench", "env"), "musclerl.envs.bench", "environment steps/s vs raw mj_step (and MJX)"),
+    (
+        ("bench", "env"),
+        "musclerl.rl.bench_env",
+        "environment steps/s vs raw mj_step and thread scaling (of a training config's env, or MJX)",
+    ),
     (("bench", "train"), "musclerl.rl.bench", "training env-steps/s vs env-only stepping"),
     (
         ("bench", "learn"),

@@ -7,6 +7,13 @@ instead of compiling it again. :func:`set_cpu_devices` gives JAX one CPU device 
 use, so a solve split over the local devices (:func:`musclerl.retarget.ik.solver.solve_clip`,
 ``shard_map``) runs each share on its own thread. The commands call :func:`configure_jax` (both)
 first thing; importing the library changes nothing.
+
+:func:`inline_cpu_dispatch` (the training and benchmark commands, first thing) runs JAX's CPU
+computations on the calling thread: where MuJoCo C steps the physics, the host loop alternates
+small jitted calls (the PD law before every physics step, the policy once per control step) with
+threaded MuJoCo calls, and each call's result is needed at once, so handing it to JAX's dispatch
+thread and waiting for it only adds a thread hand-off (and, on a busy machine, a wake-up) to the
+serial part between two MuJoCo calls. The compiled programs and their results are the same.
 """
 
 from __future__ import annotations
@@ -76,3 +83,19 @@ def set_cpu_devices(count: int) -> int:
     except RuntimeError:  # raised once JAX's backends are initialised: keep what it has
         return 0
     return count
+
+
+#: Set (to 0 or 1) in the environment, JAX's own variable for the flag: it is then left as given.
+ASYNC_DISPATCH_ENV = "JAX_CPU_ENABLE_ASYNC_DISPATCH"
+
+
+def inline_cpu_dispatch() -> bool:
+    """Turn JAX's CPU async dispatch off (``jax_cpu_enable_async_dispatch``; module docstring)
+    unless ``$JAX_CPU_ENABLE_ASYNC_DISPATCH`` sets it. Takes effect only before JAX's CPU client
+    exists, i.e. before the process computes anything with JAX. Returns whether it was set here."""
+    import jax
+
+    if ASYNC_DISPATCH_ENV in os.environ:
+        return False
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    return True

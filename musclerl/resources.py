@@ -36,3 +36,12 @@ def bundled(name: str | Path) -> Path | None:
         return None
     root = assets_dir() if parts[0] == "assets" else configs_dir()
     return root.joinpath(*parts[1:])
+
+
+def resolve_path(name: str | Path) -> Path:
+    """A data path from a config: as given if it exists, else the bundled file of that name
+    (``assets/motions/...``), else as given."""
+    path = Path(name)
+    if path.exists() or path.is_absolute():
+        return path
+    return bundled(path) or path

@@ -22,10 +22,11 @@ API::
 Pieces: config.py (EnvConfig), world.py (model + sites + terrain), reference.py (per-frame
 reference arrays), state.py (State, Kinematics pytrees), geometry.py (numpy/jax rotations and
 heights), actions.py (action spaces, PD inversion), observations.py, rewards.py, termination.py,
-initial_state.py (RSI, clip sampling), start_activation.py (static-optimisation start
-activations), backends/ (the Physics protocol; cpu.py, mjx.py), tracking.py (TrackingEnv), gym_env.py
-(``musclerl/Tracking-v0``), video.py, bench.py, motions.py (synthetic test motions), symmetry.py
-(the left/right mirror of observations and actions, for PPO's mirrored batches).
+initial_state.py (RSI, clip sampling), time_scale.py (faster and slower clip copies),
+start_activation.py (static-optimisation start activations), backends/ (the Physics protocol; cpu.py,
+mjx.py), tracking.py (TrackingEnv), gym_env.py (``musclerl/Tracking-v0``), video.py, bench.py, motions.py
+(synthetic test motions), symmetry.py (the left/right mirror of observations and actions, for PPO's
+mirrored batches).
 """
 
 from __future__ import annotations

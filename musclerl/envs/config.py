@@ -130,6 +130,10 @@ class SamplingConfig:
     adaptive: bool = False  # favour clips whose episodes end by termination
     adaptive_ema: float = 0.05  # update rate of the per-clip failure rate
     adaptive_floor: float = 0.1  # probability mass kept for clips that never fail
+    # initial-state noise: uniform in +-this on each independent joint coordinate's position
+    # (rad, m for slides; coupled coordinates follow) and velocity (rad/s, m/s) at episode start
+    qpos_noise: float = 0.0
+    qvel_noise: float = 0.0
 
 
 @dataclasses.dataclass
@@ -257,6 +261,10 @@ class EnvConfig:
         need(
             0 < self.sampling.adaptive_ema <= 1 and 0 <= self.sampling.adaptive_floor <= 1,
             "sampling.adaptive_ema must be in (0, 1] and adaptive_floor in [0, 1]",
+        )
+        need(
+            self.sampling.qpos_noise >= 0 and self.sampling.qvel_noise >= 0,
+            "sampling.qpos_noise and sampling.qvel_noise must be >= 0",
         )
         need(
             self.integrator in ("model", "euler", "implicitfast"),

@@ -4,18 +4,25 @@ An episode starts at a clip drawn with probability proportional to its weight (t
 adaptive sampling, ``floor + failure rate`` of the clip), at a frame drawn uniformly among those
 that leave at least one control step of reference (or the first frame without RSI). The
 simulated state is set to the reference qpos/qvel of that frame; activations start at zero.
+With ``sampling.qpos_noise`` / ``qvel_noise`` > 0 (:class:`StartNoise`) every independent joint
+coordinate's position and velocity get uniform noise in +-that (positions kept in the joint's
+range; the coordinates joint equalities drive follow their independent coordinate), so the
+policy learns to recover from states off the reference.
 
 Functions take uniform random numbers so numpy (cpu) and jax (mjx) share the same math.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+import mujoco
 import numpy as np
 
 from musclerl.envs.config import SamplingConfig
 from musclerl.errors import InputError
+from musclerl.models.couplings import couplings, independent_coordinates, polynomial, polynomial_slope
 
 
 def base_weights(num_clips: int, cfg: SamplingConfig, source: str = "env config") -> np.ndarray:
@@ -63,3 +70,73 @@ def update_fail_rate(fail_rate: Any, clip: Any, done: Any, terminated: Any, ema:
     n_fail = xp.sum(onehot & terminated[:, None], axis=0)
     observed = n_fail / xp.maximum(n_end, 1)
     return xp.where(n_end > 0, (1 - ema) * fail_rate + ema * observed, fail_rate)
+
+
+@dataclasses.dataclass(frozen=True)
+class StartNoise:
+    """Initial-state noise on the K independent joint coordinates of a model (module docstring).
+
+    ``select_qpos`` (K, nq) / ``select_dof`` (K, nv) pick the coordinates; the couplings
+    (dependent joint y of independent x) are stacked as arrays of their qpos/dof addresses."""
+
+    qpos_noise: float
+    qvel_noise: float
+    select_qpos: np.ndarray  # (K, nq) one-hot
+    select_dof: np.ndarray  # (K, nv) one-hot
+    low: np.ndarray  # (K,) joint range (-inf/inf when unlimited)
+    high: np.ndarray
+    y_qpos: np.ndarray  # (E,) one row per coupling between two joints
+    x_qpos: np.ndarray
+    y_select_qpos: np.ndarray  # (E, nq) one-hot of y
+    y_select_dof: np.ndarray  # (E, nv)
+    x_dof: np.ndarray
+    coef: np.ndarray  # (E, 5)
+    x0: np.ndarray  # (E,)
+    y0: np.ndarray
+
+    @classmethod
+    def of(cls, model: mujoco.MjModel, cfg: SamplingConfig) -> StartNoise | None:
+        """The noise ``cfg`` asks for on ``model``; None when both amplitudes are 0."""
+        if cfg.qpos_noise <= 0 and cfg.qvel_noise <= 0:
+            return None
+        joints = [model.joint(name) for name in independent_coordinates(model)]
+        eye_q, eye_v = np.eye(model.nq), np.eye(model.nv)
+        limited = np.array([bool(model.jnt_limited[j.id]) for j in joints], dtype=bool)
+        ranges = np.array([model.jnt_range[j.id] for j in joints], dtype=float).reshape(-1, 2)
+        coups = couplings(model)
+        return cls(
+            qpos_noise=float(cfg.qpos_noise),
+            qvel_noise=float(cfg.qvel_noise),
+            select_qpos=eye_q[[int(j.qposadr[0]) for j in joints]],
+            select_dof=eye_v[[int(j.dofadr[0]) for j in joints]],
+            low=np.where(limited, ranges[:, 0], -np.inf),
+            high=np.where(limited, ranges[:, 1], np.inf),
+            y_qpos=np.array([c.y_qpos for c in coups], dtype=int),
+            x_qpos=np.array([c.x_qpos for c in coups], dtype=int),
+            y_select_qpos=eye_q[[c.y_qpos for c in coups]].reshape(-1, model.nq),
+            y_select_dof=eye_v[[c.y_dof for c in coups]].reshape(-1, model.nv),
+            x_dof=np.array([c.x_dof for c in coups], dtype=int),
+            coef=np.array([c.coef for c in coups], dtype=float).reshape(-1, 5),
+            x0=np.array([c.x0 for c in coups], dtype=float),
+            y0=np.array([c.y0 for c in coups], dtype=float),
+        )
+
+    @property
+    def rows(self) -> int:
+        """Uniforms (rows, N) one start draws: a position and a velocity per coordinate."""
+        return 2 * self.select_qpos.shape[0]
+
+    def apply(self, qpos: Any, qvel: Any, u: Any, xp: Any) -> tuple[Any, Any]:
+        """qpos (n, nq), qvel (n, nv) with the noise of uniforms ``u`` (rows, n) in [0, 1)."""
+        k = self.select_qpos.shape[0]
+        coord = qpos @ self.select_qpos.T  # (n, K)
+        noisy = xp.clip(coord + self.qpos_noise * (2 * u[:k].T - 1), self.low, self.high)
+        qpos = qpos + (noisy - coord) @ self.select_qpos
+        qvel = qvel + self.qvel_noise * (2 * u[k:].T - 1) @ self.select_dof
+        if self.y_qpos.size:  # driven coordinates follow: y = y0 + p(x - x0), dy/dt = p'(x - x0) dx/dt
+            dx = qpos[:, self.x_qpos] - self.x0
+            y = self.y0 + polynomial(self.coef, dx, xp)
+            y_dot = polynomial_slope(self.coef, dx, xp) * qvel[:, self.x_dof]
+            qpos = qpos + (y - qpos[:, self.y_qpos]) @ self.y_select_qpos
+            qvel = qvel + (y_dot - qvel @ self.y_select_dof.T) @ self.y_select_dof
+        return qpos, qvel

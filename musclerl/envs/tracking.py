@@ -34,7 +34,13 @@ import mujoco
 from musclerl.envs.actions import ActionSpace, MuscleParams
 from musclerl.envs.backends import BACKENDS, Physics, make_physics
 from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS, EnvConfig
-from musclerl.envs.initial_state import base_weights, clip_probabilities, sample_starts, update_fail_rate
+from musclerl.envs.initial_state import (
+    StartNoise,
+    base_weights,
+    clip_probabilities,
+    sample_starts,
+    update_fail_rate,
+)
 from musclerl.envs.observations import observe, piece_sizes
 from musclerl.envs.reference import Reference, build_reference, frame_index, lookup
 from musclerl.envs.rewards import reward_terms, tracking_errors
@@ -124,6 +130,8 @@ class TrackingEnv:
         self.observation_size = int(sum(self.obs_pieces.values()))
         self.action_size = int(self.actions.size)
         weights = base_weights(self.reference.num_clips, self.config.sampling)
+        self._noise = StartNoise.of(self.model, self.config.sampling)
+        self._rows = 2 + (self._noise.rows if self._noise is not None else 0)  # uniforms per start
         terrain = None
         if self.world.terrain is not None:
             t = self.world.terrain
@@ -151,21 +159,25 @@ class TrackingEnv:
 
     # ------------------------------------------------------------------ public API
     def reset(self, rng: Any, clip: Any = None, time_s: Any = None) -> State:
-        """Fresh episodes for all envs: RSI at sampled clips/times, or at the given ``clip`` (N,)
-        and ``time_s`` (N,) (e.g. clip starts, for evaluation)."""
+        """Fresh episodes for all envs: RSI at sampled clips/times (with the initial-state noise
+        of ``sampling``), or at the given ``clip`` (N,) and ``time_s`` (N,) exactly (e.g. clip
+        starts, for evaluation)."""
         xp, n = self._xp, self.num_envs
-        rng, u_clip, u_frame = self._physics.uniforms(self._physics.init_rng(rng), n)
+        rng, u = self._physics.uniforms(self._physics.init_rng(rng), n, self._rows)
         fail_rate = xp.zeros(self.reference.num_clips)
+        noise = None
         if clip is None:
             probs = clip_probabilities(self._weights, fail_rate, self.config.sampling, xp)
             clip, time_s = sample_starts(
-                u_clip, u_frame, probs, self._ref, self.control_dt_s, self.config.sampling.rsi, xp
+                u[0], u[1], probs, self._ref, self.control_dt_s, self.config.sampling.rsi, xp
             )
+            noise = u[2:]
         else:
             clip = xp.asarray(clip, dtype=xp.int32) + xp.zeros(n, dtype=xp.int32)
             time_s = xp.asarray(time_s if time_s is not None else 0.0) + xp.zeros(n)
         start = lookup(self._ref, clip, time_s, xp, _START_FIELDS)
-        physics, kin = self._physics.set_state(None, start["qpos"], start["qvel"], self._start_act(start))
+        qpos, qvel = self._start_state(start, noise)
+        physics, kin = self._physics.set_state(None, qpos, qvel, self._start_act(start))
         obs = self._observe(kin, clip, time_s)
         zeros = xp.zeros(n)
         false = xp.zeros(n, dtype=bool)
@@ -236,12 +248,14 @@ class TrackingEnv:
         fail_rate = update_fail_rate(
             state.info["clip_fail_rate"], clip, done, term & ~bad, cfg.sampling.adaptive_ema, xp
         )
-        rng, u_clip, u_frame = self._physics.uniforms(state.rng, self.num_envs)
+        rng, u = self._physics.uniforms(state.rng, self.num_envs, self._rows)
         probs = clip_probabilities(self._weights, fail_rate, cfg.sampling, xp)
         new_clip, new_time = sample_starts(
-            u_clip, u_frame, probs, self._ref, self.control_dt_s, cfg.sampling.rsi, xp
+            u[0], u[1], probs, self._ref, self.control_dt_s, cfg.sampling.rsi, xp
         )
-        physics, next_obs, reset_ctrl = self._auto_reset(physics, done, obs, new_clip, new_time, kin.ctrl)
+        physics, next_obs, reset_ctrl = self._auto_reset(
+            physics, done, obs, new_clip, new_time, kin.ctrl, u[2:]
+        )
         clip = xp.where(done, new_clip, clip)
         time_s = xp.where(done, new_time, time_s)
         info = {
@@ -298,20 +312,27 @@ class TrackingEnv:
         return {k: xp.zeros(n) for k in names}
 
     def _auto_reset(
-        self, physics: Any, done: Any, obs: Any, clip: Any, time_s: Any, ctrl: Any
+        self, physics: Any, done: Any, obs: Any, clip: Any, time_s: Any, ctrl: Any, noise: Any
     ) -> tuple[Any, Any, Any]:
-        """Reset the done envs at (clip, time_s); return physics, the post-reset observation and
-        the excitations (N, nu) the next step's action-rate penalty compares with."""
+        """Reset the done envs at (clip, time_s) (with the start noise of uniforms ``noise``
+        (rows, N)); return physics, the post-reset observation and the excitations (N, nu) the
+        next step's action-rate penalty compares with."""
         rows = self._physics.reset_rows(done)
         if rows is None:
             return physics, obs, ctrl
         start = lookup(self._ref, clip[rows], time_s[rows], self._xp, _START_FIELDS)
-        physics, kin = self._physics.reset(
-            physics, rows, done, start["qpos"], start["qvel"], self._start_act(start)
-        )
+        qpos, qvel = self._start_state(start, noise[:, rows])
+        physics, kin = self._physics.reset(physics, rows, done, qpos, qvel, self._start_act(start))
         fresh = self._observe(kin, clip[rows], time_s[rows])
         merge = self._physics.merge
         return physics, merge(obs, rows, done, fresh), merge(ctrl, rows, done, kin.ctrl)
+
+    def _start_state(self, start: dict[str, Any], noise: Any) -> tuple[Any, Any]:
+        """qpos (n, nq), qvel (n, nv) an episode starts from at the reference state ``start``: with
+        ``sampling``'s initial-state noise from uniforms ``noise`` (rows, n) (None: exactly)."""
+        if self._noise is None or noise is None:
+            return start["qpos"], start["qvel"]
+        return self._noise.apply(start["qpos"], start["qvel"], noise, self._xp)
 
     def _start_act(self, start: dict[str, Any]) -> Any:
         """Activations (n, na) an episode starts with at the reference state ``start``."""

@@ -50,6 +50,7 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.motion.ground_tiles import tile_grounds
 from musclerl.motion.trajectory import Trajectory, concatenate, resample
+from musclerl.resources import resolve_path
 
 GLOB_CHARS = set("*?[")
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".csv")
@@ -88,8 +89,6 @@ class Dataset:
 def _resolve(path: str | os.PathLike, base: Path | None) -> Path:
     """``path`` relative to ``base`` (a manifest's folder) or, without one, as the config gives
     it (the bundled file of a repository-relative name when no such file exists here)."""
-    from musclerl.rl.config import resolve_path
-
     p = Path(path).expanduser()
     if base is not None and not p.is_absolute():
         return base / p

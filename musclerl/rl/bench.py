@@ -96,7 +96,10 @@ def measure(cfg: dict, updates: int) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.errors import InputError
+    from musclerl.jax_setup import inline_cpu_dispatch
     from musclerl.rl.config import CONFIG_DIR, load_config
+
+    inline_cpu_dispatch()  # before anything computes with JAX (musclerl.jax_setup)
 
     if args.updates < 1:
         raise InputError("--updates", "must be >= 1")

@@ -34,7 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from musclerl.errors import InputError
     from musclerl.fileio import check_outputs
+    from musclerl.jax_setup import inline_cpu_dispatch
     from musclerl.rl.config import CONFIG_DIR, load_config
+
+    inline_cpu_dispatch()  # before anything computes with JAX (musclerl.jax_setup)
 
     configs = args.config or [str(CONFIG_DIR / "demo.yaml")]
     cfg = load_config(configs, args.overrides)

@@ -23,7 +23,7 @@ import yaml
 
 from musclerl.errors import InputError
 from musclerl.fileio import load_yaml
-from musclerl.resources import bundled, configs_dir
+from musclerl.resources import configs_dir
 
 CONFIG_DIR = configs_dir()
 
@@ -85,6 +85,17 @@ DEFAULTS: dict[str, Any] = {
         "every_updates": 10,
         "keep": 3,
     },
+    # held-out clips tested deterministically during training (musclerl.rl.validation)
+    "validation": {
+        "motion": None,  # a motion set like ``motion:``; None: no validation
+        "every_updates": 25,
+        "seconds": 10.0,  # each clip from t = 0 for up to this long
+        "at_start": True,  # also before the first update
+    },
+    # training-set augmentation: a copy of every training clip per speed factor (envs/time_scale.py)
+    "augment": {"time_scales": []},
+    # shown after the error of a missing motion file: how to make the files the config names
+    "motion_help": "",
     "log": {
         "every_updates": 1,
         "progress": True,  # tqdm progress bar
@@ -203,8 +214,9 @@ def load_config(
 ) -> dict[str, Any]:
     """DEFAULTS <- YAML file(s) (with their ``base`` chains, later files overlaid) <- overrides.
 
-    Checked at once (:func:`validate`, the ``env`` section by :class:`~musclerl.envs.EnvConfig`);
-    an error names the file (or the ``key=value`` override) that set the bad value last.
+    Checked at once (:func:`validate`, the ``env`` section by :class:`~musclerl.envs.EnvConfig`;
+    every motion file named must exist: :func:`check_motion_files`); an error names the file (or
+    the ``key=value`` override) that set the bad value last.
     """
     if paths is None:
         paths = []
@@ -226,6 +238,7 @@ def load_config(
         parts, _ = parse_override(text)
         origins.update({".".join(parts[: i + 1]): text for i in range(len(parts))})
     validate(cfg, "config", origins)
+    check_motion_files(cfg)
     return cfg
 
 
@@ -255,6 +268,25 @@ def validate(cfg: Mapping[str, Any], source: str, origins: Mapping[str, str] | N
     for key in ("every_updates", "keep"):
         positive_int(f"checkpoint.{key}", cfg["checkpoint"][key])
     positive_int("log.every_updates", cfg["log"]["every_updates"])
+    val = cfg["validation"]
+    positive_int("validation.every_updates", val["every_updates"])
+    need(
+        "validation.seconds",
+        number(val["seconds"]) and val["seconds"] > 0,
+        f"must be a number of seconds > 0, got {val['seconds']!r}",
+    )
+    need(
+        "validation.at_start",
+        isinstance(val["at_start"], bool),
+        f"must be true or false, got {val['at_start']!r}",
+    )
+    scales = cfg["augment"]["time_scales"]
+    need(
+        "augment.time_scales",
+        isinstance(scales, list) and all(number(x) and 0.5 <= x <= 2.0 and x != 1 for x in scales),
+        f"must be a list of speed factors in [0.5, 2] other than 1, got {scales!r}",
+    )
+    need("motion_help", isinstance(cfg["motion_help"], str), f"must be text, got {cfg['motion_help']!r}")
     positive_int("threads", cfg["threads"])
     need(
         "seed",
@@ -340,10 +372,20 @@ def num_updates(cfg: Mapping[str, Any]) -> int:
     return max(1, int(ppo["total_env_steps"]) // (ppo["num_envs"] * ppo["rollout_steps"]))
 
 
-def resolve_path(name: str | os.PathLike) -> Path:
-    """A data path from a config: as given if it exists, else the bundled file of that name
-    (``assets/motions/...``: see :mod:`musclerl.resources`)."""
-    path = Path(name)
-    if path.exists() or path.is_absolute():
-        return path
-    return bundled(path) or path
+def check_motion_files(cfg: dict[str, Any]) -> None:
+    """Every file ``motion:`` and ``validation.motion`` name exists (read nothing yet): a missing
+    one is one :class:`InputError` line naming it, followed by the config's ``motion_help`` (how
+    to make the files) when it has one."""
+    from musclerl.motion.dataset import dataset_sources
+
+    if cfg["model"] == "toy":  # the toy task has no motion files
+        return
+    specs = [("motion", cfg["motion"]), ("validation.motion", cfg["validation"]["motion"])]
+    for key, spec in specs:
+        if spec is None:
+            continue
+        try:
+            dataset_sources(spec, key)
+        except InputError as err:
+            hint = str(cfg.get("motion_help") or "").strip()
+            raise InputError(err.source, f"{err.problem}; {hint}" if hint else err.problem) from err

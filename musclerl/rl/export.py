@@ -42,14 +42,7 @@ def export_policy(
     path = Path(path)
     stats = train_state.obs_stats
     params = flax.serialization.to_bytes(_host(train_state.params))
-    config = {
-        "format_version": FORMAT_VERSION,
-        "obs_size": int(obs_size),
-        "action_size": int(bounds.low.shape[0]),
-        "action_bounds": bounds.to_dict(),
-        "train_config": cfg,
-        **(extra or {}),
-    }
+    config = _policy_config(cfg, obs_size, bounds, extra)
     with atomic_path(path) as tmp:
         tmp.mkdir(parents=True)
         (tmp / "params.msgpack").write_bytes(params)
@@ -61,6 +54,33 @@ def export_policy(
         )
         (tmp / "config.json").write_text(json.dumps(config, indent=2, default=_json_default))
     return path
+
+
+def _policy_config(
+    cfg: dict[str, Any], obs_size: int, bounds, extra: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The ``config.json`` of a policy folder (module docstring)."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "obs_size": int(obs_size),
+        "action_size": int(bounds.low.shape[0]),
+        "action_bounds": bounds.to_dict(),
+        "train_config": cfg,
+        **(extra or {}),
+    }
+
+
+def policy_of(cfg: dict[str, Any], train_state, obs_size: int, bounds, path: str | os.PathLike) -> Policy:
+    """The :class:`Policy` a run's ``train_state`` would export, in memory (no files): what the
+    validation during training rolls out. ``path`` only names it in error messages."""
+    stats = train_state.obs_stats
+    return Policy(
+        Path(path),
+        _policy_config(cfg, obs_size, bounds, None),
+        _host(train_state.params),
+        np.asarray(stats.mean, np.float32),
+        np.asarray(stats.std, np.float32),
+    )
 
 
 def _host(tree):

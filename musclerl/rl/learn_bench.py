@@ -7,6 +7,7 @@ not loop ends the test at its last frame), and per clip:
 
 - ``tracked_s``: simulated seconds before the first termination (fall or deviation), or the
   whole test if none;
+- ``tracked_frac``: ``tracked_s`` over the test's length (1 for a success);
 - ``success``: no termination within the test;
 - ``mpjpe_m``: mean root-relative site error over the tracked frames (the tracked sites minus
   the root position, simulated against reference: MPJPE as in motion imitation papers);
@@ -15,9 +16,12 @@ not loop ends the test at its last frame), and per clip:
 
 The clips are the training config's dataset (``motion:`` as a file, list, folder, glob or
 manifest, mirroring included: :func:`musclerl.motion.dataset.load_dataset`, as training loads it)
-or ``--motion``'s; every clip is tested unless ``--clip`` picks one (index or name). The result
-holds ``clips`` (name -> the numbers above, and ``test_s``) and their means over the clips:
-``tracked_s``, ``mpjpe_m``, ``site_err_world_m``, ``success_rate``; ``success`` is every clip's.
+or ``--motion``'s (``--validation``: the config's ``validation:`` set); every clip is tested
+unless ``--clip`` picks one (index or name). The result holds ``clips`` (name -> the numbers
+above, and ``test_s``) and their means over the clips:
+``tracked_s``, ``tracked_frac``, ``mpjpe_m``, ``site_err_world_m``, ``success_rate``; ``success``
+is every clip's. Training reports the same for its ``validation:`` set every few updates
+(the test itself lives in :mod:`musclerl.rl.validation`).
 
 ``python -m musclerl.rl.learn_bench`` is not needed: ``musclerl bench learn --config CFG
 [key=value ...]`` does it all and prints one line per number (``--json``: one object).
@@ -26,13 +30,10 @@ holds ``clips`` (name -> the numbers above, and ``test_s``) and their means over
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="test on this dataset: Trajectory file, folder, glob or manifest (default: the config's)",
     )
+    parser.add_argument(
+        "--validation",
+        action="store_true",
+        help="test on the config's validation set (validation.motion) instead of its training set",
+    )
     parser.add_argument("--clip", default=None, help="test only this clip (index or name; default: all)")
     parser.add_argument(
         "--video", default=None, help="also write an MP4 of the test (and a PNG frame strip beside it)"
@@ -56,68 +62,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def evaluation_env(policy, motion, seconds: float):
     """The cpu environment ``policy``'s training config describes, on ``motion`` (Trajectory or
     path), with its horizon lifted to the test's ``seconds``; returns (env, test length in steps)."""
-    from musclerl.envs import EnvConfig, TrackingEnv
     from musclerl.motion.trajectory import Trajectory
     from musclerl.rl.export import check_motion
+    from musclerl.rl.validation import tracking_test_env
 
     if not isinstance(motion, Trajectory):
         source, motion = motion, Trajectory.load(motion)
         check_motion(policy, motion, source)
-    train_cfg = policy.config["train_config"]
-    env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
-    env = TrackingEnv(train_cfg["model"], motion, env_cfg, backend="cpu", num_envs=1)
-    steps = int(round(seconds / env.control_dt_s))
-    env.config = dataclasses.replace(env.config, horizon=steps + 1)  # the test decides its length
-    return env, steps
-
-
-def _test_clip(env, policy, steps: int, clip: int) -> dict[str, Any]:
-    """The deterministic test of ``clip`` in ``env`` (horizon already lifted) for up to ``steps``."""
-    from musclerl.evaluate.rollout import episode_steps, rollout
-
-    steps = min(steps, episode_steps(env, clip, 0.0))
-    rec = rollout(env, lambda obs: policy.act(obs, deterministic=True), clip=clip, max_steps=steps)
-    tracked = rec.time_s[1:]  # frame 0 is the reset state
-    local = rec.mpjpe_local_m[1:]
-    world = rec.mpjpe_m[1:]
-    return {
-        "tracked_s": float(len(tracked) * env.control_dt_s),  # whole steps survived
-        "test_s": float(steps * env.control_dt_s),
-        "success": bool(not rec.early_termination and len(tracked) >= steps),
-        "mpjpe_m": float(np.mean(local)) if len(local) else float("nan"),
-        "site_err_world_m": float(np.mean(world)) if len(world) else float("nan"),
-    }
+    return tracking_test_env(policy.config["train_config"], motion, seconds)
 
 
 def tracking_test(policy, motion, seconds: float = 10.0, clip: int = 0) -> dict[str, Any]:
     """Deterministic rollout of ``policy`` (a loaded export) from t = 0 of ``clip`` of ``motion``
     (Trajectory or path), in the environment its training config describes."""
+    from musclerl.rl.validation import clip_test
+
     env, steps = evaluation_env(policy, motion, seconds)
-    return _test_clip(env, policy, steps, clip)
+    return clip_test(env, policy, steps, clip)
 
 
 def dataset_test(policy, motion, seconds: float = 10.0, clip: str | None = None) -> dict[str, Any]:
     """:func:`tracking_test` of every clip of ``motion`` (a Trajectory), or of ``clip`` (index or
     name) alone, in one environment: ``{"clips": {name: result}}`` plus the means over the clips
     (see the module docstring)."""
+    from musclerl.rl.validation import clips_test
+
     env, steps = evaluation_env(policy, motion, seconds)
     names = env.reference.clip_names
     chosen = range(len(names)) if clip is None else [clip_index(names, clip)]
-    clips = {names[c]: _test_clip(env, policy, steps, c) for c in chosen}
-    rows = list(clips.values())
-
-    def mean(key: str) -> float:
-        return float(np.mean([r[key] for r in rows]))
-
-    return {
-        "tracked_s": mean("tracked_s"),
-        "test_s": mean("test_s"),
-        "success": all(r["success"] for r in rows),
-        "success_rate": mean("success"),
-        "mpjpe_m": mean("mpjpe_m"),
-        "site_err_world_m": mean("site_err_world_m"),
-        "clips": clips,
-    }
+    return clips_test(env, policy, steps, chosen)
 
 
 def clip_index(names: tuple[str, ...], clip: str) -> int:
@@ -168,12 +141,29 @@ def episode_lengths(run_dir: Path) -> tuple[float, float]:
     return (float(lengths[0]), float(lengths[-1])) if lengths else (float("nan"), float("nan"))
 
 
+def _test_set(args: argparse.Namespace, cfg: dict[str, Any]):
+    """The ``motion:`` value tested: ``--motion``, the config's validation set (``--validation``)
+    or its training set."""
+    from musclerl.errors import InputError
+
+    if args.motion is not None and args.validation:
+        raise InputError("--validation", "tests the config's validation set: drop --motion")
+    if args.validation:
+        if cfg.get("validation", {}).get("motion") is None:
+            raise InputError("--validation", "the config has no validation set (validation.motion)")
+        return cfg["validation"]["motion"]
+    return args.motion or cfg["motion"]
+
+
 def run(args: argparse.Namespace) -> int:
     from musclerl.benchmark import print_result
     from musclerl.errors import InputError
     from musclerl.fileio import check_outputs
+    from musclerl.jax_setup import inline_cpu_dispatch
     from musclerl.rl.config import CONFIG_DIR, load_config
     from musclerl.rl.export import load_policy
+
+    inline_cpu_dispatch()  # before anything computes with JAX (musclerl.jax_setup)
 
     result: dict[str, Any] = {}
     video = Path(args.video) if args.video else None
@@ -192,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
         configs = args.config or [str(CONFIG_DIR / "demo.yaml")]
         cfg = load_config(configs, args.overrides)
-        motion = bench_dataset(args.motion or cfg["motion"], cfg["model"])  # bad input: before training
+        motion = bench_dataset(_test_set(args, cfg), cfg["model"])  # bad input: before training
         if args.clip is not None:
             clip_index(motion.clip_names, args.clip)
         out = Path(args.out or Path("runs") / f"bench-learn-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -209,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         policy = load_policy(Path(args.policy))
         train_cfg = policy.config["train_config"]
         try:
-            motion = bench_dataset(args.motion or train_cfg["motion"], train_cfg["model"])
+            motion = bench_dataset(_test_set(args, train_cfg), train_cfg["model"])
         except InputError as err:  # the policy's config pairs its model with this motion
             raise InputError(policy.path / "config.json", str(err)) from err
     result.update(dataset_test(policy, motion, args.seconds, args.clip))
@@ -221,7 +211,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     clips = result.pop("clips")
     print_result(result, False, 22)
-    print(f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'mpjpe_m':>8s} success")
+    print(f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'tracked':>7s} {'mpjpe_m':>8s} success")
     for name, r in clips.items():
-        print(f"{name:32s} {r['tracked_s']:9.3f} {r['test_s']:7.3f} {r['mpjpe_m']:8.4f} {r['success']}")
+        print(
+            f"{name:32s} {r['tracked_s']:9.3f} {r['test_s']:7.3f} {r['tracked_frac']:7.1%} "
+            f"{r['mpjpe_m']:8.4f} {r['success']}"
+        )
     return 0

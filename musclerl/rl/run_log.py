@@ -6,7 +6,9 @@ Per logged update, every metric (episode return/length/termination rate, each ``
 checkpoint are dropped and TensorBoard purges its later events, so the curves have no duplicates.
 :meth:`RunLogger.close` writes ``DIR/summary.json`` and ``DIR/curves.png``; with more than one
 clip the PNG also shows the worst clips (highest failure rate over the run, from the summary's
-``clip_results``) and their failure rate per log interval (``clip/<name>/failure_rate``).
+``clip_results``) and their failure rate per log interval (``clip/<name>/failure_rate``); with
+validation (:mod:`musclerl.rl.validation`), the ``val/`` curves and each validation clip's tracked
+fraction.
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ CURVES = [  # (metric, title) drawn in curves.png when present
     ("optim/learning_rate", "learning rate"),
     ("policy/std", "policy std"),
     ("perf/env_steps_per_s", "env steps / s"),
+    ("val/success", "validation: clips tracked to the end"),
+    ("val/tracked_frac", "validation: fraction of each clip tracked"),
+    ("val/mpjpe_m", "validation: MPJPE (m)"),
 ]
+VAL_CLIP_PANEL = "validation: fraction tracked per clip"
 WORST_BARS = 10  # clips in the worst-clips bar panel
 WORST_CURVES = 5  # of which drawn over training
 
@@ -93,12 +99,14 @@ class RunLogger:
         """Record ``metrics`` (scalars) after ``update`` updates; returns the row written."""
         now = time.perf_counter()
         env_steps = update * self.steps_per_update
+        progressed = update > self._last_update  # not for a row before the first update
         rate = (update - self._last_update) * self.steps_per_update / max(now - self._last_time, 1e-9)
         self._last_time, self._last_update = now, update
         row: dict[str, float | None] = {"update": update, "env_steps": env_steps}
         for key, value in sorted(metrics.items()):
             row[key] = _finite(np.asarray(value))
-        row["perf/env_steps_per_s"] = rate
+        if progressed:
+            row["perf/env_steps_per_s"] = rate
         for key, value in row.items():
             # per-clip scalars stay in metrics.jsonl: thousands of clips would swamp TensorBoard
             if value is not None and key not in ("update", "env_steps") and not key.startswith("clip/"):
@@ -151,9 +159,21 @@ def plot_curves(
     import matplotlib.pyplot as plt
 
     panels = [(k, t) for k, t in CURVES if any(r.get(k) is not None for r in history)] or CURVES[:1]
+    val_clips = sorted(
+        {
+            k[4 : -len("/tracked_frac")]
+            for r in history
+            for k in r
+            if k.startswith("val/") and k.endswith("/tracked_frac") and k.count("/") >= 2
+        }
+    )
     worst = _worst_clips(clip_results)
     extra = ["worst clips: failure rate over the run", "worst clips: failure rate during training"]
-    titles = [t for _, t in panels] + (extra if worst is not None else [])
+    titles = (
+        [t for _, t in panels]
+        + ([VAL_CLIP_PANEL] if val_clips else [])
+        + (extra if worst is not None else [])
+    )
     cols = 2 if len(titles) > 1 else 1
     rows = math.ceil(len(titles) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 2.8 * rows), squeeze=False)
@@ -166,8 +186,14 @@ def plot_curves(
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
+    used = len(panels)
+    if val_clips:
+        _plot_lines(flat[used], history, [f"val/{n}/tracked_frac" for n in val_clips], val_clips)
+        flat[used].set_title(VAL_CLIP_PANEL, fontsize=10)
+        flat[used].set_ylim(-0.05, 1.05)
+        used += 1
     if worst is not None:
-        _plot_worst(flat[len(panels)], flat[len(panels) + 1], history, clip_results, worst, extra)
+        _plot_worst(flat[used], flat[used + 1], history, clip_results, worst, extra)
     for ax in flat[len(titles) :]:
         ax.axis("off")
     fig.tight_layout()
@@ -207,15 +233,20 @@ def _plot_worst(bars, curves, history, clip_results, worst: list[str], titles: l
         bars.text(0.5, 0.5, "no episode ended yet", ha="center", va="center", transform=bars.transAxes)
     bars.set_xlabel("failure rate (terminated / ended episodes)")
     bars.set_title(f"{titles[0]} ({len(clips)} clips)", fontsize=10)
-    for name in worst[:WORST_CURVES]:
-        key = f"clip/{name}/failure_rate"
+    shown = worst[:WORST_CURVES]
+    _plot_lines(curves, history, [f"clip/{n}/failure_rate" for n in shown], shown)
+    curves.set_title(titles[1], fontsize=10)
+    curves.set_ylim(-0.05, 1.05)
+
+
+def _plot_lines(ax, history, keys: list[str], names: list[str]) -> None:
+    """One line per metric ``keys`` (labelled by ``names``) against env steps, where logged."""
+    for key, name in zip(keys, names, strict=True):
         pts = [(r["env_steps"], r[key]) for r in history if r.get(key) is not None]
         if pts:
             x, y = zip(*pts, strict=True)
-            curves.plot(x, y, lw=1.0, marker=".", ms=3, label=_short(name))
-    if curves.get_legend_handles_labels()[0]:
-        curves.legend(fontsize=7)
-    curves.set_title(titles[1], fontsize=10)
-    curves.set_xlabel("env steps")
-    curves.set_ylim(-0.05, 1.05)
-    curves.grid(alpha=0.3)
+            ax.plot(x, y, lw=1.0, marker=".", ms=3, label=_short(name))
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    ax.set_xlabel("env steps")
+    ax.grid(alpha=0.3)

@@ -9,8 +9,10 @@ Run folder layout::
     DIR/tb/               TensorBoard event files
     DIR/metrics.jsonl     one JSON line of scalars per logged update (per clip: ``clip/<name>/...``,
                           per tag: ``tag/<tag>/...``; see :mod:`musclerl.rl.clip_stats`)
-    DIR/summary.json      final metrics, timings, paths, per-clip and per-tag results of the run
-    DIR/curves.png        training curves
+    DIR/policy_best/      with ``validation:``, the policy of the best validation test so far
+    DIR/summary.json      final metrics, timings, paths, per-clip and per-tag results of the run,
+                          the best and last validation tests (:mod:`musclerl.rl.validation`)
+    DIR/curves.png        training curves (and the validation curves)
 
 Multi-host (mjx backend): set ``MUSCLERL_COORDINATOR=host:port``, ``MUSCLERL_NUM_PROCESSES`` and
 ``MUSCLERL_PROCESS_ID`` on every host (or ``MUSCLERL_DISTRIBUTED=1`` to let
@@ -33,6 +35,8 @@ from musclerl.fileio import atomic_path
 from musclerl.rl.config import num_updates
 
 TOY_MODEL = "toy"  # ``model: toy`` selects the pure-JAX toy task (musclerl.rl.toy_env), for smoke tests
+#: Config sections that do not change what is trained (a resume may change them too, but for the length).
+NOT_TRAINING = ("log", "checkpoint", "validation", "motion_help")
 
 
 def maybe_init_distributed() -> None:
@@ -69,7 +73,12 @@ def build_env_and_tags(cfg: dict[str, Any]) -> tuple[Any, tuple[tuple[str, ...],
     from musclerl.models.registry import load_model
     from musclerl.motion.dataset import load_dataset, with_clip_weights
 
-    motion = load_dataset(cfg["motion"], load_model(cfg["model"]), cfg["model"])
+    model = load_model(cfg["model"])
+    motion = load_dataset(cfg["motion"], model, cfg["model"])
+    if cfg["augment"]["time_scales"]:  # faster and slower copies of every clip (envs/time_scale.py)
+        from musclerl.envs.time_scale import with_time_scales
+
+        motion = with_time_scales(motion, model, cfg["augment"]["time_scales"])
     env_cfg = with_clip_weights(EnvConfig.from_dict(cfg["env"], source="config: env"), motion)
     env = TrackingEnv(
         model=cfg["model"],
@@ -129,7 +138,7 @@ def _compiled(cfg: dict[str, Any], total_updates: int) -> tuple:
 
     from musclerl.rl.ppo import data_mesh
 
-    key = json.dumps({k: v for k, v in cfg.items() if k not in ("log", "checkpoint")}, sort_keys=True)
+    key = json.dumps({k: v for k, v in cfg.items() if k not in NOT_TRAINING}, sort_keys=True)
     key += f"|{total_updates}|{data_mesh().size}"
     if key not in _COMPILED:
         env, tags = build_env_and_tags(cfg)
@@ -159,8 +168,9 @@ def _checkpointed(carry, backend: str):
 
 
 def _comparable(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a config a resume must not change (everything but the run length and logging)."""
-    out = {k: v for k, v in cfg.items() if k not in ("log", "checkpoint")}
+    """The parts of a config a resume must not change (everything but the run length, logging,
+    checkpointing and validation)."""
+    out = {k: v for k, v in cfg.items() if k not in NOT_TRAINING}
     out["ppo"] = {k: v for k, v in cfg["ppo"].items() if k != "total_env_steps"}
     return out
 
@@ -183,11 +193,14 @@ def train(
 
     from musclerl.rl.checkpoint import Checkpointer
     from musclerl.rl.clip_stats import ClipLog
+    from musclerl.rl.config import check_motion_files
     from musclerl.rl.export import export_policy
     from musclerl.rl.ppo import data_mesh
     from musclerl.rl.run_log import RunLogger
+    from musclerl.rl.validation import Validator
 
     maybe_init_distributed()
+    check_motion_files(cfg)
     if cfg["backend"] == "cpu" and jax.process_count() > 1:
         raise InputError("backend", "multi-host training needs the mjx backend (cpu physics is per host)")
     out_dir = Path(out_dir)
@@ -216,7 +229,10 @@ def train(
     if resume:  # fail fast on a mismatching config, before compiling anything
         checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
         meta = checkpointer.read_meta()
-        if _comparable(meta["config"]) != _comparable(cfg):
+        from musclerl.rl.config import DEFAULTS, deep_merge
+
+        # a checkpoint of an older version lacks the keys added since: they held their defaults
+        if _comparable(deep_merge(DEFAULTS, meta["config"])) != _comparable(cfg):
             raise InputError(
                 ckpt_dir,
                 "the checkpoint was written with a different config (only ppo.total_env_steps, "
@@ -224,6 +240,11 @@ def train(
             )
         start = int(meta["update"])
     env, learner, init, update_step, after_checkpoint, tags = _compiled(cfg, total_updates)
+    validator = None
+    if cfg["validation"]["motion"] is not None and is_main:
+        from musclerl.motion.dataset import dataset_sources
+
+        validator = Validator(cfg, tuple(str(c.path) for c in dataset_sources(cfg["motion"])[0]))
     clip_log = ClipLog(env.reference.clip_names, tags) if tags is not None else None
     carry = init(jax.random.PRNGKey(cfg["seed"]))
     if initial is not None:
@@ -254,6 +275,35 @@ def train(
     )
     setup_s = time.perf_counter() - t0
     last = min(total_updates, stop_after_updates) if stop_after_updates else total_updates
+
+    val_s = 0.0
+
+    def validate(train_state, update: int) -> dict[str, float]:
+        """The validation test of ``train_state`` after ``update`` when it is due (else nothing);
+        exports the policy of the best test so far."""
+        nonlocal val_s
+        if validator is None or not validator.due(update, total_updates):
+            return {}
+        t = time.perf_counter()
+        row = validator.run(
+            train_state, env.observation_size, learner.bounds, update, update * steps_per_update
+        )
+        if validator.improved():
+            export_policy(
+                out_dir / "policy_best",
+                cfg,
+                train_state,
+                env.observation_size,
+                learner.bounds,
+                extra={"model": cfg["model"], "updates": update, "validation": validator.best},
+            )
+        val_s += time.perf_counter() - t
+        return row
+
+    if validator is not None and resume:
+        validator.restore(logger.history)
+    elif validator is not None and start == 0 and validator.due(0, total_updates):
+        logger.log(0, validate(carry.train, 0))
     train_t0 = time.perf_counter()
     metrics = None
     for update in range(start + 1, last + 1):
@@ -261,9 +311,10 @@ def train(
         sums = metrics.pop("clip_sums", None)
         if clip_log is not None and sums is not None:
             clip_log.add(jax.device_get(sums))
-        if logger is not None and (update % cfg["log"]["every_updates"] == 0 or update == last):
+        val_row = validate(carry.train, update)
+        if logger is not None and (update % cfg["log"]["every_updates"] == 0 or update == last or val_row):
             per_clip = clip_log.interval_metrics() if clip_log is not None else {}
-            logger.log(update, {**jax.device_get(metrics), **per_clip})
+            logger.log(update, {**jax.device_get(metrics), **per_clip, **val_row})
         if update % cfg["checkpoint"]["every_updates"] == 0 or update == total_updates:
             checkpointer.save(
                 update,
@@ -276,7 +327,7 @@ def train(
                 },
             )
             carry = after_checkpoint(carry, update)
-    train_s = time.perf_counter() - train_t0
+    train_s = time.perf_counter() - train_t0 - val_s
     checkpointer.close()
     summary: dict[str, Any] = {
         "updates": last,
@@ -286,6 +337,7 @@ def train(
         "init_from": None if initial is None else str(initial.source),
         "setup_s": setup_s,
         "train_s": train_s,
+        "validation_s": val_s,
         "env_steps_per_s": (last - start) * steps_per_update / max(train_s, 1e-9),
         "devices": jax.device_count(),
         "backend": cfg["backend"],
@@ -317,5 +369,8 @@ def train(
         )
         if clip_log is not None:
             summary["clip_results"] = clip_log.summary()
+        if validator is not None:
+            summary["validation"] = validator.summary()
+            summary["paths"]["policy_best"] = str(out_dir / "policy_best")
         summary = logger.close(summary)
     return summary

@@ -88,8 +88,8 @@ class Physics(Protocol):
         """The backend's random state from a jax key (or an int seed)."""
         ...
 
-    def uniforms(self, rng: Any, n: int) -> tuple[Any, Any, Any]:
-        """Next random state and two uniform (n,) arrays in [0, 1)."""
+    def uniforms(self, rng: Any, n: int, rows: int = 2) -> tuple[Any, Any]:
+        """Next random state and uniforms (rows, n) in [0, 1)."""
         ...
 
 

@@ -78,6 +78,11 @@ class CpuPhysics:
             )
         }
         self._nonfoot = np.asarray(world.nonfoot_geom_ids, dtype=int)
+        #: set to a clock (e.g. ``time.process_time``) to sum the time spent inside MuJoCo's batch
+        #: calls in ``mujoco_s`` (``musclerl bench env`` tells the serial work between them from
+        #: it); None (the default): no clock is read
+        self.clock: Callable[[], float] | None = None
+        self.mujoco_s = 0.0
 
     def set_state(
         self, physics: Any, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray
@@ -124,7 +129,7 @@ class CpuPhysics:
         before = self._warnings()[ids]
         bad = np.zeros(len(ids), dtype=bool)
         try:
-            self.batch.forward(ids)
+            self._call(self.batch.forward, ids)
         except mujoco.batch.SimulationError as err:
             bad[np.isin(ids, err.ids)] = True
         return bad | (self._warnings()[ids] > before)
@@ -143,13 +148,24 @@ class CpuPhysics:
             if callable(ctrl):
                 for _ in range(substeps):
                     self.ctrl[:] = ctrl(length.copy(), velocity.copy())
-                    self.batch.step(nstep=1, stage=stage)
+                    self._call(self.batch.step, nstep=1, stage=stage)
             else:
                 self.ctrl[:] = ctrl
-                self.batch.step(nstep=substeps, stage=stage)
+                self._call(self.batch.step, nstep=substeps, stage=stage)
         except mujoco.batch.SimulationError as err:
             bad[err.ids] = True
         return physics, bad | (self._warnings() > before)
+
+    def _call(self, method: Callable, *args, **kwargs) -> None:
+        """A batch call, timed into ``mujoco_s`` when a ``clock`` is set."""
+        if self.clock is None:
+            method(*args, **kwargs)
+            return
+        start = self.clock()
+        try:
+            method(*args, **kwargs)
+        finally:
+            self.mujoco_s += self.clock() - start
 
     def muscle_state(self, physics: object = None) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the actuator lengths and velocities (N, nu) of every env, m and m/s."""
@@ -218,8 +234,9 @@ class CpuPhysics:
         words = np.asarray(key, dtype=np.uint64).ravel()
         return np.uint64(sum(int(w) << (32 * i) for i, w in enumerate(words[:2])))
 
-    def uniforms(self, rng: np.uint64, n: int) -> tuple[np.uint64, np.ndarray, np.ndarray]:
-        """Next seed and two uniform (n,) arrays in [0, 1) from numpy's default generator."""
+    def uniforms(self, rng: np.uint64, n: int, rows: int = 2) -> tuple[np.uint64, np.ndarray]:
+        """Next seed and uniforms (rows, n) in [0, 1) from numpy's default generator (the first
+        two rows are the same for any ``rows``)."""
         gen = np.random.default_rng(int(rng))
-        u = gen.random((2, n))
-        return np.uint64(gen.integers(0, 2**63)), u[0], u[1]
+        u = gen.random((rows, n))
+        return np.uint64(gen.integers(0, 2**63)), u

@@ -173,11 +173,10 @@ class MjxPhysics:
         """The jax key itself."""
         return rng
 
-    def uniforms(self, rng: Any, n: int) -> tuple[Any, Any, Any]:
-        """Next key and two uniform (n,) arrays in [0, 1) from ``jax.random``."""
+    def uniforms(self, rng: Any, n: int, rows: int = 2) -> tuple[Any, Any]:
+        """Next key and uniforms (rows, n) in [0, 1) from ``jax.random``."""
         rng, key = jax.random.split(rng)
-        u = jax.random.uniform(key, (2, n))
-        return rng, u[0], u[1]
+        return rng, jax.random.uniform(key, (rows, n))
 
 
 def to_mujoco_data(model: mujoco.MjModel, data: mjx.Data, i: int) -> mujoco.MjData:

@@ -1,0 +1,187 @@
+"""Validation during training (``validation:``, musclerl.rl.validation) on the tiny model.
+
+A short run trains on the bundled tiny walk and validates on a generated clip and its mirror:
+the rows name exactly the validation clips, the training env never holds them, the training is
+the same update for update as without validation, and the numbers are ``bench learn``'s."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from musclerl.cli import main
+from musclerl.envs.motions import sine_gait
+from musclerl.errors import InputError
+from musclerl.rl.config import load_config
+from musclerl.rl.runner import _compiled, train
+
+REPO = Path(__file__).resolve().parents[1]
+WALK = REPO / "assets" / "motions" / "walk_tiny.npz"
+SHORT = [
+    f"motion={WALK}",
+    "ppo.num_envs=16",
+    "ppo.rollout_steps=16",
+    "ppo.total_env_steps=768",  # 3 updates
+    "ppo.num_minibatches=2",
+    "ppo.update_epochs=1",
+    "network.policy_hidden=[16]",
+    "network.value_hidden=[16]",
+    "checkpoint.every_updates=10",
+    "log.progress=false",
+]
+
+
+def _held_out(folder: Path, duration_s: float) -> Path:
+    """A generated tiny clip no training set here reads, saved in ``folder``."""
+    path = folder / "held_out.npz"
+    sine_gait("tiny", duration_s=duration_s, name="held_out").save(path)
+    return path
+
+
+def _rows(run: Path) -> list[dict]:
+    return [json.loads(s) for s in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("validation")
+    held_out = _held_out(folder, 0.8)
+    val = [
+        f"validation.motion={{clips: [{held_out}], mirror: true}}",
+        "validation.every_updates=2",
+        "validation.seconds=0.5",
+    ]
+    cfg = load_config(REPO / "configs" / "tiny.yaml", [*SHORT, *val])
+    with_val = train(cfg, folder / "with", quiet=True)
+    env = _compiled(cfg, 3)[0]  # the training env of that run (cached)
+    plain = train(load_config(REPO / "configs" / "tiny.yaml", SHORT), folder / "without", quiet=True)
+    return folder, cfg, with_val, plain, env
+
+
+def test_validation_logs_the_held_out_clips_at_its_updates(runs):
+    folder, _, summary, _, env = runs
+    rows = _rows(folder / "with")
+    val_rows = [r for r in rows if "val/success" in r]
+    assert [r["update"] for r in val_rows] == [0, 2, 3]  # before training, every 2nd, the last
+    names = {k.split("/")[1] for r in val_rows for k in r if k.count("/") == 2 and k.startswith("val/")}
+    assert names == {"held_out", "held_out:mirror"}
+    for r in val_rows:
+        clips = [r[f"val/{n}/tracked_frac"] for n in sorted(names)]
+        assert r["val/tracked_frac"] == pytest.approx(sum(clips) / 2)
+        assert 0 < r["val/tracked_frac"] <= 1 and r["val/success"] in (0.0, 0.5, 1.0)
+    # never trained on: the training env holds the walk only, per-clip training logs name no held-out clip
+    assert env.reference.clip_names == ("humanoid3d_walk",)
+    assert not any(k.startswith("clip/held_out") for r in rows for k in r)
+    best, last = summary["validation"]["best"], summary["validation"]["last"]
+    assert last["update"] == 3 and best["val/success"] >= last["val/success"] - 1e-12
+    assert summary["validation"]["clips"] == ["held_out", "held_out:mirror"]
+    assert (folder / "with" / "policy_best" / "config.json").is_file()
+    assert (folder / "with" / "curves.png").is_file()
+
+
+def test_training_is_the_same_with_and_without_validation(runs):
+    folder = runs[0]
+    with_val = {r["update"]: r for r in _rows(folder / "with")}
+    plain = _rows(folder / "without")
+    assert [r["update"] for r in plain] == [1, 2, 3]
+    for r in plain:
+        other = with_val[r["update"]]
+        for key in r:
+            if not key.startswith(("perf/", "val/")):
+                assert other[key] == r[key], key
+
+
+def test_validation_numbers_are_bench_learns(runs, capsys):
+    """The last validation test is ``bench learn --policy P --validation`` of the final policy."""
+    folder, cfg, summary, _, _ = runs
+    args = ["bench", "learn", "--policy", str(folder / "with" / "policy"), "--validation", "--seconds", "0.5"]
+    assert main([*args, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    last = summary["validation"]["last"]
+    assert list(result["clips"]) == ["held_out", "held_out:mirror"]
+    assert last["val/tracked_frac"] == result["tracked_frac"]
+    assert last["val/success"] == result["success_rate"]
+    for name, clip in result["clips"].items():
+        assert last[f"val/{name}/mpjpe_m"] == clip["mpjpe_m"]
+    assert main([*args, "--motion", str(WALK)]) == 2  # one set or the other
+    assert "drop --motion" in capsys.readouterr().err
+
+
+def test_validation_clips_from_a_training_file_are_refused(tmp_path):
+    cfg = load_config(REPO / "configs" / "tiny.yaml", [*SHORT, f"validation.motion={WALK}"])
+    with pytest.raises(InputError, match="both the training set"):
+        train(cfg, tmp_path / "run", quiet=True)
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_motion_files_fail_config_loading_in_one_line_with_the_configs_help(tmp_path):
+    help_text = "make them with musclerl retarget markers"
+    with pytest.raises(InputError) as err:
+        load_config(
+            REPO / "configs" / "tiny.yaml",
+            [f"validation.motion={tmp_path / 'nothere.npz'}", f"motion_help={help_text}"],
+        )
+    message = str(err.value)
+    assert "nothere.npz: motion file not found; make them with musclerl" in message and "\n" not in message
+    with pytest.raises(InputError, match="validation.seconds"):
+        load_config(None, ["validation.seconds=0"])
+
+
+def test_resumed_run_validates_as_an_uninterrupted_one(tmp_path):
+    """A run killed after update 2 and resumed from its checkpoint logs the same validation tests
+    and keeps the same best and last as the run that was never stopped."""
+    held_out = _held_out(tmp_path, 0.6)
+    overrides = [
+        *SHORT,
+        f"validation.motion={held_out}",
+        "validation.every_updates=1",
+        "validation.seconds=0.4",
+    ]
+    more = ["checkpoint.every_updates=2", "ppo.total_env_steps=1024"]  # 4 updates
+    cfg = load_config(REPO / "configs" / "tiny.yaml", [*overrides, *more])
+    full = train(cfg, tmp_path / "full", quiet=True)
+    train(cfg, tmp_path / "cut", quiet=True, stop_after_updates=3)  # killed after update 3: resumes from 2
+    resumed = train(cfg, tmp_path / "cut", quiet=True, resume=True)
+    assert resumed["resumed_from_update"] == 2
+    val = [
+        {k: v for k, v in r.items() if k.startswith("val/") or k == "update"}
+        for r in _rows(tmp_path / "full")
+    ]
+    assert [
+        {k: v for k, v in r.items() if k.startswith("val/") or k == "update"} for r in _rows(tmp_path / "cut")
+    ] == val
+    assert [r["update"] for r in val] == [0, 1, 2, 3, 4]
+    assert resumed["validation"] == full["validation"]
+
+
+def test_curves_draw_the_validation_panels(tmp_path):
+    from musclerl.rl.run_log import VAL_CLIP_PANEL, plot_curves
+
+    rows = [
+        {"update": u, "env_steps": 10 * u, "val/success": s, "val/tracked_frac": f, "val/mpjpe_m": 0.05}
+        | {"val/a/tracked_frac": f, "val/b:mirror/tracked_frac": f}
+        for u, s, f in ((0, 0.0, 0.4), (1, 0.5, 0.8))
+    ]
+    titles = plot_curves(rows, tmp_path / "curves.png")
+    assert titles == [
+        "validation: clips tracked to the end",
+        "validation: fraction of each clip tracked",
+        "validation: MPJPE (m)",
+        VAL_CLIP_PANEL,
+    ]
+    assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_training_clip_weights_do_not_reach_the_validation_env(tmp_path):
+    held_out = _held_out(tmp_path, 0.4)
+    overrides = [
+        *SHORT,
+        "ppo.total_env_steps=256",
+        "env.sampling.clip_weights=[2.0]",  # one weight: the one training clip
+        f"validation.motion={{clips: [{held_out}], mirror: true}}",  # two clips
+        "validation.seconds=0.2",
+    ]
+    summary = train(load_config(REPO / "configs" / "tiny.yaml", overrides), tmp_path / "run", quiet=True)
+    assert summary["validation"]["clips"] == ["held_out", "held_out:mirror"]
