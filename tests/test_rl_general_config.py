@@ -38,7 +38,8 @@ def test_missing_walks_are_one_line_naming_the_file_and_the_command(tmp_path, mo
     with pytest.raises(InputError) as err:
         load_config(GENERAL)
     message = str(err.value)
-    assert message.startswith("data/walks/walking1.npz: motion file not found; make the walks")
+    assert message.startswith("data/walks/walking1.npz: motion file not found (named by ")
+    assert "myolegs_walk_general.yaml); make the walks" in message
     assert "musclerl retarget markers" in message and "\n" not in message
 
 

@@ -124,7 +124,8 @@ def test_missing_motion_files_fail_config_loading_in_one_line_with_the_configs_h
             [f"validation.motion={tmp_path / 'nothere.npz'}", f"motion_help={help_text}"],
         )
     message = str(err.value)
-    assert "nothere.npz: motion file not found; make them with musclerl" in message and "\n" not in message
+    assert "nothere.npz: motion file not found (named by validation.motion=" in message
+    assert "); make them with musclerl" in message and "\n" not in message
     with pytest.raises(InputError, match="validation.seconds"):
         load_config(None, ["validation.seconds=0"])
 

@@ -238,7 +238,7 @@ def load_config(
         parts, _ = parse_override(text)
         origins.update({".".join(parts[: i + 1]): text for i in range(len(parts))})
     validate(cfg, "config", origins)
-    check_motion_files(cfg)
+    check_motion_files(cfg, origins)
     return cfg
 
 
@@ -372,12 +372,14 @@ def num_updates(cfg: Mapping[str, Any]) -> int:
     return max(1, int(ppo["total_env_steps"]) // (ppo["num_envs"] * ppo["rollout_steps"]))
 
 
-def check_motion_files(cfg: dict[str, Any]) -> None:
+def check_motion_files(cfg: dict[str, Any], origins: Mapping[str, str] | None = None) -> None:
     """Every file ``motion:`` and ``validation.motion`` name exists (read nothing yet): a missing
-    one is one :class:`InputError` line naming it, followed by the config's ``motion_help`` (how
-    to make the files) when it has one."""
+    one is one :class:`InputError` line naming it and the config file (or override) that named
+    it (``origins``, as :func:`validate`'s), followed by the config's ``motion_help`` (how to make
+    the files) when it has one."""
     from musclerl.motion.dataset import dataset_sources
 
+    origins = origins or {}
     if cfg["model"] == "toy":  # the toy task has no motion files
         return
     specs = [("motion", cfg["motion"]), ("validation.motion", cfg["validation"]["motion"])]
@@ -387,5 +389,7 @@ def check_motion_files(cfg: dict[str, Any]) -> None:
         try:
             dataset_sources(spec, key)
         except InputError as err:
+            named_by = f" (named by {origins[key]})" if key in origins else ""
             hint = str(cfg.get("motion_help") or "").strip()
-            raise InputError(err.source, f"{err.problem}; {hint}" if hint else err.problem) from err
+            problem = err.problem + named_by
+            raise InputError(err.source, f"{problem}; {hint}" if hint else problem) from err
