@@ -143,7 +143,7 @@ SOURCE_SEGMENTS: dict[str, dict[str, str]] = {
 #: settle what they leave free (thigh twist, how a miss at a joint limit is spread over the
 #: joints). DeepMimic's humanoid has 1-DOF knees about its own axes, which the model's knee
 #: axis does not share: its thigh and shank orientations cannot both be met, and following them
-#: moves the keypoints (README, measured section), so DeepMimic clips are fitted by positions.
+#: moves the keypoints (docs/measurements.md, Retargeting), so DeepMimic clips are fitted by positions.
 ORIENTATION_WEIGHTS = {"smpl": 0.1, "deepmimic": 0.0}
 #: The arms' landmarks as a chain from the hip midpoint, ``(landmark, parent)`` in order;
 #: ``hips``/``shoulders`` are the midpoints of the pairs. The keypoint pipeline places each on the

@@ -131,7 +131,7 @@ class GroundedClip:
 
     def report(self) -> dict:
         """``treadmill``: detected/forced, belt velocity and speed; ``floor``: shift, slope, lift,
-        stance fraction and stance-foot speed (keys documented in the README)."""
+        stance fraction and stance-foot speed (keys documented in docs/retargeting.md)."""
         return {
             "treadmill": {
                 "detected": bool(self.treadmill),
