@@ -272,8 +272,8 @@ class KinematicTree:
         pts = [jnp.zeros((n0, 3), dtype)]
         prs = [jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n0, 3, 3))]
         for (lo, hi), parents in zip(plan.levels[1:], plan.parents[1:], strict=True):
-            all_t, all_r = jnp.concatenate(xt), jnp.concatenate(xr)
-            pt, pr = all_t[parents], all_r[parents]
+            # A body's parent sits on the level above: gather from that level alone.
+            pt, pr = xt[-1][parents], xr[-1][parents]
             pts.append(pt)
             prs.append(pr)
             xt.append(pt + mv(pr, lt[lo:hi]))
@@ -486,7 +486,7 @@ class _FKPlan:
     scalar_ancestors: np.ndarray  # (nb, ns) 1 when the joint's body is the body or an ancestor
     joint_slot: dict  # joint index -> (level-order body, slot)
     levels: tuple  # first entry: indices of level 0; then (lo, hi) slices
-    parents: tuple  # per level, parent positions in level order (None for level 0)
+    parents: tuple  # per level, parent positions within the level above (None for level 0)
     to_tree_order: np.ndarray
 
     @classmethod
@@ -528,7 +528,8 @@ class _FKPlan:
         for d in range(1, n_levels):
             members = np.flatnonzero(depth[order] == d)
             levels.append((int(members[0]), int(members[-1]) + 1))
-            parents.append(position[tree.parent[order[members]]])
+            above = levels[-2] if d == 1 else np.arange(*levels[-2])  # level d - 1, level order
+            parents.append(np.searchsorted(above, position[tree.parent[order[members]]]))
         axes = field(HINGE, lambda j: j.axis)
         k1 = np.zeros((len(axes), 3, 3))
         k1[:, 0, 1], k1[:, 0, 2], k1[:, 1, 2] = -axes[:, 2], axes[:, 1], -axes[:, 0]

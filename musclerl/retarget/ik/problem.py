@@ -347,6 +347,13 @@ class IKProblem:
         conv = small | (accept & final) | (jnp.max(jnp.abs(g)) <= 1e-14) | (lam >= LAMBDA_MAX)
         return _LMState(q, hess, grad, jac, cost, cand, lam, it + 1, conv)
 
+    def _lm_trip(self, lm: _LMState, frame, prev: Previous, tol, max_iters) -> _LMState:
+        """:meth:`_lm_step` on every chain of a batch (``lm``, ``frame``, ``prev`` batched over
+        C chains); chains already done are left as they are."""
+        active = ~(lm.conv | (lm.it >= max_iters + 1))
+        new = jax.vmap(self._lm_step, in_axes=(0, 0, 0, None))(lm, frame, prev, tol)
+        return jax.tree.map(lambda a, b: jnp.where(_rows(active, a), a, b), new, lm)
+
     # ------------------------------------------------------------------ sweeps (compiled)
     @property
     def chain_batch(self) -> int:
@@ -362,68 +369,57 @@ class IKProblem:
         ``q_prev`` (C, nq), ``weight`` (C,) on the previous frame, ``max_iters`` () LM iterations
         (0 ends the block: only leading sweeps run). WARM starts from (and is smoothed towards)
         the constant-velocity prediction ``2 q1 - q2`` of the linear coordinates (rotations
-        carried over); COLD and GIVEN start from ``q_given``, smoothed towards ``q_prev``. COLD
-        restarts the chain's carry, GIVEN (repairs) leaves it alone.
+        carried over), reusing the last sweep's Jacobians when this call solved it
+        (:meth:`_lm_reuse`); COLD and GIVEN start from ``q_given``, smoothed towards ``q_prev``.
+        COLD restarts the chain's carry, GIVEN (repairs) leaves it alone.
 
-        Each chain runs its own sequence of LM iterations (one ``while_loop`` trip = one
-        iteration for every chain) and moves to its next frame as soon as the current one is
-        done, so no chain waits for the slowest on every frame. Returns the carry and per sweep
-        q (S, C, nq), converged (S, C), iterations (S, C), cost (S, C).
+        The chains of a sweep iterate side by side (one ``while_loop`` trip = one iteration of
+        every chain not yet done, :meth:`_lm_trip`) until all are done: on a smooth clip nearly
+        every warm frame takes the same two iterations, so chains rarely wait. Returns the carry
+        and per sweep q (S, C, nq), converged (S, C), iterations (S, C), cost (S, C).
         """
         n_sweeps = mode.shape[0]
         n_active = jnp.sum(max_iters > 0)
         lin = self.linear_qadr
+        one = jax.tree.map(lambda a: a[0, 0], frame)
+        n_rows = jax.eval_shape(lambda: self.residual(q1[0], one, Previous(q1[0], weight[0, 0]))).shape[0]
 
-        def chain(q1, q2, frame, q_given, q_prev, weight):
-            first = jax.tree.map(lambda a: a[0], frame)
-            n_rows = jax.eval_shape(lambda: self.residual(q1, first, Previous(q1, weight[0]))).shape[0]
-
-            def start(s, q1, q2, last, have_jac):
-                warm = mode[s] == WARM
-                q_init = jnp.where(warm, q1.at[lin].add(q1[lin] - q2[lin]), q_given[s])
-                lam = jnp.where(warm, LAMBDA_WARM, LAMBDA_INIT)
-                q_ref = jnp.where(warm, q_init, q_prev[s])
-                fresh = self._lm_start(q_init, lam, n_rows)
-                # A warm frame after a solved one in this call reuses that one's Jacobian (see
-                # _lm_reuse); the first of a call linearises at its start.
-                here = jax.tree.map(lambda a: a[s], frame)
-                reused = self._lm_reuse(q_init, last, here, Previous(q_ref, weight[s]), LAMBDA_WARM, tol)
-                use = warm & have_jac
-                return jax.tree.map(lambda a, b: jnp.where(use, a, b), reused, fresh), q_ref
-
-            def body(loop):
-                s, q1, q2, lm, q_ref, out = loop
-                here = jax.tree.map(lambda a: a[s], frame)
-                lm = self._lm_step(lm, here, Previous(q_ref, weight[s]), tol)
-                done = lm.conv | (lm.it >= max_iters[s] + 1)
-                row = jnp.where(done, s, n_sweeps)  # out of range: dropped
-                out = tuple(
-                    o.at[row].set(v, mode="drop")
-                    for o, v in zip(out, (lm.q, lm.conv, lm.it - 1, lm.cost), strict=True)
-                )
-                chained = done & (mode[s] != GIVEN)
-                q2 = jnp.where(chained, jnp.where(mode[s] == COLD, lm.q, q1), q2)
-                q1 = jnp.where(chained, lm.q, q1)
-                s = s + done.astype(s.dtype)
-                fresh, fresh_ref = start(jnp.minimum(s, n_sweeps - 1), q1, q2, lm, chained)
-                lm = jax.tree.map(lambda a, b: jnp.where(done, a, b), fresh, lm)
-                return s, q1, q2, lm, jnp.where(done, fresh_ref, q_ref), out
-
-            blank = self._lm_start(q1, LAMBDA_INIT, n_rows)
-            lm, q_ref = start(0, q1, q2, blank, jnp.asarray(False))
-            out = (
-                jnp.zeros((n_sweeps,) + q1.shape, q1.dtype),
-                jnp.zeros(n_sweeps, bool),
-                jnp.zeros(n_sweeps, jnp.int32),
-                jnp.full(n_sweeps, jnp.nan, q1.dtype),
+        def sweep(s, loop):
+            q1, q2, last, out = loop
+            here = jax.tree.map(lambda a: a[s], frame)
+            warm = mode[s] == WARM
+            q_init = jnp.where(warm, q1.at[:, lin].add(q1[:, lin] - q2[:, lin]), q_given[s])
+            prev = Previous(jnp.where(warm, q_init, q_prev[s]), weight[s])
+            lam = jnp.where(warm, LAMBDA_WARM, LAMBDA_INIT)
+            reuse = warm & (s > 0) & (mode[jnp.maximum(s - 1, 0)] != GIVEN)
+            lm = jax.lax.cond(
+                reuse,
+                lambda: jax.vmap(self._lm_reuse, in_axes=(0, 0, 0, 0, None, None))(
+                    q_init, last, here, prev, LAMBDA_WARM, tol
+                ),
+                lambda: jax.vmap(lambda q: self._lm_start(q, lam, n_rows))(q_init),
             )
-            loop = (jnp.asarray(0, jnp.int32), q1, q2, lm, q_ref, out)
-            s, q1, q2, _, _, out = jax.lax.while_loop(lambda loop: loop[0] < n_active, body, loop)
-            return (q1, q2), out
+            lm = jax.lax.while_loop(
+                lambda lm: jnp.any(~(lm.conv | (lm.it >= max_iters[s] + 1))),
+                lambda lm: self._lm_trip(lm, here, prev, tol, max_iters[s]),
+                lm,
+            )
+            out = tuple(o.at[s].set(v) for o, v in zip(out, (lm.q, lm.conv, lm.it - 1, lm.cost), strict=True))
+            chained = mode[s] != GIVEN
+            q2 = jnp.where(chained, jnp.where(mode[s] == COLD, lm.q, q1), q2)
+            q1 = jnp.where(chained, lm.q, q1)
+            return q1, q2, lm, out
 
-        return jax.vmap(chain, in_axes=(0, 0, 1, 1, 1, 1), out_axes=((0, 0), 1))(
-            q1, q2, frame, q_given, q_prev, weight
+        n_chains = q1.shape[0]
+        blank = jax.vmap(lambda q: self._lm_start(q, LAMBDA_INIT, n_rows))(q1)
+        out = (
+            jnp.zeros((n_sweeps,) + q1.shape, q1.dtype),
+            jnp.zeros((n_sweeps, n_chains), bool),
+            jnp.zeros((n_sweeps, n_chains), jnp.int32),
+            jnp.full((n_sweeps, n_chains), jnp.nan, q1.dtype),
         )
+        q1, q2, _, out = jax.lax.fori_loop(0, n_active, sweep, (q1, q2, blank, out))
+        return (q1, q2), out
 
     def _compiled_fn(self, kind: str, *args):
         """The jitted function ``kind`` compiled for ``args``; (fn, compile seconds).
@@ -550,3 +546,8 @@ class IKProblem:
                 conv[lo : lo + n] = out[1].reshape(-1)[:n]
                 iters[lo : lo + n] = out[2].reshape(-1)[:n]
         return q, conv, iters
+
+
+def _rows(mask: jnp.ndarray, a: jnp.ndarray) -> jnp.ndarray:
+    """``mask`` (C,) shaped to broadcast against ``a`` (C, ...)."""
+    return mask.reshape(mask.shape + (1,) * (a.ndim - 1))

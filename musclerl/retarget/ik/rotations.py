@@ -154,14 +154,16 @@ def mat_to_quat(rot: jnp.ndarray) -> jnp.ndarray:
 
 
 def mm(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
-    """Batched 3x3 matrix product (..., 3, 3) as broadcast multiply-add: XLA on CPU runs tiny
-    batched ``dot``s far slower than fused elementwise code."""
-    return jnp.sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)
+    """Batched 3x3 matrix product (..., 3, 3) as one ``einsum`` (a batched ``dot``): on XLA's
+    CPU backend as fast as a broadcast multiply and a sum over the 3-long axis in the solver's
+    8-chain loops, and about twice as fast over the 256-frame batches of the error measurement
+    (the reduction over a middle axis vectorises badly)."""
+    return jnp.einsum("...ij,...jk->...ik", a, b)
 
 
 def mv(a: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
-    """Batched 3x3 matrix times vector (..., 3), elementwise (see :func:`mm`)."""
-    return jnp.sum(a * v[..., None, :], axis=-1)
+    """Batched 3x3 matrix times vector (..., 3), as :func:`mm` does it."""
+    return jnp.einsum("...ij,...j->...i", a, v)
 
 
 def quat_rate_matrix(quat: jnp.ndarray) -> jnp.ndarray:

@@ -13,9 +13,11 @@
    Smoothness penalises acceleration. ``chunk_len=1`` is a pure batch solve of all frames from
    the cold start.
 3. The sweeps run inside compiled code: one call solves up to ``BLOCK_SWEEPS`` frames of every
-   chain in a ``while_loop`` whose trip is one LM iteration of every chain; a chain moves on to
-   its next frame as soon as the current one is done (it does not wait for the slowest chain),
-   carrying its last two solutions. Every shape is fixed per problem (chains per call, sweeps
+   chain, sweep after sweep; a sweep starts every chain's frame once (the start, with its
+   residual and first step, is not recomputed on every iteration) and then runs a
+   ``while_loop`` whose trip is one LM iteration of every chain not yet done, until all are.
+   Warm frames of a smooth clip nearly all take the same two iterations, so chains seldom wait
+   for each other. Every shape is fixed per problem (chains per call, sweeps
    per call, repair batches, error batches), so a problem compiles once and clips of any
    length, and repairs of any size, reuse it. ``time_limit_s`` is checked between calls.
 4. Constraints' ``finalize`` passes (e.g. tendon-jump repair, through
