@@ -4,6 +4,7 @@ the retarget report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import mujoco
@@ -189,22 +190,18 @@ def test_info_shows_plausibility(tiny, tmp_path, capsys):
     assert main(["info", str(tmp_path / "stand.npz")]) == 0
     out = capsys.readouterr().out
     assert "plausibility: passed" in out and "vertical external force: 1.00 to 1.00 BW" in out
-    Trajectory(
+    three_joints = Trajectory(
         qpos=np.zeros((7, 3)),
         qvel=np.zeros((7, 3)),
         rate_hz=50.0,
         joint_names=("a", "b", "c"),
         model_name="tiny",
-    ).save(tmp_path / "wrong.npz")  # names tiny but does not fit it: refused
+    )
+    three_joints.save(tmp_path / "wrong.npz")  # names tiny but does not fit it: refused
     assert main(["info", str(tmp_path / "wrong.npz"), "--json"]) == 2
     assert "wrong.npz: motion has nq=3, nv=3 but the model has nq=13" in capsys.readouterr().err
-    Trajectory(
-        qpos=np.zeros((7, 3)),
-        qvel=np.zeros((7, 3)),
-        rate_hz=50.0,
-        joint_names=("a", "b", "c"),
-        model_name="my_lab_model",
-    ).save(tmp_path / "unregistered.npz")  # names no registered model: nothing to check it on
+    # names no registered model: nothing to check it on
+    dataclasses.replace(three_joints, model_name="my_lab_model").save(tmp_path / "unregistered.npz")
     assert main(["info", str(tmp_path / "unregistered.npz"), "--json"]) == 0
     assert "not a registered model" in json.loads(capsys.readouterr().out)["plausibility"]["skipped"]
 
