@@ -272,8 +272,7 @@ class KinematicTree:
         pts = [jnp.zeros((n0, 3), dtype)]
         prs = [jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n0, 3, 3))]
         for (lo, hi), parents in zip(plan.levels[1:], plan.parents[1:], strict=True):
-            # A body's parent sits on the level above: gather from that level alone.
-            pt, pr = xt[-1][parents], xr[-1][parents]
+            pt, pr = xt[-1][parents], xr[-1][parents]  # a body's parent is on the level above
             pts.append(pt)
             prs.append(pr)
             xt.append(pt + mv(pr, lt[lo:hi]))
