@@ -369,8 +369,8 @@ def num_updates(cfg: TrainConfig) -> int:
 def check_motion_files(cfg: TrainConfig, origins: Origins | None = None) -> None:
     """Every file ``motion:`` and ``validation.motion`` name exists (read nothing yet): a missing
     one is one :class:`InputError` line naming it and the config file (or override) that named
-    it (``origins``, as :meth:`TrainConfig.validate`'s), followed by the config's ``motion_help`` (how to make
-    the files) when it has one."""
+    it (``origins``, as :func:`load_config` collects them), followed by the config's
+    ``motion_help`` (how to make the files) when it has one."""
     from musclerl.motion.dataset import dataset_sources
 
     origins = origins or {}
