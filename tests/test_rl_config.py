@@ -90,6 +90,8 @@ def test_shipped_configs_load(name):
     cfg = load_config(CONFIG_DIR / name)
     assert num_updates(cfg) >= 1
     assert EnvConfig.from_dict(cfg.to_dict()["env"]) == cfg.env
+    # what a run folder, checkpoint and policy export store reads back as the same config
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
 
 
 @pytest.mark.parametrize(
