@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("bench env", "--num-envs, --threads and --steps must be >= 1")
     cfg = _config(args)
     motion = False if args.config is not None else args.motion
-    threads = int(cfg.threads)
+    threads = cfg.threads
     env = build(cfg, motion, threads)
     if cfg.backend == "cpu":
         single = build(cfg, motion, 1) if threads > 1 else None

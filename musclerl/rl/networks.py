@@ -200,8 +200,8 @@ def make_network(net_cfg: NetworkConfig, bounds: ActionBounds) -> ActorCritic:
         policy_hidden=tuple(net_cfg.policy_hidden),
         value_hidden=tuple(net_cfg.value_hidden),
         activation=net_cfg.activation,
-        layer_norm=bool(net_cfg.layer_norm),
-        init_log_std=float(net_cfg.init_log_std),
+        layer_norm=net_cfg.layer_norm,
+        init_log_std=net_cfg.init_log_std,
         mean_bias=tuple(float(x) for x in unsquash(bounds.neutral, net_cfg.squash, bounds)),
         noise=net_cfg.noise,
     )

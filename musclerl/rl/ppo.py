@@ -158,10 +158,10 @@ def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: PpoConfig):
 # ------------------------------------------------------------------------------------------ optimiser
 def make_schedule(opt_cfg: OptimizerConfig, total_steps: int) -> optax.Schedule:
     """Learning-rate schedule over ``total_steps`` optimiser steps (with optional linear warm-up)."""
-    lr = float(opt_cfg.learning_rate)
-    warmup = int(opt_cfg.warmup_updates)
+    lr = opt_cfg.learning_rate
+    warmup = opt_cfg.warmup_updates
     decay_steps = max(total_steps - warmup, 1)
-    final = lr * float(opt_cfg.final_fraction)
+    final = lr * opt_cfg.final_fraction
     kind = opt_cfg.schedule
     if kind == "constant":
         main = optax.constant_schedule(lr)
@@ -185,13 +185,13 @@ def make_optimizer(cfg: TrainConfig, total_steps: int) -> tuple[optax.GradientTr
     schedule = make_schedule(opt_cfg, total_steps)
     name = opt_cfg.name
     if name == "adam":
-        opt = optax.adam(1.0, eps=float(opt_cfg.eps))
+        opt = optax.adam(1.0, eps=opt_cfg.eps)
     elif name == "adamw":
-        opt = optax.adamw(1.0, eps=float(opt_cfg.eps), weight_decay=float(opt_cfg.weight_decay))
+        opt = optax.adamw(1.0, eps=opt_cfg.eps, weight_decay=opt_cfg.weight_decay)
     else:
         from optax.contrib import muon
 
-        opt = muon(1.0, weight_decay=float(opt_cfg.weight_decay))
+        opt = muon(1.0, weight_decay=opt_cfg.weight_decay)
     return opt, schedule
 
 
