@@ -262,7 +262,7 @@ def test_terrain_goes_into_the_world():
 
 
 def test_config_errors_are_input_errors(dataset):
-    with pytest.raises(InputError, match="unknown EnvConfig keys"):
+    with pytest.raises(InputError, match="unknown config key 'horizn'"):
         EnvConfig.from_dict({"horizn": 3})
     with pytest.raises(InputError, match="unknown reward term"):
         EnvConfig.from_dict({"reward": {"weights": {"site_posn": 1.0}}})

@@ -156,7 +156,7 @@ def test_approx_kl_counts_the_collected_samples_only():
         target=jnp.zeros(4),
         original=jnp.array([1.0, 1.0, 0.0, 0.0]),
     )
-    _, aux = ppo.ppo_loss(params, apply_fn, batch, cfg["ppo"])
+    _, aux = ppo.ppo_loss(params, apply_fn, batch, cfg.ppo)
     assert float(aux["loss/approx_kl"]) == pytest.approx(0.0, abs=1e-6)
     assert float(aux["loss/clip_frac"]) == pytest.approx(0.5)
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from musclerl.envs import EnvConfig
 from musclerl.errors import InputError
-from musclerl.rl.config import CONFIG_DIR, DEFAULTS, load_config, num_updates
+from musclerl.rl.config import CONFIG_DIR, TrainConfig, load_config, num_updates
 
 
 def _write(path: Path, text: str) -> Path:
@@ -22,11 +23,11 @@ def test_inheritance_overlay_and_overrides(tmp_path):
     cfg = load_config(
         [child, overlay], ["ppo.num_envs=16", "env.obs.goal_frames=3", "network.policy_hidden=[64, 32]"]
     )
-    assert cfg["seed"] == 3
-    assert cfg["ppo"]["num_envs"] == 16 and cfg["ppo"]["gamma"] == 0.95
-    assert cfg["ppo"]["rollout_steps"] == DEFAULTS["ppo"]["rollout_steps"]
-    assert cfg["env"] == {"horizon": 100, "substeps": 4, "obs": {"goal_frames": 3}}
-    assert cfg["network"]["layer_norm"] is True and cfg["network"]["policy_hidden"] == [64, 32]
+    assert cfg.seed == 3
+    assert cfg.ppo.num_envs == 16 and cfg.ppo.gamma == 0.95
+    assert cfg.ppo.rollout_steps == TrainConfig().ppo.rollout_steps
+    assert cfg.env == EnvConfig.from_dict({"horizon": 100, "substeps": 4, "obs": {"goal_frames": 3}})
+    assert cfg.network.layer_norm is True and cfg.network.policy_hidden == [64, 32]
 
 
 @pytest.mark.parametrize(
@@ -88,6 +89,38 @@ def test_missing_config_file():
 def test_shipped_configs_load(name):
     cfg = load_config(CONFIG_DIR / name)
     assert num_updates(cfg) >= 1
-    from musclerl.envs import EnvConfig
+    assert EnvConfig.from_dict(cfg.to_dict()["env"]) == cfg.env
+    # what a run folder, checkpoint and policy export store reads back as the same config
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
 
-    EnvConfig.from_dict(cfg["env"])
+
+@pytest.mark.parametrize(
+    "text,override,key",
+    [
+        ("ppo: {num_envs: 8, rollout_stepz: 4}\n", "ppo.rollout_stepz=4", "ppo.rollout_stepz"),  # unknown
+        ("env: {termination: {max_tilt: 30}}\n", "env.termination.max_tilt=30", "env.termination.max_tilt"),
+        ("ppo: {num_envs: 2.5}\n", "ppo.num_envs=2.5", "ppo.num_envs"),  # a float for an integer
+        ("ppo: {normalize_obs: 1}\n", "ppo.normalize_obs=1", "ppo.normalize_obs"),  # a number for true/false
+        (
+            "network: {policy_hidden: 256}\n",
+            "network.policy_hidden=256",
+            "network.policy_hidden",
+        ),  # not a list
+        ("network: {policy_hidden: [64, x]}\n", "network.policy_hidden=[64, x]", "network.policy_hidden[1]"),
+        ("optimizer: {learning_rate: fast}\n", "optimizer.learning_rate=fast", "optimizer.learning_rate"),
+        ("model: 3\n", "model=3", "model"),  # a number for text
+        ("env: {horizon: 10.5}\n", "env.horizon=10.5", "env.horizon"),  # a float for an env integer
+        ("env: {obs: [root_height]}\n", "env.obs=[root_height]", "env.obs"),  # a list for a section
+    ],
+)
+def test_unknown_key_or_wrong_type_names_the_file_and_the_key(tmp_path, text, override, key):
+    """One loader checks the trainer and the env tree: one line naming the file that set the value
+    (not the base it is overlaid on), or the override, and the dotted key."""
+    base = _write(tmp_path / "base.yaml", "seed: 2\nppo: {num_envs: 16}\n")
+    path = _write(tmp_path / "run.yaml", text)
+    for files, overrides, source in (([base, path], [], str(path)), ([base], [override], override)):
+        with pytest.raises(InputError) as info:
+            load_config(files, overrides)
+        message = str(info.value)
+        assert info.value.source == source and "\n" not in message
+        assert f"'{key}'" in message or f"{key} must be" in message

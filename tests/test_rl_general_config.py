@@ -60,7 +60,7 @@ def test_general_recipe_trains_and_validates_on_tiny(tmp_path, backend):
         *SMALL,
     ]
     cfg = load_config(GENERAL, overrides)
-    assert cfg["augment"]["time_scales"] == [0.8, 0.9, 1.1, 1.2] and cfg["env"]["sampling"]["adaptive"]
+    assert cfg.augment.time_scales == [0.8, 0.9, 1.1, 1.2] and cfg.env.sampling.adaptive
     summary = train(cfg, tmp_path / "run", quiet=True)
     assert summary["updates"] == 2 and summary["backend"] == backend
     rows = [json.loads(s) for s in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]

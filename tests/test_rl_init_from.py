@@ -45,7 +45,7 @@ def _actor(params):
 def _start_state(cfg, init):
     """The new run's train state before its first update: fresh (another seed), then ``init``."""
     env, learner, make_carry, *_ = _compiled(cfg, num_updates(cfg))
-    fresh = make_carry(jax.random.PRNGKey(cfg["seed"] + 1)).train
+    fresh = make_carry(jax.random.PRNGKey(cfg.seed + 1)).train
     return env, learner, fresh, initial_train_state(fresh, learner, init)
 
 
@@ -70,7 +70,7 @@ def test_policy_folder_gives_actor_and_statistics_fresh_critic(source_run):
     # the learner acts as the exported policy does (same normalisation, same mean action)
     obs = np.random.default_rng(0).normal(size=(4, policy.obs_size)).astype(np.float32)
     dist, _ = learner.network.apply(state.params, learner.normalize(state, obs))
-    mine = networks.squash(dist.mean, cfg["network"]["squash"], learner.bounds)
+    mine = networks.squash(dist.mean, cfg.network.squash, learner.bounds)
     np.testing.assert_allclose(np.asarray(mine), policy.act(obs), atol=1e-6)
     assert int(state.update) == 0  # a new run, not a resume
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,7 +11,7 @@ import pytest
 
 from musclerl.rl import networks, ppo
 from musclerl.rl import normalization as norm
-from musclerl.rl.config import load_config
+from musclerl.rl.config import PpoConfig, load_config
 
 
 def _gae_reference(reward, value, next_value, done, terminated, gamma, lam):
@@ -79,7 +81,7 @@ def test_clipped_policy_loss_and_value_loss_by_hand():
         target=jnp.array([0.5, 0.0]),
         original=jnp.ones(2),
     )
-    loss, aux = ppo.ppo_loss(params, apply_fn, batch, cfg["ppo"])
+    loss, aux = ppo.ppo_loss(params, apply_fn, batch, cfg.ppo)
     # policy: -mean(min(1.5*2, 1.2*2), min(0.5*-1, 0.8*-1)) = -mean(2.4, -0.8) = -0.8
     np.testing.assert_allclose(aux["loss/policy"], -0.8, rtol=1e-5)
     # value: new values 1 and -1 move more than eps=0.2 from old 0 -> max(unclipped, clipped) errors
@@ -117,7 +119,7 @@ def test_squash_maps_into_the_bounds_and_unsquash_inverts_it(kind):
 def test_untrained_policy_commands_the_neutral_action():
     cfg = load_config(None, ["network.policy_hidden=[8]", "network.value_hidden=[8]"])
     bounds = networks.ActionBounds(np.zeros(3), np.ones(3), np.full(3, 0.07))
-    net = networks.make_network(cfg["network"], bounds)
+    net = networks.make_network(cfg.network, bounds)
     params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 5)))
     dist, _ = net.apply(params, jax.random.normal(jax.random.PRNGKey(1), (4, 5)))
     action = np.asarray(networks.squash(dist.mean, "sigmoid", bounds))
@@ -178,15 +180,15 @@ def test_actor_and_critic_gradients_are_clipped_apart():
 
 
 def test_learning_rate_follows_the_target_kl():
-    cfg = {"target_kl": 0.01, "lr_min": 1e-5, "lr_max": 1e-3}
+    cfg = PpoConfig(target_kl=0.01, lr_min=1e-5, lr_max=1e-3)
     lr = jnp.asarray(3e-4)
     assert float(ppo.adapt_learning_rate(lr, jnp.asarray(0.05), cfg)) == pytest.approx(2e-4)
     assert float(ppo.adapt_learning_rate(lr, jnp.asarray(0.001), cfg)) == pytest.approx(4.5e-4)
     assert float(ppo.adapt_learning_rate(lr, jnp.asarray(0.01), cfg)) == pytest.approx(3e-4)
     assert float(ppo.adapt_learning_rate(jnp.asarray(9e-4), jnp.asarray(0.0), cfg)) == pytest.approx(1e-3)
-    assert float(ppo.adapt_learning_rate(lr, jnp.asarray(0.05), {**cfg, "target_kl": 0.0})) == pytest.approx(
-        3e-4
-    )
+    assert float(
+        ppo.adapt_learning_rate(lr, jnp.asarray(0.05), dataclasses.replace(cfg, target_kl=0.0))
+    ) == pytest.approx(3e-4)
 
 
 def test_running_stats_match_numpy_over_batches():
@@ -213,9 +215,7 @@ def test_network_options_and_learnable_log_std():
             "network.init_log_std=-0.7",
         ],
     )
-    net = networks.make_network(
-        cfg["network"], networks.ActionBounds(np.zeros(3), np.ones(3), np.full(3, 0.5))
-    )
+    net = networks.make_network(cfg.network, networks.ActionBounds(np.zeros(3), np.ones(3), np.full(3, 0.5)))
     params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 5)))
     dist, value = net.apply(params, jnp.ones((2, 5)))
     assert dist.mean.shape == (2, 3) and value.shape == (2,)

@@ -105,7 +105,7 @@ def test_cli_train_and_bad_input(tmp_path, capsys):
     assert main(["train", "--config", str(tmp_path / "none.yaml")]) == 2
     assert main(["train", "--resume"]) == 2
     assert main(["train", "--out", str(tmp_path / "x"), "env.bogus=1"]) == 2
-    assert "unknown EnvConfig keys ['bogus']" in capsys.readouterr().err
+    assert "unknown config key 'env.bogus'" in capsys.readouterr().err
     assert main(["train", "--out", str(tmp_path / "x"), f"motion={tmp_path / 'none.npz'}"]) == 2
     assert not (tmp_path / "x").exists()
 
@@ -156,7 +156,7 @@ def test_pd_action_spaces_train_export_and_act_in_their_bounds(tmp_path, space, 
     """A PD action space on the tiny muscle model, trained two updates with the MuJoCo C backend:
     the export records the space's bounds, and the loaded policy acts within them, starting at
     the neutral (zero) action."""
-    from musclerl.envs import EnvConfig, TrackingEnv
+    from musclerl.envs import TrackingEnv
 
     overrides = [
         "model=tiny",
@@ -177,7 +177,7 @@ def test_pd_action_spaces_train_export_and_act_in_their_bounds(tmp_path, space, 
     train(cfg, tmp_path / "run", quiet=True)
     policy = load_policy(tmp_path / "run" / "policy")
     walk = Path(__file__).resolve().parents[1] / "assets" / "motions" / "walk_tiny.npz"
-    env = TrackingEnv("tiny", walk, EnvConfig.from_dict(cfg["env"]), num_envs=3)
+    env = TrackingEnv("tiny", walk, cfg.env, num_envs=3)
     assert policy.action_size == env.action_size
     np.testing.assert_array_equal(policy.bounds.low, env.actions.low)
     np.testing.assert_array_equal(policy.bounds.neutral, env.actions.neutral)

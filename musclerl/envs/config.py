@@ -13,7 +13,9 @@ episode length, control rate, clip sampling, backend options) has a default here
     termination: {site_deviation_m: 0.25}
     sampling: {adaptive: true}
 
-Unknown keys raise :class:`InputError` (a typo must not silently fall back to a default).
+Unknown keys and values of the wrong type raise :class:`InputError` (a typo must not silently fall
+back to a default); the loader (:func:`musclerl.typed_config.from_mapping`) is the training
+config's too.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import math
 from typing import Any
 
 from musclerl.errors import InputError
+from musclerl.typed_config import flat_items, from_mapping
 
 #: The DeepMimic-style reward terms ``w * exp(-k * mse)``, in the order they are reported.
 TRACKING_TERMS = ("joint_pos", "joint_vel", "root_pos", "root_vel", "site_pos", "site_ori", "site_vel")
@@ -197,7 +200,7 @@ class EnvConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, source: str = "env config") -> EnvConfig:
         """Build from a (YAML) dict; missing keys keep their defaults, unknown keys raise."""
-        config = _from_dict(cls, data or {}, source)
+        config = from_mapping(cls, data or {}, source)
         config.validate(source)
         return config
 
@@ -252,7 +255,7 @@ class EnvConfig:
             f"control_hz must be a finite rate >= 0 (0: use substeps), got {self.control_hz}",
         )
         floats = dataclasses.asdict(self)
-        bad = sorted(k for k, v in _flat(floats) if isinstance(v, float) and not math.isfinite(v))
+        bad = sorted(k for k, v in flat_items(floats) if isinstance(v, float) and not math.isfinite(v))
         need(not bad, f"settings must be finite numbers: {', '.join(bad[:3])}")
         need(
             self.initial_activation in ("static", "zero"),
@@ -278,51 +281,3 @@ class EnvConfig:
 
     def scale(self, term: str) -> float:
         return float(self.reward.scales.get(term, RewardConfig().scales[term]))
-
-
-def _flat(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """(dotted key, value) of every leaf of a nested dict."""
-    items: list[tuple[str, Any]] = []
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            items += _flat(value, f"{prefix}{key}.")
-        else:
-            items.append((f"{prefix}{key}", value))
-    return items
-
-
-def _from_dict(cls: type, data: dict[str, Any], source: str) -> Any:
-    if not isinstance(data, dict):
-        raise InputError(source, f"expected a mapping for {cls.__name__}, got {type(data).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise InputError(source, f"unknown {cls.__name__} keys {unknown}; known: {sorted(fields)}")
-    kwargs: dict[str, Any] = {}
-    for name, value in data.items():
-        default = (
-            fields[name].default_factory()
-            if fields[name].default_factory is not dataclasses.MISSING
-            else fields[name].default
-        )
-        if dataclasses.is_dataclass(default):
-            kwargs[name] = _from_dict(type(default), value, f"{source}: {name}")
-        elif isinstance(default, dict):
-            if not isinstance(value, dict):
-                raise InputError(source, f"'{name}' must be a mapping")
-            try:
-                kwargs[name] = {**default, **{str(k): float(v) for k, v in value.items()}}
-            except (TypeError, ValueError) as err:
-                raise InputError(source, f"'{name}' values must be numbers") from err
-        elif isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise InputError(source, f"'{name}' must be true or false, got {value!r}")
-            kwargs[name] = value
-        elif isinstance(default, (int, float)) and not isinstance(default, bool):
-            try:
-                kwargs[name] = type(default)(value)
-            except (TypeError, ValueError) as err:
-                raise InputError(source, f"'{name}' must be a number, got {value!r}") from err
-        else:
-            kwargs[name] = value
-    return cls(**kwargs)

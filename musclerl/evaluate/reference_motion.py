@@ -121,9 +121,9 @@ def reference_trajectory(
     return traj, notes
 
 
-def policy_model(policy, fallback: str) -> tuple[mujoco.MjModel, str]:
+def policy_model(policy) -> tuple[mujoco.MjModel, str]:
     """The MuJoCo model a policy was trained on (its training config's ``model``) and its name."""
     from musclerl.models.registry import load_model
 
-    name = policy.config.get("train_config", {}).get("model", fallback)
+    name = policy.train_config.model
     return load_model(name), name

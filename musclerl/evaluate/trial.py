@@ -109,7 +109,6 @@ def evaluate_trial(
     if inputs.motion is None and inputs.reference is None:
         raise InputError("evaluate", "give --motion, --reference or both")
     ref, act_table, emg, emg_map = load_inputs(inputs)
-    train_cfg = policy.config.get("train_config", {})
     notes: list[str] = []
     signs = dict(options.signs)
     offset_s = options.time_offset_s
@@ -119,7 +118,7 @@ def evaluate_trial(
 
         check_motion(policy, traj, inputs.motion)
     else:
-        model, model_name = policy_model(policy, "myolegs")
+        model, model_name = policy_model(policy)
         signs, sign_notes = reference_signs(ref, options.signs)
         notes += sign_notes
         traj, kin_notes = reference_trajectory(
@@ -129,9 +128,8 @@ def evaluate_trial(
         offset_s += float(ref.time_sec[0])
     if not 0 <= options.clip < traj.num_clips:
         raise InputError("--clip", f"motion has {traj.num_clips} clips, got {options.clip}")
-    env = TrackingEnv(
-        train_cfg.get("model", traj.model_name), traj, train_cfg.get("env", {}), backend="cpu", num_envs=1
-    )
+    train_cfg = policy.train_config
+    env = TrackingEnv(train_cfg.model, traj, train_cfg.env, backend="cpu", num_envs=1)
     if env.observation_size != policy.obs_size or env.action_size != policy.action_size:
         raise InputError(
             policy.path,

@@ -33,11 +33,11 @@ def measure(cfg: dict, updates: int) -> dict:
 
     env = build_env(cfg)
     _, init, update_step, _ = make_trainer(cfg, env, updates + 1, data_mesh())
-    ppo = cfg["ppo"]
-    steps = ppo["num_envs"] * ppo["rollout_steps"]
+    ppo = cfg.ppo
+    steps = ppo.num_envs * ppo.rollout_steps
 
     t0 = time.perf_counter()
-    carry = init(jax.random.PRNGKey(cfg["seed"]))
+    carry = init(jax.random.PRNGKey(cfg.seed))
     carry, metrics = update_step(carry)  # warm-up: compiles everything
     jax.block_until_ready(metrics)
     compile_s = time.perf_counter() - t0
@@ -45,22 +45,22 @@ def measure(cfg: dict, updates: int) -> dict:
     # Env-only excitations like an untrained policy's (physics cost depends on the motion: a model
     # collapsing on the floor has more contacts), i.e. 0.5 +- 0.1 per muscle, fixed per env.
     gen = np.random.default_rng(0)
-    excitation = np.clip(0.5 + 0.1 * gen.standard_normal((ppo["num_envs"], env.action_size)), 0, 1)
+    excitation = np.clip(0.5 + 0.1 * gen.standard_normal((ppo.num_envs, env.action_size)), 0, 1)
     excitation = excitation.astype(np.float32)
-    if cfg["backend"] == "mjx":
+    if cfg.backend == "mjx":
 
         def scan_rollout(state):
             def body(s, _):
                 return env.step(s, jnp.asarray(excitation)), None
 
-            return jax.lax.scan(body, state, None, length=ppo["rollout_steps"])[0]
+            return jax.lax.scan(body, state, None, length=ppo.rollout_steps)[0]
 
         rollout = jax.jit(scan_rollout)
         carry = carry._replace(env_state=jax.block_until_ready(rollout(carry.env_state)))  # compile
     else:
 
         def rollout(state):
-            for _ in range(ppo["rollout_steps"]):
+            for _ in range(ppo.rollout_steps):
                 state = env.step(state, excitation)
             return state
 
@@ -81,10 +81,10 @@ def measure(cfg: dict, updates: int) -> dict:
     train_rate = updates * steps / train_s
     env_rate = updates * steps / env_s
     return {
-        "backend": cfg["backend"],
-        "model": cfg["model"],
-        "num_envs": ppo["num_envs"],
-        "rollout_steps": ppo["rollout_steps"],
+        "backend": cfg.backend,
+        "model": cfg.model,
+        "num_envs": ppo.num_envs,
+        "rollout_steps": ppo.rollout_steps,
         "updates": updates,
         "devices": jax.device_count(),
         "compile_s": compile_s,

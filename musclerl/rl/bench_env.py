@@ -31,8 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value overrides of --config")
 
 
-def _config(args: argparse.Namespace) -> dict:
+def _config(args: argparse.Namespace):
     """The training config the env is built from: ``--config`` (and overrides) or the flags."""
+    import dataclasses
+
     from musclerl.errors import InputError
     from musclerl.rl.config import load_config
 
@@ -43,36 +45,38 @@ def _config(args: argparse.Namespace) -> dict:
     else:
         if args.overrides:
             raise InputError("bench env", "key=value overrides need --config")
-        cfg = load_config(None, [f"model={args.model or 'myolegs'}", "ppo.num_envs=64", "threads=2"])
-        if args.substeps is not None:
-            cfg["env"] = {"substeps": args.substeps}
+        substeps = [] if args.substeps is None else [f"env.substeps={args.substeps}"]
+        cfg = load_config(
+            None, [f"model={args.model or 'myolegs'}", "ppo.num_envs=64", "threads=2", *substeps]
+        )
     if args.backend is not None:
-        cfg["backend"] = args.backend
+        cfg = dataclasses.replace(cfg, backend=args.backend)
     if args.num_envs is not None:
-        cfg["ppo"]["num_envs"] = args.num_envs
+        cfg = dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, num_envs=args.num_envs))
     if args.threads is not None:
-        cfg["threads"] = args.threads
+        cfg = dataclasses.replace(cfg, threads=args.threads)
     return cfg
 
 
-def build(cfg: dict, motion: str | None, threads: int):
+def build(cfg, motion: str | None, threads: int):
     """The env of ``cfg`` on ``threads`` threads: on the config's dataset as training builds it,
     or (``motion`` given, or no config) on that Trajectory / a synthetic sine gait."""
-    from musclerl.envs import EnvConfig, TrackingEnv
+    import dataclasses
+
+    from musclerl.envs import TrackingEnv
     from musclerl.envs.motions import sine_dataset
     from musclerl.motion.trajectory import Trajectory
     from musclerl.rl.runner import build_env
 
     if motion is False:
-        return build_env({**cfg, "threads": threads})
-    dataset = Trajectory.load(motion) if motion else sine_dataset(cfg["model"], num_clips=3, duration_s=4.0)
-    config = EnvConfig.from_dict(cfg["env"], source="bench env")
+        return build_env(dataclasses.replace(cfg, threads=threads))
+    dataset = Trajectory.load(motion) if motion else sine_dataset(cfg.model, num_clips=3, duration_s=4.0)
     return TrackingEnv(
-        cfg["model"],
+        cfg.model,
         dataset,
-        config,
-        backend=cfg["backend"],
-        num_envs=cfg["ppo"]["num_envs"],
+        cfg.env,
+        backend=cfg.backend,
+        num_envs=cfg.ppo.num_envs,
         threads=threads,
     )
 
@@ -92,13 +96,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("bench env", "--num-envs, --threads and --steps must be >= 1")
     cfg = _config(args)
     motion = False if args.config is not None else args.motion
-    threads = int(cfg["threads"])
+    threads = cfg.threads
     env = build(cfg, motion, threads)
-    if cfg["backend"] == "cpu":
+    if cfg.backend == "cpu":
         single = build(cfg, motion, 1) if threads > 1 else None
         result = bench_cpu(env, args.steps, single)
     else:
         result = bench_mjx(env, args.steps)
-    result = {"model": cfg["model"], "config": ",".join(args.config or []) or None, **result}
+    result = {"model": cfg.model, "config": ",".join(args.config or []) or None, **result}
     print_result(result, args.json, key_width=28)
     return 0

@@ -1,106 +1,254 @@
-"""Training configuration: defaults, YAML inheritance, overlays and ``key=value`` overrides.
+"""Training configuration: one dataclass tree, YAML inheritance, overlays and ``key=value`` overrides.
 
-A run is described by one nested dict (``DEFAULTS`` below shows every key the trainer reads).
-A YAML file may name a parent with ``base: other.yaml`` (resolved relative to the file); the
-child is deep-merged over the parent, the parent over ``DEFAULTS``. More files can be stacked as
-overlays (``load_config([a, b])``: b merged over a). Finally command-line overrides
-``ppo.num_envs=64 network.layer_norm=true`` are applied; their values are parsed as YAML scalars.
+A run is described by a :class:`TrainConfig` (below, with every setting's default; its ``env`` is
+the environment's :class:`~musclerl.envs.EnvConfig`). A YAML file may name a parent with
+``base: other.yaml`` (resolved relative to the file); the child is deep-merged over the parent,
+the parent over the defaults. More files can be stacked as overlays (``load_config([a, b])``: b
+merged over a). Finally command-line overrides ``ppo.num_envs=64 network.layer_norm=true`` are
+applied; their values are parsed as YAML scalars.
 
-Only the ``env`` section is free-form: it is handed to the environment's ``EnvConfig.from_dict``,
-which validates it. Every other key must exist in ``DEFAULTS`` — a typo is an :class:`InputError`.
+The tree is built by the loader every config shares (:func:`musclerl.typed_config.from_mapping`):
+an unknown key or a value of the wrong type is an :class:`InputError` naming the key and the file
+or override that set it, as are the range checks of :meth:`TrainConfig.validate`.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from musclerl.envs.config import EnvConfig
 from musclerl.errors import InputError
 from musclerl.fileio import load_yaml
 from musclerl.resources import configs_dir
+from musclerl.typed_config import Origins, flat_items, from_mapping, source_of
 
 CONFIG_DIR = configs_dir()
 
-DEFAULTS: dict[str, Any] = {
-    "seed": 0,
-    "model": "myolegs",  # registry name or MJCF path
-    "motion": "assets/motions/walk_myolegs.npz",  # Trajectory NPZ (relative to the repo or cwd)
-    "backend": "cpu",  # "cpu" (MuJoCo C threads) or "mjx" (whole update jitted)
-    "threads": 2,  # MuJoCo C threads for the cpu backend
-    "env": {},  # passed to musclerl.envs.EnvConfig.from_dict
-    "ppo": {
-        "num_envs": 32,  # total over all devices
-        "rollout_steps": 64,  # env steps per env per update
-        "total_env_steps": 200_000,
-        "update_epochs": 4,
-        "num_minibatches": 4,
-        "gamma": 0.99,
-        "gae_lambda": 0.95,
-        "clip_eps": 0.2,
-        # PPO2's clipped value loss is off: with rewards scaled to unit returns a +-0.2 clip only
-        # slows the critic (Andrychowicz et al. 2021 found it neutral to harmful)
-        "clip_value": False,
-        "value_clip": 0.2,  # half-width of the value clip when clip_value is on (scaled returns)
-        "vf_coef": 0.5,
-        "ent_coef": 0.0,
-        "max_grad_norm": 1.0,  # actor (policy + noise) gradient norm clip (0 = off)
-        "max_grad_norm_critic": 10.0,  # critic gradient norm clip, apart from the actor's
-        "normalize_advantages": True,
-        "normalize_rewards": True,  # divide rewards by the running std of the discounted return
-        "reward_scale": 1.0,  # rewards are multiplied by this before GAE (after normalisation)
-        "target_kl": 0.01,  # > 0: step size adapted per minibatch to this KL (rsl_rl); 0: schedule
-        "lr_min": 1.0e-5,
-        "lr_max": 3.0e-3,
-        "normalize_obs": True,  # running mean/std of observations (kept in checkpoints)
-        # add the left/right mirror of every sample to each PPO batch (musclerl.envs.symmetry):
-        # twice the data for a symmetric motion set, for a larger batch in the update only
-        "mirror_augment": False,
-        "obs_clip": 5.0,  # normalised observations are clipped to +-obs_clip
-    },
-    "network": {
-        "policy_hidden": [256, 256],
-        "value_hidden": [256, 256],
-        "activation": "tanh",  # tanh | relu | elu | swish | gelu
-        "layer_norm": False,
-        "init_log_std": -1.0,  # initial log standard deviation of the Gaussian (pre-squash)
-        "squash": "sigmoid",  # sigmoid | clip: how Gaussian samples become actions in the env's bounds
-        "noise": "diagonal",  # diagonal | lattice (latent, correlated across muscles)
-    },
-    "optimizer": {
-        "name": "adam",  # adam | adamw | muon (optax.contrib.muon)
-        "learning_rate": 3.0e-4,
-        "schedule": "constant",  # constant | linear | cosine (over all updates)
-        "warmup_updates": 0,
-        "final_fraction": 0.0,  # final lr = learning_rate * final_fraction for linear/cosine
-        "weight_decay": 0.0,
-        "eps": 1.0e-5,
-    },
-    "checkpoint": {
-        "every_updates": 10,
-        "keep": 3,
-    },
-    # held-out clips tested deterministically during training (musclerl.rl.validation)
-    "validation": {
-        "motion": None,  # a motion set like ``motion:``; None: no validation
-        "every_updates": 25,
-        "seconds": 10.0,  # each clip from t = 0 for up to this long
-        "at_start": True,  # also before the first update
-    },
-    # training-set augmentation: a copy of every training clip per speed factor (envs/time_scale.py)
-    "augment": {"time_scales": []},
+
+@dataclasses.dataclass
+class PpoConfig:
+    """PPO's rollout size, losses, gradient clips, reward and observation normalisation."""
+
+    num_envs: int = 32  # total over all devices
+    rollout_steps: int = 64  # env steps per env per update
+    total_env_steps: int = 200_000
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    # PPO2's clipped value loss is off: with rewards scaled to unit returns a +-0.2 clip only
+    # slows the critic (Andrychowicz et al. 2021 found it neutral to harmful)
+    clip_value: bool = False
+    value_clip: float = 0.2  # half-width of the value clip when clip_value is on (scaled returns)
+    vf_coef: float = 0.5
+    ent_coef: float = 0.0
+    max_grad_norm: float = 1.0  # actor (policy + noise) gradient norm clip (0 = off)
+    max_grad_norm_critic: float = 10.0  # critic gradient norm clip, apart from the actor's
+    normalize_advantages: bool = True
+    normalize_rewards: bool = True  # divide rewards by the running std of the discounted return
+    reward_scale: float = 1.0  # rewards are multiplied by this before GAE (after normalisation)
+    target_kl: float = 0.01  # > 0: step size adapted per minibatch to this KL (rsl_rl); 0: schedule
+    lr_min: float = 1.0e-5
+    lr_max: float = 3.0e-3
+    normalize_obs: bool = True  # running mean/std of observations (kept in checkpoints)
+    # add the left/right mirror of every sample to each PPO batch (musclerl.envs.symmetry):
+    # twice the data for a symmetric motion set, for a larger batch in the update only
+    mirror_augment: bool = False
+    obs_clip: float = 5.0  # normalised observations are clipped to +-obs_clip
+
+
+@dataclasses.dataclass
+class NetworkConfig:
+    """The actor-critic (musclerl.rl.networks)."""
+
+    policy_hidden: list[int] = dataclasses.field(default_factory=lambda: [256, 256])
+    value_hidden: list[int] = dataclasses.field(default_factory=lambda: [256, 256])
+    activation: str = "tanh"  # tanh | relu | elu | swish | gelu
+    layer_norm: bool = False
+    init_log_std: float = -1.0  # initial log standard deviation of the Gaussian (pre-squash)
+    squash: str = "sigmoid"  # sigmoid | clip: how Gaussian samples become actions in the env's bounds
+    noise: str = "diagonal"  # diagonal | lattice (latent, correlated across muscles)
+
+
+@dataclasses.dataclass
+class OptimizerConfig:
+    name: str = "adam"  # adam | adamw | muon (optax.contrib.muon)
+    learning_rate: float = 3.0e-4
+    schedule: str = "constant"  # constant | linear | cosine (over all updates)
+    warmup_updates: int = 0
+    final_fraction: float = 0.0  # final lr = learning_rate * final_fraction for linear/cosine
+    weight_decay: float = 0.0
+    eps: float = 1.0e-5
+
+
+@dataclasses.dataclass
+class CheckpointConfig:
+    every_updates: int = 10
+    keep: int = 3
+
+
+@dataclasses.dataclass
+class ValidationConfig:
+    """Held-out clips tested deterministically during training (musclerl.rl.validation)."""
+
+    motion: Any = None  # a motion set like ``motion:``; None: no validation
+    every_updates: int = 25
+    seconds: float = 10.0  # each clip from t = 0 for up to this long
+    at_start: bool = True  # also before the first update
+
+
+@dataclasses.dataclass
+class AugmentConfig:
+    """Training-set augmentation: a copy of every training clip per speed factor (envs/time_scale.py)."""
+
+    time_scales: list[float] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class LogConfig:
+    every_updates: int = 1
+    progress: bool = True  # tqdm progress bar
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Everything a training run reads; ``TrainConfig()`` is the default run (a YAML file lists
+    only what it changes). Built and checked by :meth:`from_dict`."""
+
+    seed: int = 0
+    model: str = "myolegs"  # registry name or MJCF path
+    motion: Any = "assets/motions/walk_myolegs.npz"  # a motion set (musclerl.motion.dataset)
+    backend: str = "cpu"  # "cpu" (MuJoCo C threads) or "mjx" (whole update jitted)
+    threads: int = 2  # MuJoCo C threads for the cpu backend
+    env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
+    ppo: PpoConfig = dataclasses.field(default_factory=PpoConfig)
+    network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
+    optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
+    checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
+    validation: ValidationConfig = dataclasses.field(default_factory=ValidationConfig)
+    augment: AugmentConfig = dataclasses.field(default_factory=AugmentConfig)
     # shown after the error of a missing motion file: how to make the files the config names
-    "motion_help": "",
-    "log": {
-        "every_updates": 1,
-        "progress": True,  # tqdm progress bar
-    },
-}
+    motion_help: str = ""
+    log: LogConfig = dataclasses.field(default_factory=LogConfig)
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], source: str = "config", origins: Origins | None = None
+    ) -> TrainConfig:
+        """Build from a (YAML) mapping and :meth:`validate`; missing keys keep their defaults.
+        ``origins`` maps dotted keys to the file or override that set them (errors name it)."""
+        config = from_mapping(cls, data, str(source), origins)
+        config.validate(str(source), origins)
+        return config
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain nested dict (``config.yaml`` of a run folder, checkpoints, policy exports)."""
+        return dataclasses.asdict(self)
+
+    def validate(self, source: str = "config", origins: Origins | None = None) -> None:
+        """Ranges and choices of every setting (types are the loader's), the ``env`` section by
+        :meth:`EnvConfig.validate`; the error names the file or override that set the key."""
+        ppo, net, opt, val = self.ppo, self.network, self.optimizer, self.validation
+
+        def need(key: str, cond: bool, problem: str) -> None:
+            if not cond:
+                raise InputError(source_of(key, origins, source), f"{key} {problem}")
+
+        def positive(key: str, value: int) -> None:
+            need(key, value > 0, f"must be a positive integer, got {value!r}")
+
+        for key in ("num_envs", "rollout_steps", "total_env_steps", "update_epochs", "num_minibatches"):
+            positive(f"ppo.{key}", getattr(ppo, key))
+        positive("checkpoint.every_updates", self.checkpoint.every_updates)
+        positive("checkpoint.keep", self.checkpoint.keep)
+        positive("log.every_updates", self.log.every_updates)
+        positive("validation.every_updates", val.every_updates)
+        positive("threads", self.threads)
+        need(
+            "validation.seconds",
+            math.isfinite(val.seconds) and val.seconds > 0,
+            f"must be a number of seconds > 0, got {val.seconds!r}",
+        )
+        scales = self.augment.time_scales
+        need(
+            "augment.time_scales",
+            all(0.5 <= x <= 2.0 and x != 1 for x in scales),
+            f"must be a list of speed factors in [0.5, 2] other than 1, got {scales!r}",
+        )
+        need("backend", self.backend in ("cpu", "mjx"), f"must be 'cpu' or 'mjx', got {self.backend!r}")
+        batch = ppo.num_envs * ppo.rollout_steps
+        need(
+            "ppo.num_minibatches",
+            batch % ppo.num_minibatches == 0,
+            f"= {ppo.num_minibatches}: ppo.num_envs*ppo.rollout_steps ({batch}) must be divisible by it",
+        )
+        for key in ("gamma", "gae_lambda"):
+            value = getattr(ppo, key)
+            need(f"ppo.{key}", 0.0 <= value <= 1.0, f"must be in [0, 1], got {value!r}")
+        for key in (
+            "clip_eps",
+            "value_clip",
+            "vf_coef",
+            "ent_coef",
+            "max_grad_norm",
+            "max_grad_norm_critic",
+            "reward_scale",
+            "obs_clip",
+            "target_kl",
+        ):
+            value = getattr(ppo, key)
+            need(
+                f"ppo.{key}",
+                math.isfinite(value) and value >= 0,
+                f"must be a finite number >= 0, got {value!r}",
+            )
+        for key in ("policy_hidden", "value_hidden"):
+            sizes = getattr(net, key)
+            need(
+                f"network.{key}",
+                all(s > 0 for s in sizes),
+                f"must be a list of positive integers, got {sizes!r}",
+            )
+        choices = {
+            "network.activation": (net.activation, ("tanh", "relu", "elu", "swish", "gelu")),
+            "network.squash": (net.squash, ("sigmoid", "clip")),
+            "network.noise": (net.noise, ("diagonal", "lattice")),
+            "optimizer.name": (opt.name, ("adam", "adamw", "muon")),
+            "optimizer.schedule": (opt.schedule, ("constant", "linear", "cosine")),
+        }
+        for key, (value, allowed) in choices.items():
+            need(key, value in allowed, f"must be {'|'.join(allowed)}, got {value!r}")
+        need(
+            "network.init_log_std",
+            math.isfinite(net.init_log_std),
+            f"must be a finite number, got {net.init_log_std!r}",
+        )
+        need("ppo.lr_max", math.isfinite(ppo.lr_max) and ppo.lr_max > 0, f"must be > 0, got {ppo.lr_max!r}")
+        need("ppo.lr_min", 0 < ppo.lr_min <= ppo.lr_max, f"must be > 0 and <= ppo.lr_max, got {ppo.lr_min!r}")
+        for key, low_open in (("learning_rate", True), ("eps", True), ("weight_decay", False)):
+            value = getattr(opt, key)
+            ok = math.isfinite(value) and (value > 0 if low_open else value >= 0)
+            need(f"optimizer.{key}", ok, f"must be {'>' if low_open else '>='} 0, got {value!r}")
+        need(
+            "optimizer.final_fraction",
+            0 <= opt.final_fraction <= 1,
+            f"must be in [0, 1], got {opt.final_fraction!r}",
+        )
+        need(
+            "optimizer.warmup_updates",
+            opt.warmup_updates >= 0,
+            f"must be an integer >= 0, got {opt.warmup_updates!r}",
+        )
+        self.env.validate(source_of("env", origins, source))
 
 
 def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
@@ -149,21 +297,6 @@ def _load_with_bases(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
     return deep_merge(merged, data)
 
 
-def _check_keys(cfg: Mapping[str, Any], ref: Mapping[str, Any], source: str, prefix: str = "") -> None:
-    for key, value in cfg.items():
-        dotted = f"{prefix}{key}"
-        if key not in ref:
-            raise InputError(source, f"unknown config key '{dotted}' (known: {sorted(ref)})")
-        if key == "env":
-            if not isinstance(value, Mapping):
-                raise InputError(source, "'env' must be a mapping")
-            continue
-        if isinstance(ref[key], Mapping):
-            if not isinstance(value, Mapping):
-                raise InputError(source, f"'{dotted}' must be a mapping")
-            _check_keys(value, ref[key], source, dotted + ".")
-
-
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``"ppo.num_envs=64"`` -> (["ppo", "num_envs"], 64); the value is read as a YAML scalar/list."""
     if "=" not in text:
@@ -180,216 +313,76 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(cfg: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
-    """Apply ``key.sub=value`` strings; keys outside ``env`` must already exist."""
+    """Apply ``key.sub=value`` strings to a raw (YAML) config mapping; sections are created as
+    needed (unknown keys are refused when the :class:`TrainConfig` is built from it)."""
     out = copy.deepcopy(dict(cfg))
     for text in overrides:
         parts, value = parse_override(text)
         node: dict[str, Any] = out
         for i, part in enumerate(parts[:-1]):
-            inside_env = parts[0] == "env"
-            if part not in node:
-                if not inside_env:
-                    raise InputError(text, f"unknown config key '{'.'.join(parts[: i + 1])}'")
-                node[part] = {}
-            if not isinstance(node[part], dict):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
                 raise InputError(text, f"'{'.'.join(parts[: i + 1])}' is not a section")
-            node = node[part]
-        last = parts[-1]
-        if parts[0] != "env" and last not in node:
-            raise InputError(text, f"unknown config key '{'.'.join(parts)}'")
-        node[last] = value
+        node[parts[-1]] = value
     return out
-
-
-def _dotted(tree: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
-    """Every key of a nested mapping, dotted (``ppo``, ``ppo.num_envs``, ...)."""
-    for key, value in tree.items():
-        yield f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            yield from _dotted(value, f"{prefix}{key}.")
 
 
 def load_config(
     paths: str | os.PathLike | Sequence[str | os.PathLike] | None = None, overrides: Iterable[str] = ()
-) -> dict[str, Any]:
-    """DEFAULTS <- YAML file(s) (with their ``base`` chains, later files overlaid) <- overrides.
+) -> TrainConfig:
+    """Defaults <- YAML file(s) (with their ``base`` chains, later files overlaid) <- overrides.
 
-    Checked at once (:func:`validate`, the ``env`` section by :class:`~musclerl.envs.EnvConfig`;
-    every motion file named must exist: :func:`check_motion_files`); an error names the file (or
-    the ``key=value`` override) that set the bad value last.
+    Each file's keys and types are checked on their own, the merged result by
+    :meth:`TrainConfig.from_dict` (ranges; the ``env`` section by :class:`~musclerl.envs.EnvConfig`),
+    and every motion file named must exist (:func:`check_motion_files`); an error names the file
+    (or the ``key=value`` override) that set the bad value last.
     """
     if paths is None:
         paths = []
     elif isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    cfg = copy.deepcopy(DEFAULTS)
+    raw: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for p in paths:
         path = _resolve_file(p, None)
         if not path.is_file():
             raise InputError(p, "config file not found")
         layer = _load_with_bases(path, ())
-        _check_keys(layer, DEFAULTS, str(p))
-        cfg = deep_merge(cfg, layer)
-        origins.update(dict.fromkeys(_dotted(layer), str(p)))
+        from_mapping(TrainConfig, layer, str(p))  # keys and types, named after this file
+        raw = deep_merge(raw, layer)
+        origins.update((key, str(p)) for key, _ in flat_items(layer))
     overrides = list(overrides)
-    cfg = apply_overrides(cfg, overrides)
+    raw = apply_overrides(raw, overrides)
     for text in overrides:
         parts, _ = parse_override(text)
         origins.update({".".join(parts[: i + 1]): text for i in range(len(parts))})
-    validate(cfg, "config", origins)
+    cfg = TrainConfig.from_dict(raw, "config", origins)
     check_motion_files(cfg, origins)
     return cfg
 
 
-def validate(cfg: Mapping[str, Any], source: str, origins: Mapping[str, str] | None = None) -> None:
-    """Check types and ranges of every setting, the ``env`` section through
-    :meth:`musclerl.envs.config.EnvConfig.from_dict`. ``origins`` maps dotted keys to the file or
-    override that set them (the error's source); unset keys are attributed to ``source``."""
-    from musclerl.envs.config import EnvConfig
-
-    origins = origins or {}
-    _check_keys(cfg, DEFAULTS, source)
-    ppo, net, opt = cfg["ppo"], cfg["network"], cfg["optimizer"]
-
-    def need(key: str, cond: bool, problem: str) -> None:
-        if not cond:
-            raise InputError(origins.get(key, source), f"{key} {problem}")
-
-    def number(value: Any) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-    def positive_int(key: str, value: Any) -> None:
-        ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
-        need(key, ok, f"must be a positive integer, got {value!r}")
-
-    for key in ("num_envs", "rollout_steps", "total_env_steps", "update_epochs", "num_minibatches"):
-        positive_int(f"ppo.{key}", ppo[key])
-    for key in ("every_updates", "keep"):
-        positive_int(f"checkpoint.{key}", cfg["checkpoint"][key])
-    positive_int("log.every_updates", cfg["log"]["every_updates"])
-    val = cfg["validation"]
-    positive_int("validation.every_updates", val["every_updates"])
-    need(
-        "validation.seconds",
-        number(val["seconds"]) and val["seconds"] > 0,
-        f"must be a number of seconds > 0, got {val['seconds']!r}",
-    )
-    need(
-        "validation.at_start",
-        isinstance(val["at_start"], bool),
-        f"must be true or false, got {val['at_start']!r}",
-    )
-    scales = cfg["augment"]["time_scales"]
-    need(
-        "augment.time_scales",
-        isinstance(scales, list) and all(number(x) and 0.5 <= x <= 2.0 and x != 1 for x in scales),
-        f"must be a list of speed factors in [0.5, 2] other than 1, got {scales!r}",
-    )
-    need("motion_help", isinstance(cfg["motion_help"], str), f"must be text, got {cfg['motion_help']!r}")
-    positive_int("threads", cfg["threads"])
-    need(
-        "seed",
-        isinstance(cfg["seed"], int) and not isinstance(cfg["seed"], bool),
-        f"must be an integer, got {cfg['seed']!r}",
-    )
-    need("backend", cfg["backend"] in ("cpu", "mjx"), f"must be 'cpu' or 'mjx', got {cfg['backend']!r}")
-    batch = ppo["num_envs"] * ppo["rollout_steps"]
-    need(
-        "ppo.num_minibatches",
-        batch % ppo["num_minibatches"] == 0,
-        f"= {ppo['num_minibatches']}: ppo.num_envs*ppo.rollout_steps ({batch}) must be divisible by it",
-    )
-    for key in ("gamma", "gae_lambda"):
-        need(
-            f"ppo.{key}", number(ppo[key]) and 0.0 <= ppo[key] <= 1.0, f"must be in [0, 1], got {ppo[key]!r}"
-        )
-    for key in (
-        "clip_eps",
-        "value_clip",
-        "vf_coef",
-        "ent_coef",
-        "max_grad_norm",
-        "max_grad_norm_critic",
-        "reward_scale",
-        "obs_clip",
-        "target_kl",
-    ):
-        need(
-            f"ppo.{key}",
-            number(ppo[key]) and ppo[key] >= 0,
-            f"must be a finite number >= 0, got {ppo[key]!r}",
-        )
-    for key in ("policy_hidden", "value_hidden"):
-        sizes = net[key]
-        need(
-            f"network.{key}",
-            isinstance(sizes, list)
-            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes),
-            f"must be a list of positive integers, got {sizes!r}",
-        )
-    choices = {
-        "network.activation": (net["activation"], ("tanh", "relu", "elu", "swish", "gelu")),
-        "network.squash": (net["squash"], ("sigmoid", "clip")),
-        "network.noise": (net["noise"], ("diagonal", "lattice")),
-        "optimizer.name": (opt["name"], ("adam", "adamw", "muon")),
-        "optimizer.schedule": (opt["schedule"], ("constant", "linear", "cosine")),
-    }
-    for key, (value, allowed) in choices.items():
-        need(key, value in allowed, f"must be {'|'.join(allowed)}, got {value!r}")
-    need(
-        "network.init_log_std",
-        number(net["init_log_std"]),
-        f"must be a finite number, got {net['init_log_std']!r}",
-    )
-    need("ppo.lr_max", number(ppo["lr_max"]) and ppo["lr_max"] > 0, f"must be > 0, got {ppo['lr_max']!r}")
-    need(
-        "ppo.lr_min",
-        number(ppo["lr_min"]) and 0 < ppo["lr_min"] <= ppo["lr_max"],
-        f"must be > 0 and <= ppo.lr_max, got {ppo['lr_min']!r}",
-    )
-    for key, low, low_open in (("learning_rate", 0, True), ("eps", 0, True), ("weight_decay", 0, False)):
-        value = opt[key]
-        ok = number(value) and (value > low if low_open else value >= low)
-        need(f"optimizer.{key}", ok, f"must be {'>' if low_open else '>='} {low}, got {value!r}")
-    need(
-        "optimizer.final_fraction",
-        number(opt["final_fraction"]) and 0 <= opt["final_fraction"] <= 1,
-        f"must be in [0, 1], got {opt['final_fraction']!r}",
-    )
-    warmup = opt["warmup_updates"]
-    need(
-        "optimizer.warmup_updates",
-        isinstance(warmup, int) and not isinstance(warmup, bool) and warmup >= 0,
-        f"must be an integer >= 0, got {warmup!r}",
-    )
-    EnvConfig.from_dict(cfg["env"], source=origins.get("env", source))
-
-
-def num_updates(cfg: Mapping[str, Any]) -> int:
+def num_updates(cfg: TrainConfig) -> int:
     """Number of PPO updates the run performs (at least one)."""
-    ppo = cfg["ppo"]
-    return max(1, int(ppo["total_env_steps"]) // (ppo["num_envs"] * ppo["rollout_steps"]))
+    return max(1, cfg.ppo.total_env_steps // (cfg.ppo.num_envs * cfg.ppo.rollout_steps))
 
 
-def check_motion_files(cfg: dict[str, Any], origins: Mapping[str, str] | None = None) -> None:
+def check_motion_files(cfg: TrainConfig, origins: Origins | None = None) -> None:
     """Every file ``motion:`` and ``validation.motion`` name exists (read nothing yet): a missing
     one is one :class:`InputError` line naming it and the config file (or override) that named
-    it (``origins``, as :func:`validate`'s), followed by the config's ``motion_help`` (how to make
-    the files) when it has one."""
+    it (``origins``, as :func:`load_config` collects them), followed by the config's
+    ``motion_help`` (how to make the files) when it has one."""
     from musclerl.motion.dataset import dataset_sources
 
     origins = origins or {}
-    if cfg["model"] == "toy":  # the toy task has no motion files
+    if cfg.model == "toy":  # the toy task has no motion files
         return
-    specs = [("motion", cfg["motion"]), ("validation.motion", cfg["validation"]["motion"])]
-    for key, spec in specs:
+    for key, spec in (("motion", cfg.motion), ("validation.motion", cfg.validation.motion)):
         if spec is None:
             continue
         try:
             dataset_sources(spec, key)
         except InputError as err:
             named_by = f" (named by {origins[key]})" if key in origins else ""
-            hint = str(cfg.get("motion_help") or "").strip()
+            hint = cfg.motion_help.strip()
             problem = err.problem + named_by
             raise InputError(err.source, f"{problem}; {hint}" if hint else problem) from err

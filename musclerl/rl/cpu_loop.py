@@ -22,7 +22,7 @@ unaffected. Choose ``checkpoint.every_updates * ppo.rollout_steps`` well above t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -31,11 +31,14 @@ import numpy as np
 from musclerl.rl import networks, ppo
 from musclerl.rl.clip_stats import clip_sums
 
+if TYPE_CHECKING:
+    from musclerl.rl.config import TrainConfig
+
 
 class CpuTrainer:
     """``init(rng) -> Carry`` and ``update_step(carry) -> (carry, metrics)`` for a numpy env."""
 
-    def __init__(self, cfg: dict[str, Any], env, total_updates: int, mesh=None, mirror=None):
+    def __init__(self, cfg: TrainConfig, env, total_updates: int, mesh=None, mirror=None):
         self.cfg, self.env, self.mesh = cfg, env, mesh
         bounds = networks.ActionBounds.of(env)
         self.learner = ppo.make_learner(cfg, env.observation_size, bounds, total_updates, mesh, mirror)
@@ -83,13 +86,11 @@ class CpuTrainer:
     def init(self, rng: jax.Array) -> ppo.Carry:
         rng, env_key = jax.random.split(rng)
         env_state = self.env.reset(env_key)
-        return ppo.Carry(
-            self.learner.init(rng), env_state, ppo.EpisodeTracker.create(self.cfg["ppo"]["num_envs"])
-        )
+        return ppo.Carry(self.learner.init(rng), env_state, ppo.EpisodeTracker.create(self.cfg.ppo.num_envs))
 
     def rollout(self, train: ppo.TrainState, env_state):
         """Step every env ``ppo.rollout_steps`` times with the current policy (host loop)."""
-        steps = self.cfg["ppo"]["rollout_steps"]
+        steps = self.cfg.ppo.rollout_steps
         rng, key = jax.random.split(train.rng)
         keys = jax.random.split(key, steps)
         out: dict[str, list] = {
@@ -126,7 +127,7 @@ class CpuTrainer:
 
     def restart_envs(self, carry: ppo.Carry, update: int) -> ppo.Carry:
         """Fresh episodes for every env after checkpoint ``update`` (see the module docstring)."""
-        key = jax.random.fold_in(jax.random.PRNGKey(self.cfg["seed"]), update)
+        key = jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), update)
         episodes = carry.episodes.replace(
             ret=jnp.zeros_like(carry.episodes.ret), length=jnp.zeros_like(carry.episodes.length)
         )
@@ -134,6 +135,6 @@ class CpuTrainer:
 
     def env_only_rollout(self, env_state, excitation: np.ndarray):
         """Step the env ``ppo.rollout_steps`` times with fixed excitations (for ``bench train``)."""
-        for _ in range(self.cfg["ppo"]["rollout_steps"]):
+        for _ in range(self.cfg.ppo.rollout_steps):
             env_state = self.env.step(env_state, excitation)
         return env_state

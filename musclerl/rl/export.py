@@ -9,8 +9,11 @@ Layout of ``DIR/policy/``::
 
 ``load_policy(path)`` (also ``musclerl.load_policy``) returns a :class:`Policy`:
 ``policy.act(obs (..., D), deterministic=True) -> actions (..., A)`` in the action space it was
-trained in (``config["train_config"]["env"]["action"]``; excitations in [0, 1] by default); a
+trained in (``policy.train_config.env.action``; excitations in [0, 1] by default); a
 ``TrackingEnv`` built from the same config turns them into muscle excitations.
+``policy.config`` is ``config.json`` as written; ``policy.train_config`` its ``train_config``
+read as a :class:`~musclerl.rl.config.TrainConfig` (the keys an older export lacks keep their
+defaults, as the run that wrote it had them).
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, read_npz
+from musclerl.rl.config import TrainConfig
 
 FORMAT_VERSION = 1
 
 
 def export_policy(
     path: str | os.PathLike,
-    cfg: dict[str, Any],
+    cfg: TrainConfig,
     train_state,
     obs_size: int,
     bounds,
@@ -56,27 +60,26 @@ def export_policy(
     return path
 
 
-def _policy_config(
-    cfg: dict[str, Any], obs_size: int, bounds, extra: dict[str, Any] | None
-) -> dict[str, Any]:
+def _policy_config(cfg: TrainConfig, obs_size: int, bounds, extra: dict[str, Any] | None) -> dict[str, Any]:
     """The ``config.json`` of a policy folder (module docstring)."""
     return {
         "format_version": FORMAT_VERSION,
         "obs_size": int(obs_size),
         "action_size": int(bounds.low.shape[0]),
         "action_bounds": bounds.to_dict(),
-        "train_config": cfg,
+        "train_config": cfg.to_dict(),
         **(extra or {}),
     }
 
 
-def policy_of(cfg: dict[str, Any], train_state, obs_size: int, bounds, path: str | os.PathLike) -> Policy:
+def policy_of(cfg: TrainConfig, train_state, obs_size: int, bounds, path: str | os.PathLike) -> Policy:
     """The :class:`Policy` a run's ``train_state`` would export, in memory (no files): what the
     validation during training rolls out. ``path`` only names it in error messages."""
     stats = train_state.obs_stats
     return Policy(
         Path(path),
         _policy_config(cfg, obs_size, bounds, None),
+        cfg,
         _host(train_state.params),
         np.asarray(stats.mean, np.float32),
         np.asarray(stats.std, np.float32),
@@ -98,24 +101,30 @@ def _json_default(obj):
 
 
 class Policy:
-    """An exported policy: ``act(obs, deterministic=True, seed=0)`` and the ``config`` dict."""
+    """An exported policy: ``act(obs, deterministic=True, seed=0)``, the ``config`` dict of its
+    ``config.json`` and the ``train_config`` it was trained with."""
 
     def __init__(
-        self, path: Path, config: dict[str, Any], params: Any, obs_mean: np.ndarray, obs_std: np.ndarray
+        self,
+        path: Path,
+        config: dict[str, Any],
+        train_config: TrainConfig,
+        params: Any,
+        obs_mean: np.ndarray,
+        obs_std: np.ndarray,
     ):
         import jax
 
         from musclerl.rl import networks
 
-        self.path, self.config = path, config
-        train_cfg = config["train_config"]
+        self.path, self.config, self.train_config = path, config, train_config
         self.obs_size, self.action_size = int(config["obs_size"]), int(config["action_size"])
         self.bounds = policy_bounds(config)
-        self.network = networks.make_network(_network_config(train_cfg), self.bounds)
+        self.network = networks.make_network(train_config.network, self.bounds)
         self.params, self.obs_mean, self.obs_std = params, obs_mean, obs_std
-        self._normalize = bool(train_cfg["ppo"]["normalize_obs"])
-        self._clip = float(train_cfg["ppo"]["obs_clip"])
-        self._squash = train_cfg["network"]["squash"]
+        self._normalize = train_config.ppo.normalize_obs
+        self._clip = train_config.ppo.obs_clip
+        self._squash = train_config.network.squash
         self._forward = jax.jit(self._forward_impl, static_argnums=(3,))
 
     def _forward_impl(self, params, obs, key, deterministic: bool):
@@ -154,11 +163,6 @@ def policy_bounds(config: dict[str, Any]):
     return networks.ActionBounds(np.zeros(size), np.ones(size), np.full(size, 0.5))
 
 
-def _network_config(train_cfg: dict[str, Any]) -> dict[str, Any]:
-    """The ``network`` section with the keys older exports lack set to what they meant."""
-    return {"noise": "diagonal", **train_cfg["network"]}
-
-
 def load_policy(path: str | os.PathLike) -> Policy:
     """Read a policy folder written by :func:`export_policy` (or a run folder containing ``policy/``)."""
     import flax.serialization
@@ -176,8 +180,7 @@ def load_policy(path: str | os.PathLike) -> Policy:
     try:
         config = json.loads((path / "config.json").read_text())
         obs_size, action_size = int(config["obs_size"]), int(config["action_size"])
-        if not isinstance(config["train_config"]["network"], dict):
-            raise TypeError("train_config.network is not a mapping")
+        saved = config["train_config"]
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise InputError(
             path / "config.json", f"unreadable policy config ({type(err).__name__}: {err})"
@@ -206,7 +209,8 @@ def load_policy(path: str | os.PathLike) -> Policy:
         )
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)):
         raise InputError(path / "obs_stats.npz", "normaliser mean/std must be finite with std > 0")
-    net = networks.make_network(_network_config(config["train_config"]), bounds)
+    train_config = TrainConfig.from_dict(saved, str(path / "config.json"))
+    net = networks.make_network(train_config.network, bounds)
     template = jax.tree_util.tree_map(np.asarray, net.init(jax.random.PRNGKey(0), jnp.zeros((1, obs_size))))
     try:
         params = flax.serialization.from_bytes(template, (path / "params.msgpack").read_bytes())
@@ -214,7 +218,7 @@ def load_policy(path: str | os.PathLike) -> Policy:
         raise InputError(
             path / "params.msgpack", f"parameters do not match the config ({type(err).__name__})"
         ) from err
-    return Policy(path, config, params, mean, std)
+    return Policy(path, config, train_config, params, mean, std)
 
 
 def check_motion(policy: Policy, motion, source) -> None:
@@ -222,7 +226,7 @@ def check_motion(policy: Policy, motion, source) -> None:
     ``policy`` was trained on; the one line names both files."""
     from musclerl.models.registry import load_model
 
-    name = policy.config["train_config"].get("model", motion.model_name)
+    name = policy.train_config.model
     try:
         motion.check_model(load_model(name), source)
     except InputError as err:

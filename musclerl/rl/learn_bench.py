@@ -33,7 +33,10 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from musclerl.rl.config import TrainConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +72,7 @@ def evaluation_env(policy, motion, seconds: float):
     if not isinstance(motion, Trajectory):
         source, motion = motion, Trajectory.load(motion)
         check_motion(policy, motion, source)
-    return tracking_test_env(policy.config["train_config"], motion, seconds)
+    return tracking_test_env(policy.train_config, motion, seconds)
 
 
 def tracking_test(policy, motion, seconds: float = 10.0, clip: int = 0) -> dict[str, Any]:
@@ -141,7 +144,7 @@ def episode_lengths(run_dir: Path) -> tuple[float, float]:
     return (float(lengths[0]), float(lengths[-1])) if lengths else (float("nan"), float("nan"))
 
 
-def _test_set(args: argparse.Namespace, cfg: dict[str, Any]):
+def _test_set(args: argparse.Namespace, cfg: TrainConfig):
     """The ``motion:`` value tested: ``--motion``, the config's validation set (``--validation``)
     or its training set."""
     from musclerl.errors import InputError
@@ -149,10 +152,10 @@ def _test_set(args: argparse.Namespace, cfg: dict[str, Any]):
     if args.motion is not None and args.validation:
         raise InputError("--validation", "tests the config's validation set: drop --motion")
     if args.validation:
-        if cfg.get("validation", {}).get("motion") is None:
+        if cfg.validation.motion is None:
             raise InputError("--validation", "the config has no validation set (validation.motion)")
-        return cfg["validation"]["motion"]
-    return args.motion or cfg["motion"]
+        return cfg.validation.motion
+    return args.motion or cfg.motion
 
 
 def run(args: argparse.Namespace) -> int:
@@ -182,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
 
         configs = args.config or [str(CONFIG_DIR / "demo.yaml")]
         cfg = load_config(configs, args.overrides)
-        motion = bench_dataset(_test_set(args, cfg), cfg["model"])  # bad input: before training
+        motion = bench_dataset(_test_set(args, cfg), cfg.model)  # bad input: before training
         if args.clip is not None:
             clip_index(motion.clip_names, args.clip)
         out = Path(args.out or Path("runs") / f"bench-learn-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -197,9 +200,9 @@ def run(args: argparse.Namespace) -> int:
         policy = load_policy(out / "policy")
     else:
         policy = load_policy(Path(args.policy))
-        train_cfg = policy.config["train_config"]
+        train_cfg = policy.train_config
         try:
-            motion = bench_dataset(_test_set(args, train_cfg), train_cfg["model"])
+            motion = bench_dataset(_test_set(args, train_cfg), train_cfg.model)
         except InputError as err:  # the policy's config pairs its model with this motion
             raise InputError(policy.path / "config.json", str(err)) from err
     result.update(dataset_test(policy, motion, args.seconds, args.clip))

@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+if TYPE_CHECKING:
+    from musclerl.rl.config import NetworkConfig
 
 ACTIVATIONS = {
     "tanh": nn.tanh,
@@ -190,17 +193,17 @@ class ActorCritic(nn.Module):
         return Gaussian(mean, log_std), value[..., 0]
 
 
-def make_network(net_cfg: dict[str, Any], bounds: ActionBounds) -> ActorCritic:
+def make_network(net_cfg: NetworkConfig, bounds: ActionBounds) -> ActorCritic:
     """Build the actor-critic from the ``network`` config section and the env's action bounds."""
     return ActorCritic(
         action_size=int(bounds.low.shape[0]),
-        policy_hidden=tuple(net_cfg["policy_hidden"]),
-        value_hidden=tuple(net_cfg["value_hidden"]),
-        activation=net_cfg["activation"],
-        layer_norm=bool(net_cfg["layer_norm"]),
-        init_log_std=float(net_cfg["init_log_std"]),
-        mean_bias=tuple(float(x) for x in unsquash(bounds.neutral, net_cfg["squash"], bounds)),
-        noise=net_cfg["noise"],
+        policy_hidden=tuple(net_cfg.policy_hidden),
+        value_hidden=tuple(net_cfg.value_hidden),
+        activation=net_cfg.activation,
+        layer_norm=net_cfg.layer_norm,
+        init_log_std=net_cfg.init_log_std,
+        mean_bias=tuple(float(x) for x in unsquash(bounds.neutral, net_cfg.squash, bounds)),
+        noise=net_cfg.noise,
     )
 
 

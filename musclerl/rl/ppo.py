@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import flax.struct
 import jax
@@ -40,6 +40,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from musclerl.rl import networks
 from musclerl.rl import normalization as norm
 from musclerl.rl.clip_stats import clip_sums
+
+if TYPE_CHECKING:
+    from musclerl.rl.config import OptimizerConfig, PpoConfig, TrainConfig
 
 
 class Transition(NamedTuple):
@@ -119,25 +122,25 @@ class Batch(NamedTuple):
     original: jax.Array  # (B,) 1 for collected samples, 0 for their mirrored copies
 
 
-def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: dict[str, Any]):
+def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: PpoConfig):
     """Clipped surrogate + (clipped) value loss - entropy bonus. Returns (loss, aux metrics)."""
     dist, value = apply_fn(params, batch.obs)
     log_prob = dist.log_prob(batch.action)
     log_ratio = log_prob - batch.log_prob
     ratio = jnp.exp(log_ratio)
     adv = batch.advantage
-    if ppo_cfg["normalize_advantages"]:
+    if ppo_cfg.normalize_advantages:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    eps = ppo_cfg["clip_eps"]
+    eps = ppo_cfg.clip_eps
     policy_loss = -jnp.mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - eps, 1 + eps) * adv))
     value_err = jnp.square(value - batch.target)
-    if ppo_cfg["clip_value"]:
-        vclip = ppo_cfg["value_clip"]
+    if ppo_cfg.clip_value:
+        vclip = ppo_cfg.value_clip
         clipped = batch.value + jnp.clip(value - batch.value, -vclip, vclip)
         value_err = jnp.maximum(value_err, jnp.square(clipped - batch.target))
     value_loss = 0.5 * jnp.mean(value_err)
     entropy = dist.entropy()
-    loss = policy_loss + ppo_cfg["vf_coef"] * value_loss - ppo_cfg["ent_coef"] * entropy
+    loss = policy_loss + ppo_cfg.vf_coef * value_loss - ppo_cfg.ent_coef * entropy
     aux = {
         "loss/policy": policy_loss,
         "loss/value": value_loss,
@@ -153,13 +156,13 @@ def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: dict[str, Any]):
 
 
 # ------------------------------------------------------------------------------------------ optimiser
-def make_schedule(opt_cfg: dict[str, Any], total_steps: int) -> optax.Schedule:
+def make_schedule(opt_cfg: OptimizerConfig, total_steps: int) -> optax.Schedule:
     """Learning-rate schedule over ``total_steps`` optimiser steps (with optional linear warm-up)."""
-    lr = float(opt_cfg["learning_rate"])
-    warmup = int(opt_cfg["warmup_updates"])
+    lr = opt_cfg.learning_rate
+    warmup = opt_cfg.warmup_updates
     decay_steps = max(total_steps - warmup, 1)
-    final = lr * float(opt_cfg["final_fraction"])
-    kind = opt_cfg["schedule"]
+    final = lr * opt_cfg.final_fraction
+    kind = opt_cfg.schedule
     if kind == "constant":
         main = optax.constant_schedule(lr)
     elif kind == "linear":
@@ -171,24 +174,24 @@ def make_schedule(opt_cfg: dict[str, Any], total_steps: int) -> optax.Schedule:
     return optax.join_schedules([optax.linear_schedule(0.0, lr, warmup), main], [warmup])
 
 
-def make_optimizer(cfg: dict[str, Any], total_steps: int) -> tuple[optax.GradientTransformation, Callable]:
+def make_optimizer(cfg: TrainConfig, total_steps: int) -> tuple[optax.GradientTransformation, Callable]:
     """The optimiser's direction (adam / adamw / muon at unit step size) and the lr schedule.
 
     The step size is applied by the learner (:func:`apply_step`), so that it can follow the
     schedule or adapt to the target KL; gradients are clipped before, actor and critic apart
     (:func:`clip_actor_critic`).
     """
-    opt_cfg = cfg["optimizer"]
+    opt_cfg = cfg.optimizer
     schedule = make_schedule(opt_cfg, total_steps)
-    name = opt_cfg["name"]
+    name = opt_cfg.name
     if name == "adam":
-        opt = optax.adam(1.0, eps=float(opt_cfg["eps"]))
+        opt = optax.adam(1.0, eps=opt_cfg.eps)
     elif name == "adamw":
-        opt = optax.adamw(1.0, eps=float(opt_cfg["eps"]), weight_decay=float(opt_cfg["weight_decay"]))
+        opt = optax.adamw(1.0, eps=opt_cfg.eps, weight_decay=opt_cfg.weight_decay)
     else:
         from optax.contrib import muon
 
-        opt = muon(1.0, weight_decay=float(opt_cfg["weight_decay"]))
+        opt = muon(1.0, weight_decay=opt_cfg.weight_decay)
     return opt, schedule
 
 
@@ -210,15 +213,15 @@ def clip_actor_critic(grads: Any, actor_max: float, critic_max: float) -> tuple[
     return {**grads, "params": {**actor, "value": critic}}, actor_norm, critic_norm
 
 
-def adapt_learning_rate(lr: jax.Array, kl: jax.Array, ppo_cfg: dict[str, Any]) -> jax.Array:
+def adapt_learning_rate(lr: jax.Array, kl: jax.Array, ppo_cfg: PpoConfig) -> jax.Array:
     """KL-adaptive step size (as in rsl_rl): divide by 1.5 when the approximate KL of the last
     minibatch exceeds twice ``target_kl``, multiply by 1.5 below half of it; within
     [``lr_min``, ``lr_max``]. ``target_kl`` 0 keeps ``lr``."""
-    target = ppo_cfg["target_kl"]
+    target = ppo_cfg.target_kl
     if target <= 0:
         return lr
     lr = jnp.where(kl > 2.0 * target, lr / 1.5, jnp.where(kl < 0.5 * target, lr * 1.5, lr))
-    return jnp.clip(lr, ppo_cfg["lr_min"], ppo_cfg["lr_max"])
+    return jnp.clip(lr, ppo_cfg.lr_min, ppo_cfg.lr_max)
 
 
 # ------------------------------------------------------------------------------------------ sharding
@@ -246,7 +249,7 @@ def shard_envs(tree: Any, mesh: Mesh | None, axis: int = 0) -> Any:
 class Learner:
     """The backend-independent parts: network, optimiser, acting and the PPO update."""
 
-    cfg: dict[str, Any]
+    cfg: TrainConfig
     network: networks.ActorCritic
     tx: optax.GradientTransformation
     schedule: Callable
@@ -266,12 +269,12 @@ class Learner:
             update=jnp.zeros((), jnp.int32),
             learning_rate=jnp.asarray(self.schedule(0), jnp.float32),
             return_stats=norm.RunningStats.create(1),
-            discounted_return=jnp.zeros(self.cfg["ppo"]["num_envs"], jnp.float32),
+            discounted_return=jnp.zeros(self.cfg.ppo.num_envs, jnp.float32),
         )
 
     def normalize(self, state: TrainState, obs: jax.Array) -> jax.Array:
-        ppo = self.cfg["ppo"]
-        return norm.normalize(state.obs_stats, obs, ppo["obs_clip"], ppo["normalize_obs"])
+        ppo = self.cfg.ppo
+        return norm.normalize(state.obs_stats, obs, ppo.obs_clip, ppo.normalize_obs)
 
     def act(self, state: TrainState, obs: jax.Array, key: jax.Array):
         """Sample for raw ``obs`` (N, D) -> (norm_obs, u, log_prob, value, action in the env's
@@ -279,7 +282,7 @@ class Learner:
         obs_n = self.normalize(state, obs)
         dist, value = self.network.apply(state.params, obs_n)
         u = dist.sample(key)
-        action = networks.squash(u, self.cfg["network"]["squash"], self.bounds)
+        action = networks.squash(u, self.cfg.network.squash, self.bounds)
         return obs_n, u, dist.log_prob(u), value, action
 
     def value(self, state: TrainState, obs: jax.Array) -> jax.Array:
@@ -304,14 +307,14 @@ class Learner:
     def learn(self, state: TrainState, traj: Transition, raw_obs: jax.Array):
         """PPO epochs over one (T, N) rollout, then fold the rollout's raw observations
         ``raw_obs`` (T, N, D) into the running statistics. Returns (state, metrics dict)."""
-        ppo = self.cfg["ppo"]
+        ppo = self.cfg.ppo
         ret_stats, disc = state.return_stats, state.discounted_return
-        if ppo["normalize_rewards"]:
-            ret_stats, disc, reward_std = scale_rewards(ret_stats, disc, traj, ppo["gamma"])
+        if ppo.normalize_rewards:
+            ret_stats, disc, reward_std = scale_rewards(ret_stats, disc, traj, ppo.gamma)
         else:
             reward_std = jnp.ones((), jnp.float32)
-        traj = traj._replace(reward=traj.reward * ppo["reward_scale"] / reward_std)
-        adv, target = gae(traj, ppo["gamma"], ppo["gae_lambda"])
+        traj = traj._replace(reward=traj.reward * ppo.reward_scale / reward_std)
+        adv, target = gae(traj, ppo.gamma, ppo.gae_lambda)
         flat = Batch(
             obs=traj.obs,
             action=traj.action,
@@ -324,7 +327,7 @@ class Learner:
         if self.mirror is not None:
             raw_obs, flat = self._with_mirrored(state, raw_obs, flat)
         flat = jax.tree_util.tree_map(lambda x: x.reshape((-1, *x.shape[2:])), flat)
-        n_mb = ppo["num_minibatches"]
+        n_mb = ppo.num_minibatches
         size = flat.obs.shape[0] // n_mb
         grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
 
@@ -333,7 +336,7 @@ class Learner:
             mb = shard_envs(mb, self.mesh)
             (_, aux), grads = grad_fn(params, self.network.apply, mb, ppo)
             grads, aux["loss/grad_norm_actor"], aux["loss/grad_norm_critic"] = clip_actor_critic(
-                grads, ppo["max_grad_norm"], ppo["max_grad_norm_critic"]
+                grads, ppo.max_grad_norm, ppo.max_grad_norm_critic
             )
             updates, opt_state = self.tx.update(grads, opt_state, params)
             params = optax.apply_updates(params, jax.tree_util.tree_map(lambda u: lr * u, updates))
@@ -345,11 +348,11 @@ class Learner:
             return jax.lax.scan(minibatch_step, carry, mbs)
 
         rng, key = jax.random.split(state.rng)
-        keys = jax.random.split(key, ppo["update_epochs"])
-        steps_before = state.update * ppo["update_epochs"] * n_mb
+        keys = jax.random.split(key, ppo.update_epochs)
+        steps_before = state.update * ppo.update_epochs * n_mb
         lr0 = (
             state.learning_rate
-            if ppo["target_kl"] > 0
+            if ppo.target_kl > 0
             else jnp.asarray(self.schedule(steps_before), jnp.float32)
         )
         (params, opt_state, lr), aux = jax.lax.scan(epoch, (state.params, state.opt_state, lr0), keys)
@@ -357,7 +360,7 @@ class Learner:
         metrics["optim/learning_rate"] = lr0
         metrics["value/explained_variance"] = 1.0 - jnp.var(target - traj.value) / (jnp.var(target) + 1e-8)
         metrics["value/reward_std"] = reward_std
-        stats = norm.update(state.obs_stats, raw_obs) if ppo["normalize_obs"] else state.obs_stats
+        stats = norm.update(state.obs_stats, raw_obs) if ppo.normalize_obs else state.obs_stats
         new = TrainState(
             params=params,
             opt_state=opt_state,
@@ -372,7 +375,7 @@ class Learner:
 
 
 def make_learner(
-    cfg: dict[str, Any],
+    cfg: TrainConfig,
     obs_size: int,
     bounds: networks.ActionBounds,
     total_updates: int,
@@ -382,11 +385,11 @@ def make_learner(
     """The learner for observations of ``obs_size`` and actions within ``bounds`` (whose neutral
     action the untrained policy's mean starts at); ``mirror`` (an ``envs.symmetry.EnvMirror``)
     adds the mirrored copy of every sample to each PPO batch."""
-    ppo = cfg["ppo"]
-    tx, schedule = make_optimizer(cfg, total_updates * ppo["update_epochs"] * ppo["num_minibatches"])
+    ppo = cfg.ppo
+    tx, schedule = make_optimizer(cfg, total_updates * ppo.update_epochs * ppo.num_minibatches)
     return Learner(
         cfg=cfg,
-        network=networks.make_network(cfg["network"], bounds),
+        network=networks.make_network(cfg.network, bounds),
         tx=tx,
         schedule=schedule,
         obs_size=obs_size,
@@ -454,7 +457,7 @@ class Carry(NamedTuple):
     episodes: EpisodeTracker
 
 
-def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None = None, mirror: Any = None):
+def make_train(cfg: TrainConfig, env, total_updates: int, mesh: Mesh | None = None, mirror: Any = None):
     """PPO on a jittable environment (``env.reset(rng)``, ``env.step(state, action)`` pure).
 
     Returns ``(learner, init, update_step, train)``:
@@ -465,12 +468,12 @@ def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None =
     """
     bounds = networks.ActionBounds.of(env)
     learner = make_learner(cfg, env.observation_size, bounds, total_updates, mesh, mirror)
-    ppo = cfg["ppo"]
+    ppo = cfg.ppo
 
     def init(rng: jax.Array) -> Carry:
         rng, env_key = jax.random.split(rng)
         env_state = shard_envs(env.reset(env_key), mesh)
-        return Carry(learner.init(rng), env_state, EpisodeTracker.create(ppo["num_envs"]))
+        return Carry(learner.init(rng), env_state, EpisodeTracker.create(ppo.num_envs))
 
     def env_step(carry: tuple, _):
         train, env_state, episodes = carry
@@ -497,7 +500,7 @@ def make_train(cfg: dict[str, Any], env, total_updates: int, mesh: Mesh | None =
 
     def update_step(carry: Carry) -> tuple[Carry, dict[str, jax.Array]]:
         (train, env_state, episodes), (traj, raw_obs, env_metrics, per_clip) = jax.lax.scan(
-            env_step, tuple(carry), None, length=ppo["rollout_steps"]
+            env_step, tuple(carry), None, length=ppo.rollout_steps
         )
         traj = shard_envs(traj, mesh, axis=1)
         train, metrics = learner.learn(train, traj, raw_obs)

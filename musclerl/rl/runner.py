@@ -23,6 +23,8 @@ every device of every host, process 0 writes logs and the export.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import time
 from pathlib import Path
@@ -32,10 +34,10 @@ import yaml
 
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path
-from musclerl.rl.config import num_updates
+from musclerl.rl.config import TrainConfig, num_updates
 
 TOY_MODEL = "toy"  # ``model: toy`` selects the pure-JAX toy task (musclerl.rl.toy_env), for smoke tests
-#: Config sections that do not change what is trained (a resume may change them too, but for the length).
+#: TrainConfig fields that do not change what is trained (a resume may change them, and the length).
 NOT_TRAINING = ("log", "checkpoint", "validation", "motion_help")
 
 
@@ -56,42 +58,42 @@ def maybe_init_distributed() -> None:
         jax.distributed.initialize()
 
 
-def build_env(cfg: dict[str, Any]):
+def build_env(cfg: TrainConfig):
     """The environment named by the config (``model``, ``motion``, ``env``, ``backend``)."""
     return build_env_and_tags(cfg)[0]
 
 
-def build_env_and_tags(cfg: dict[str, Any]) -> tuple[Any, tuple[tuple[str, ...], ...] | None]:
+def build_env_and_tags(cfg: TrainConfig) -> tuple[Any, tuple[tuple[str, ...], ...] | None]:
     """:func:`build_env` and the dataset's tags per clip (None for the toy task)."""
-    num_envs = cfg["ppo"]["num_envs"]
-    if cfg["model"] == TOY_MODEL:
+    num_envs = cfg.ppo.num_envs
+    if cfg.model == TOY_MODEL:
         from musclerl.rl.toy_env import HostToyEnv, ToyTrackingEnv
 
         toy = ToyTrackingEnv(num_envs=num_envs)
-        return (toy if cfg["backend"] == "mjx" else HostToyEnv(toy)), None
-    from musclerl.envs import EnvConfig, TrackingEnv
+        return (toy if cfg.backend == "mjx" else HostToyEnv(toy)), None
+    from musclerl.envs import TrackingEnv
     from musclerl.models.registry import load_model
     from musclerl.motion.dataset import load_dataset, with_clip_weights
 
-    model = load_model(cfg["model"])
-    motion = load_dataset(cfg["motion"], model, cfg["model"])
-    if cfg["augment"]["time_scales"]:  # faster and slower copies of every clip (envs/time_scale.py)
+    model = load_model(cfg.model)
+    motion = load_dataset(cfg.motion, model, cfg.model)
+    if cfg.augment.time_scales:  # faster and slower copies of every clip (envs/time_scale.py)
         from musclerl.envs.time_scale import with_time_scales
 
-        motion = with_time_scales(motion, model, cfg["augment"]["time_scales"])
-    env_cfg = with_clip_weights(EnvConfig.from_dict(cfg["env"], source="config: env"), motion)
+        motion = with_time_scales(motion, model, cfg.augment.time_scales)
+    env_cfg = with_clip_weights(cfg.env, motion)
     env = TrackingEnv(
-        model=cfg["model"],
+        model=cfg.model,
         dataset=motion.trajectory,
         config=env_cfg,
-        backend=cfg["backend"],
+        backend=cfg.backend,
         num_envs=num_envs,
-        threads=cfg["threads"],
+        threads=cfg.threads,
     )
     return env, motion.tags
 
 
-def make_trainer(cfg: dict[str, Any], env, total_updates: int, mesh):
+def make_trainer(cfg: TrainConfig, env, total_updates: int, mesh):
     """``(learner, init(rng) -> carry, update_step(carry) -> (carry, metrics), after_checkpoint)``.
 
     ``after_checkpoint(carry, update) -> carry`` runs after every checkpoint save (and on resume):
@@ -101,7 +103,7 @@ def make_trainer(cfg: dict[str, Any], env, total_updates: int, mesh):
     import jax
 
     mirror = _mirror(cfg, env)
-    if cfg["backend"] == "mjx":
+    if cfg.backend == "mjx":
         from musclerl.rl.ppo import make_train
 
         learner, init, update_step, _ = make_train(cfg, env, total_updates, mesh, mirror)
@@ -115,30 +117,28 @@ def make_trainer(cfg: dict[str, Any], env, total_updates: int, mesh):
     return trainer.learner, trainer.init, trainer.update_step, trainer.restart_envs
 
 
-def _mirror(cfg: dict[str, Any], env):
+def _mirror(cfg: TrainConfig, env):
     """The env's left/right mirror when ``ppo.mirror_augment`` asks for it (else None)."""
-    if not cfg["ppo"]["mirror_augment"]:
+    if not cfg.ppo.mirror_augment:
         return None
-    if cfg["model"] == TOY_MODEL:
+    if cfg.model == TOY_MODEL:
         raise InputError(
             "ppo.mirror_augment", "the toy task has no mirror: set ppo.mirror_augment=false for model=toy"
         )
     from musclerl.envs.symmetry import env_mirror
 
-    return env_mirror(env, f"ppo.mirror_augment (model '{cfg['model']}')")
+    return env_mirror(env, f"ppo.mirror_augment (model '{cfg.model}')")
 
 
 _COMPILED: dict[str, tuple] = {}
 
 
-def _compiled(cfg: dict[str, Any], total_updates: int) -> tuple:
+def _compiled(cfg: TrainConfig, total_updates: int) -> tuple:
     """Env and jitted trainer functions, reused by later runs of the same config in this process
     (a resumed run, tests) so XLA compiles once."""
-    import json
-
     from musclerl.rl.ppo import data_mesh
 
-    key = json.dumps({k: v for k, v in cfg.items() if k not in NOT_TRAINING}, sort_keys=True)
+    key = json.dumps(dataclasses.asdict(_training_part(cfg)), sort_keys=True)
     key += f"|{total_updates}|{data_mesh().size}"
     if key not in _COMPILED:
         env, tags = build_env_and_tags(cfg)
@@ -167,16 +167,21 @@ def _checkpointed(carry, backend: str):
     return carry._replace(env_state=None) if backend == "cpu" else carry
 
 
-def _comparable(cfg: dict[str, Any]) -> dict[str, Any]:
+def _training_part(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with the fields in :data:`NOT_TRAINING` at their defaults."""
+    blank = TrainConfig()
+    return dataclasses.replace(cfg, **{name: getattr(blank, name) for name in NOT_TRAINING})
+
+
+def _comparable(cfg: TrainConfig) -> TrainConfig:
     """The parts of a config a resume must not change (everything but the run length, logging,
-    checkpointing and validation)."""
-    out = {k: v for k, v in cfg.items() if k not in NOT_TRAINING}
-    out["ppo"] = {k: v for k, v in cfg["ppo"].items() if k != "total_env_steps"}
-    return out
+    checkpointing and validation); the rest at their defaults."""
+    cfg = _training_part(cfg)
+    return dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, total_env_steps=0))
 
 
 def train(
-    cfg: dict[str, Any],
+    cfg: TrainConfig,
     out_dir: str | os.PathLike,
     resume: bool = False,
     stop_after_updates: int | None = None,
@@ -201,17 +206,16 @@ def train(
 
     maybe_init_distributed()
     check_motion_files(cfg)
-    if cfg["backend"] == "cpu" and jax.process_count() > 1:
+    if cfg.backend == "cpu" and jax.process_count() > 1:
         raise InputError("backend", "multi-host training needs the mjx backend (cpu physics is per host)")
     out_dir = Path(out_dir)
     is_main = jax.process_index() == 0
     total_updates = num_updates(cfg)
-    ppo_cfg = cfg["ppo"]
-    steps_per_update = ppo_cfg["num_envs"] * ppo_cfg["rollout_steps"]
+    steps_per_update = cfg.ppo.num_envs * cfg.ppo.rollout_steps
     mesh = data_mesh()
-    if ppo_cfg["num_envs"] % mesh.size:
+    if cfg.ppo.num_envs % mesh.size:
         raise InputError(
-            "ppo.num_envs", f"{ppo_cfg['num_envs']} environments do not split over {mesh.size} devices"
+            "ppo.num_envs", f"{cfg.ppo.num_envs} environments do not split over {mesh.size} devices"
         )
 
     ckpt_dir = out_dir / "checkpoints"
@@ -227,12 +231,11 @@ def train(
 
         initial = read_initial_weights(init_from)
     if resume:  # fail fast on a mismatching config, before compiling anything
-        checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
+        checkpointer = Checkpointer(ckpt_dir, cfg.checkpoint.keep)
         meta = checkpointer.read_meta()
-        from musclerl.rl.config import DEFAULTS, deep_merge
-
         # a checkpoint of an older version lacks the keys added since: they held their defaults
-        if _comparable(deep_merge(DEFAULTS, meta["config"])) != _comparable(cfg):
+        saved = TrainConfig.from_dict(meta["config"], f"{ckpt_dir}: config of update {meta['update']}")
+        if _comparable(saved) != _comparable(cfg):
             raise InputError(
                 ckpt_dir,
                 "the checkpoint was written with a different config (only ppo.total_env_steps, "
@@ -241,34 +244,34 @@ def train(
         start = int(meta["update"])
     env, learner, init, update_step, after_checkpoint, tags = _compiled(cfg, total_updates)
     validator = None
-    if cfg["validation"]["motion"] is not None and is_main:
+    if cfg.validation.motion is not None and is_main:
         from musclerl.motion.dataset import dataset_sources
 
-        validator = Validator(cfg, tuple(str(c.path) for c in dataset_sources(cfg["motion"])[0]))
+        validator = Validator(cfg, tuple(str(c.path) for c in dataset_sources(cfg.motion)[0]))
     clip_log = ClipLog(env.reference.clip_names, tags) if tags is not None else None
-    carry = init(jax.random.PRNGKey(cfg["seed"]))
+    carry = init(jax.random.PRNGKey(cfg.seed))
     if initial is not None:
         from musclerl.rl.init_from import initial_train_state
 
         carry = carry._replace(train=initial_train_state(carry.train, learner, initial))
     if not resume:  # created only now, so bad input (env config, motion) leaves no run folder
-        checkpointer = Checkpointer(ckpt_dir, cfg["checkpoint"]["keep"])
+        checkpointer = Checkpointer(ckpt_dir, cfg.checkpoint.keep)
     else:
-        restored, saved_meta = checkpointer.restore(_checkpointed(carry, cfg["backend"]), start)
-        carry = after_checkpoint(_to_device(restored, cfg["backend"]), start)
+        restored, saved_meta = checkpointer.restore(_checkpointed(carry, cfg.backend), start)
+        carry = after_checkpoint(_to_device(restored, cfg.backend), start)
         if clip_log is not None and saved_meta.get("clip_totals") is not None:
             clip_log.restore_totals(saved_meta["clip_totals"], str(ckpt_dir / str(start)))
     if is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(out_dir / "config.yaml") as tmp:
-            tmp.write_text(yaml.safe_dump(cfg, sort_keys=False))
+            tmp.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     logger = (
         RunLogger(
             out_dir,
             total_updates,
             steps_per_update,
             start_update=start,
-            progress=cfg["log"]["progress"] and not quiet and is_main,
+            progress=cfg.log.progress and not quiet and is_main,
         )
         if is_main
         else None
@@ -295,7 +298,7 @@ def train(
                 train_state,
                 env.observation_size,
                 learner.bounds,
-                extra={"model": cfg["model"], "updates": update, "validation": validator.best},
+                extra={"model": cfg.model, "updates": update, "validation": validator.best},
             )
         val_s += time.perf_counter() - t
         return row
@@ -312,15 +315,15 @@ def train(
         if clip_log is not None and sums is not None:
             clip_log.add(jax.device_get(sums))
         val_row = validate(carry.train, update)
-        if logger is not None and (update % cfg["log"]["every_updates"] == 0 or update == last or val_row):
+        if logger is not None and (update % cfg.log.every_updates == 0 or update == last or val_row):
             per_clip = clip_log.interval_metrics() if clip_log is not None else {}
             logger.log(update, {**jax.device_get(metrics), **per_clip, **val_row})
-        if update % cfg["checkpoint"]["every_updates"] == 0 or update == total_updates:
+        if update % cfg.checkpoint.every_updates == 0 or update == total_updates:
             checkpointer.save(
                 update,
-                _checkpointed(carry, cfg["backend"]),
+                _checkpointed(carry, cfg.backend),
                 {
-                    "config": cfg,
+                    "config": cfg.to_dict(),
                     "update": update,
                     "env_steps": update * steps_per_update,
                     "clip_totals": None if clip_log is None else clip_log.totals(),
@@ -340,8 +343,8 @@ def train(
         "validation_s": val_s,
         "env_steps_per_s": (last - start) * steps_per_update / max(train_s, 1e-9),
         "devices": jax.device_count(),
-        "backend": cfg["backend"],
-        "model": cfg["model"],
+        "backend": cfg.backend,
+        "model": cfg.model,
         "paths": {
             "run": str(out_dir),
             "checkpoints": str(ckpt_dir),
@@ -361,8 +364,8 @@ def train(
             env.observation_size,
             learner.bounds,
             extra={
-                "model": cfg["model"],
-                "motion": cfg["motion"],
+                "model": cfg.model,
+                "motion": cfg.motion,
                 "updates": last,
                 "env_steps": last * steps_per_update,
             },

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.rl.config import TrainConfig
 
 METRICS = ("success", "tracked_frac", "mpjpe_m")
 
@@ -58,15 +59,15 @@ def rank(result: dict[str, Any]) -> tuple[float, float, float]:
     return (result["val/success"], result["val/tracked_frac"], -mpjpe)
 
 
-def tracking_test_env(train_cfg: dict[str, Any], motion, seconds: float):
+def tracking_test_env(train_cfg: TrainConfig, motion, seconds: float):
     """The one-env cpu ``TrackingEnv`` of a training config (its model and ``env`` section) on the
     Trajectory ``motion``, horizon lifted to ``seconds``; returns (env, test length in steps)."""
-    from musclerl.envs import EnvConfig, TrackingEnv
+    from musclerl.envs import TrackingEnv
 
-    env_cfg = EnvConfig.from_dict(train_cfg.get("env", {}), source="policy config: env")
+    env_cfg = train_cfg.env
     # every test starts where it says: the training set's clip weights (one per training clip) do not apply
     env_cfg = dataclasses.replace(env_cfg, sampling=dataclasses.replace(env_cfg.sampling, clip_weights=None))
-    env = TrackingEnv(train_cfg["model"], motion, env_cfg, backend="cpu", num_envs=1)
+    env = TrackingEnv(train_cfg.model, motion, env_cfg, backend="cpu", num_envs=1)
     steps = int(round(seconds / env.control_dt_s))
     env.config = dataclasses.replace(env.config, horizon=steps + 1)  # the test decides its length
     return env, steps
@@ -116,22 +117,20 @@ def clips_test(env, policy, steps: int, chosen) -> dict[str, Any]:
 
 
 class Validator:
-    """The held-out clips of ``cfg["validation"]`` and their test (module docstring)."""
+    """The held-out clips of ``cfg.validation`` and their test (module docstring)."""
 
-    def __init__(self, cfg: dict[str, Any], train_sources: tuple[str, ...]):
+    def __init__(self, cfg: TrainConfig, train_sources: tuple[str, ...]):
         from musclerl.models.registry import load_model
         from musclerl.motion.dataset import load_dataset
 
-        spec = cfg["validation"]
+        spec = cfg.validation
         self.cfg = cfg
-        self.every_updates = int(spec["every_updates"])
-        self.at_start = bool(spec["at_start"])
-        dataset = load_dataset(
-            spec["motion"], load_model(cfg["model"]), cfg["model"], source="validation.motion"
-        )
+        self.every_updates = spec.every_updates
+        self.at_start = spec.at_start
+        dataset = load_dataset(spec.motion, load_model(cfg.model), cfg.model, source="validation.motion")
         check_disjoint(train_sources, dataset.sources)
         self.clip_names = dataset.clip_names
-        self.env, self.steps = tracking_test_env(cfg, dataset.trajectory, float(spec["seconds"]))
+        self.env, self.steps = tracking_test_env(cfg, dataset.trajectory, spec.seconds)
         self.best: dict[str, Any] | None = None
         self.last: dict[str, Any] | None = None
 
