@@ -276,3 +276,32 @@ def balance_trajectory(
             qvel[s:e] = finite_difference_qvel(model, qpos[s:e], traj.rate_hz)
     out = dataclasses.replace(traj, qpos=qpos, qvel=qvel, site_pos_m=None, site_names=())
     return BalanceResult(out, before, current, rounds)
+
+
+def balance_for_report(traj: Trajectory, model: mujoco.MjModel) -> tuple[Trajectory, dict]:
+    """The retarget commands' ``--balance``: ``traj`` through :func:`balance_trajectory` on
+    ``model`` (the model the clip was solved on), with the positions of its sites that are sites
+    of ``model`` recomputed (others, e.g. sole points, ride on the feet, which the pass holds),
+    and the report's ``balance`` entry: the rounds, the centre-of-pressure fraction off the feet
+    before and after, whether the check passes after, and the largest root move (m)."""
+    from musclerl.retarget.ground.surface import site_positions_m
+
+    balanced = balance_trajectory(traj, model)
+    out = balanced.trajectory
+    positions = traj.site_pos_m
+    if positions is not None:
+        positions = np.array(positions, dtype=float, copy=True)
+        ids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, n) for n in traj.site_names])
+        if np.any(ids >= 0):
+            positions[:, ids >= 0] = site_positions_m(model, out.qpos, ids[ids >= 0])
+    out = dataclasses.replace(out, site_pos_m=positions, site_names=traj.site_names)
+    entry = {
+        "rounds": balanced.rounds,
+        "cop_outside_frac_before": balanced.before.cop["outside_frac"],
+        "cop_outside_frac_after": balanced.after.cop["outside_frac"],
+        "passed_before": balanced.before.passed,
+        "passed_after": balanced.after.passed,
+        "failures_after": list(balanced.after.failures),
+        "root_shift_max_m": float(np.abs(out.qpos[:, :3] - traj.qpos[:, :3]).max()),
+    }
+    return out, entry

@@ -90,6 +90,9 @@ class MarkerOptions:
     # Treadmill: None detects it, True forces one (belt_speed_mps when known), False overground.
     treadmill: bool | None = None
     belt_speed_mps: float | None = None
+    # Then the centre of mass moved, feet held, until the centre of pressure stays on the feet
+    # (:func:`musclerl.retarget.balance.balance_for_report`, shared with ``retarget smpl``).
+    balance: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,6 +310,12 @@ def retarget_markers(
         terrain=grounded.terrain if on_floor else None,
         clip_names=(Path(trc).stem,),
     )
+    balance = None
+    if options.balance:
+        from musclerl.retarget.balance import balance_for_report
+
+        trajectory, balance = balance_for_report(trajectory, model)
+        qpos = trajectory.qpos
     report, series = quality_report(
         model,
         qpos,
@@ -318,6 +327,8 @@ def retarget_markers(
         terrain=trajectory.terrain,
     )
     report.update(grounded.report() if on_floor else {"floor": {"skipped": grounded}})
+    if balance is not None:  # marker errors above are the kinematic solve's, before the pass
+        report["balance"] = balance
     report["trial"] = str(trc)
     report["model"] = options.model
     joints = {model.joint(j).name for j in range(model.njnt)}
