@@ -280,8 +280,9 @@ def balance_trajectory(
 
 def balance_for_report(traj: Trajectory, model: mujoco.MjModel) -> tuple[Trajectory, dict]:
     """The retarget commands' ``--balance``: ``traj`` through :func:`balance_trajectory` on
-    ``model`` (the model the clip was solved on), with the positions of its sites that are sites
-    of ``model`` recomputed (others, e.g. sole points, ride on the feet, which the pass holds),
+    ``model`` (the model the Trajectory names), with the positions of its sites that are sites
+    of ``model`` recomputed (others are kept as given: sole points ride on the feet, which the
+    pass holds; a scaled subject's markers stay where the kinematic solve put them),
     and the report's ``balance`` entry: the rounds, the centre-of-pressure fraction off the feet
     before and after, whether the check passes after, and the largest root move (m)."""
     from musclerl.retarget.ground.surface import site_positions_m

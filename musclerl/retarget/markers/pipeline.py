@@ -45,6 +45,7 @@ from musclerl.errors import InputError
 from musclerl.models.markers import MarkerSet, read_marker_set
 from musclerl.models.opensim_coordinates import opensim_coordinates
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
+from musclerl.models.registry import load_model
 from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 from musclerl.motion.trc import MarkerData, read_trc
@@ -296,6 +297,19 @@ def retarget_markers(
     )
     on_floor = not isinstance(grounded, str)
     qpos = grounded.qpos if on_floor else solution.qpos  # only the root translation differs
+    output_model = load_model(options.model)  # the model the Trajectory names (unscaled)
+    if on_floor:  # on the floor with the output model's feet, not the scaled subject's
+        placed = ground_trial(output_model, options.model, qpos, rate, GroundOptions(treadmill=False))
+        if not isinstance(placed, str):
+            grounded = dataclasses.replace(
+                placed,
+                treadmill=grounded.treadmill,
+                treadmill_forced=grounded.treadmill_forced,
+                belt_velocity_mps=grounded.belt_velocity_mps,
+                estimated_belt_mps=grounded.estimated_belt_mps,
+                floor_shift_m=grounded.floor_shift_m + placed.floor_shift_m,
+            )
+            qpos = grounded.qpos
     markers_m = site_positions_m(model, qpos, np.array([model.site(n).id for n in solution.names]))
     trajectory = Trajectory(
         qpos=qpos,
@@ -314,10 +328,10 @@ def retarget_markers(
     if options.balance:
         from musclerl.retarget.balance import balance_for_report
 
-        trajectory, balance = balance_for_report(trajectory, model)
+        trajectory, balance = balance_for_report(trajectory, output_model)
         qpos = trajectory.qpos
     report, series = quality_report(
-        model,
+        output_model,
         qpos,
         rate,
         target_errors_m=solution.errors_m,
