@@ -106,7 +106,7 @@ def test_csv_and_yaml_manifests(tiny, clip_folder, tmp_path):
         ("nowhere/x.npz", "motion file not found"),
         ("nowhere/*.npz", "no .npz file matches"),
         ({"clips": []}, "lists no clip"),
-        ({"clips": ["a.npz"], "mirorr": True}, "'clips' \\(required\\) and 'mirror'"),
+        ({"clips": ["a.npz"], "mirorr": True}, "'clips' \\(required\\), 'mirror' and 'plausibility'"),
         ({"clips": [{"path": "{folder}/c00.npz", "weight": -1}]}, "must be >= 0"),
         ({"clips": [{"path": "{folder}/c00.npz", "wieght": 1}]}, "unknown dataset entry key"),
         ({"clips": [{"path": "{folder}/c00.npz", "weight": 0}]}, "every clip has weight 0"),
@@ -205,3 +205,82 @@ def test_mirror_from_the_command_line_doubles_the_clips():
     # the mirror's root walks the same way with its lateral position reflected
     np.testing.assert_allclose(env.reference.qpos[half:, 0], env.reference.qpos[:half, 0])
     np.testing.assert_allclose(env.reference.qpos[half:, 1], -env.reference.qpos[:half, 1])
+
+
+# ----------------------------------------------------------------------------- plausibility screen
+
+
+def _stand(tiny, frames: int = 20, lift_m: float = 0.0) -> Trajectory:
+    """Tiny standing still on z = 0 (plausible), or held ``lift_m`` above it (no foot down: the
+    floor cannot carry it), as a one-clip Trajectory at 50 Hz."""
+    import mujoco
+
+    from musclerl.models.geoms import foot_geoms, geom_lowest_z
+
+    data = mujoco.MjData(tiny)
+    mujoco.mj_kinematics(tiny, data)
+    q = tiny.qpos0.copy()
+    q[2] += lift_m - geom_lowest_z(tiny, data, foot_geoms(tiny)).min()
+    return Trajectory(
+        qpos=np.tile(q, (frames, 1)),
+        qvel=np.zeros((frames, tiny.nv)),
+        rate_hz=50.0,
+        joint_names=tuple(tiny.joint(j).name for j in range(tiny.njnt)),
+        model_name="tiny",
+        clip_names=("held" if lift_m else "stand",),
+    )
+
+
+@pytest.fixture
+def screened(tiny, tmp_path) -> list[str]:
+    _stand(tiny).save(tmp_path / "stand.npz")
+    _stand(tiny, lift_m=0.5).save(tmp_path / "held.npz")
+    return [str(tmp_path / "stand.npz"), str(tmp_path / "held.npz")]
+
+
+def test_failing_clip_is_kept_by_default_and_reported(tiny, screened):
+    expected = r"held\.npz: held: fails the plausibility check \(centre of pressure"
+    with pytest.warns(UserWarning, match=expected):
+        data = load_dataset({"clips": screened, "mirror": True}, tiny, "tiny")
+    assert data.clip_names == ("stand", "held", "stand:mirror", "held:mirror")
+    verdicts = {k.rpartition(": ")[2]: v for k, v in data.plausibility.items()}
+    assert verdicts["stand"] == {"passed": True, "failures": [], "action": "kept"}
+    assert verdicts["held"]["passed"] is False and verdicts["held"]["action"] == "kept"
+    assert verdicts["held"]["failures"][0].startswith("centre of pressure outside the feet: 100%")
+
+
+def test_failing_clip_is_dropped_with_a_warning(tiny, screened):
+    with pytest.warns(UserWarning, match=r"held: fails the plausibility check .*: dropped"):
+        data = load_dataset({"clips": screened, "mirror": True, "plausibility": "drop"}, tiny, "tiny")
+    assert data.clip_names == ("stand", "stand:mirror")
+    assert data.sources == (screened[0], screened[0]) and len(data.weights) == 2
+    assert [v["action"] for v in data.plausibility.values()] == ["kept", "dropped"]
+    with pytest.raises(InputError, match="every clip fails the plausibility"), pytest.warns(UserWarning):
+        load_dataset({"clips": screened[1:], "plausibility": "drop"}, tiny, "tiny")
+
+
+def test_failing_clip_is_refused_naming_it(tiny, screened):
+    with pytest.raises(InputError, match=r"held\.npz: clip 'held' fails the plausibility check \(centre"):
+        load_dataset({"clips": screened, "plausibility": "refuse"}, tiny, "tiny")
+    assert load_dataset({"clips": screened[:1], "plausibility": "refuse"}, tiny, "tiny").num_clips == 1
+
+
+def test_plausibility_off_and_bad_values(tiny, screened, tmp_path, recwarn):
+    data = load_dataset({"clips": screened, "plausibility": "off"}, tiny, "tiny")
+    assert data.num_clips == 2 and data.plausibility == {} and not recwarn.list
+    manifest = tmp_path / "set.yaml"
+    manifest.write_text(f"clips: [{screened[1]}]\nplausibility: drop\n")
+    with pytest.raises(InputError, match="every clip fails"), pytest.warns(UserWarning):
+        load_dataset(str(manifest), tiny, "tiny")
+    with pytest.raises(InputError, match="plausibility must be one of keep, drop, refuse, off, got 'yes'"):
+        load_dataset({"clips": screened, "plausibility": "yes"}, tiny, "tiny")
+
+
+def test_multi_clip_file_keeps_only_its_plausible_clips(tiny, tmp_path):
+    from musclerl.motion.trajectory import concatenate
+
+    concatenate([_stand(tiny), _stand(tiny, lift_m=0.5), _stand(tiny, 30)]).save(tmp_path / "three.npz")
+    with pytest.warns(UserWarning, match="held"):
+        data = load_dataset({"clips": [str(tmp_path / "three.npz")], "plausibility": "drop"}, tiny, "tiny")
+    assert data.clip_names == ("stand", "stand")
+    assert list(data.trajectory.clip_ends - data.trajectory.clip_starts) == [20, 30]

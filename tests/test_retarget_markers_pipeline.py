@@ -16,7 +16,7 @@ import pytest
 from markers_fixtures import gait_qpos, subject_model, write_case
 
 from musclerl.cli import main
-from musclerl.models.registry import compile_spec
+from musclerl.models.registry import compile_spec, load_model
 from musclerl.motion.storage import read_storage
 from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import read_trc, write_trc
@@ -106,8 +106,37 @@ def test_cli_tiny_generated_case(walk):
     mujoco.mj_kinematics(model, data)
     markers = [n for n in traj.site_names if n not in traj.contact_names]
     np.testing.assert_allclose([data.site(n).xpos for n in markers], traj.site_pos_m[10, :21], atol=1e-9)
-    _, _, soles = model_soles(model, "tiny")
-    np.testing.assert_allclose(point_positions_m(model, traj.qpos[10:11], soles)[0], traj.site_pos_m[10, 21:])
+    # The sole points (and the floor) are those of the model the Trajectory names, the registry's
+    # tiny, which is the one a run imitates the clip with; the markers stay the subject's.
+    registry = load_model("tiny")
+    _, _, soles = model_soles(registry, "tiny")
+    np.testing.assert_allclose(
+        point_positions_m(registry, traj.qpos[10:11], soles)[0], traj.site_pos_m[10, 21:]
+    )
+    assert report["plausibility"]["frames"] == 60 and "balance" not in report
+
+
+def test_cli_balance_is_reported(case, walk, tmp_path):
+    code = _retarget_tiny(
+        case["walk"], case["markers"], *_subject(case), "--balance",
+        "--out", str(tmp_path / "walk.npz"), "--report", str(tmp_path / "walk.json"),
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads((tmp_path / "walk.json").read_text())
+    plain = json.loads((walk / "walk.json").read_text())
+    balance = report["balance"]
+    assert balance["cop_outside_frac_before"] == plain["plausibility"]["cop"]["outside_frac"]
+    assert balance["cop_outside_frac_after"] == report["plausibility"]["cop"]["outside_frac"]
+    assert balance["passed_after"] == report["plausibility"]["passed"]
+    assert balance["cop_outside_frac_after"] <= balance["cop_outside_frac_before"]
+    if balance["rounds"]:  # the pass moved the body, feet held
+        assert balance["root_shift_max_m"] > 0.0
+    traj, before = Trajectory.load(tmp_path / "walk.npz"), Trajectory.load(walk / "walk.npz")
+    assert traj.site_names == before.site_names and traj.contact_names == before.contact_names
+    registry = load_model("tiny")
+    _, _, soles = model_soles(registry, "tiny")  # the pass holds the feet: the soles stay (5 mm)
+    moved = point_positions_m(registry, traj.qpos, soles) - point_positions_m(registry, before.qpos, soles)
+    assert np.abs(moved).max() < 0.005
 
 
 def test_cli_bad_marker_set_exits_2_without_output(case, tmp_path, capsys):

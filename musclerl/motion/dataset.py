@@ -27,6 +27,19 @@ becomes a tile of the one heightfield the run's environments share, each clip mo
 tile, flat clips left on the floor plane (:mod:`musclerl.motion.ground_tiles`; the moves are
 ``Dataset.ground_offset_m``). A mirrored clip stands on its mirrored ground.
 
+Every clip is checked for physical plausibility on the run's model before it is packed
+(:func:`musclerl.evaluate.plausibility.trajectory_plausibility`: stance-foot slip, external
+force, centre of pressure on the feet, root acceleration), and the mapping's ``plausibility``
+key decides what happens to a clip that fails: ``keep`` (default: kept, one warning line naming
+the file, the clip and each failed check), ``drop`` (left out with that warning line; the
+dataset is refused when nothing is left), ``refuse`` (InputError naming the clip and why), or
+``off`` (no check, for large sets of checked clips). The default keeps clips because the check
+judges the motion *on the model*: on myolegs, whose trunk is rigid on the pelvis, every OpenCap
+walk fails the centre-of-pressure test though the recordings are fine, and the bundled tiny walk
+fails on tiny (docs/training_data.md); a training set that must be plausible says ``drop`` or
+``refuse``. Mirrored copies share their source's verdict. ``Dataset.plausibility`` keeps every
+clip's verdict.
+
 The result, :class:`Dataset`, is packed: one ``qpos`` (T, nq) / ``qvel`` (T, nv) array for all
 clips with ``clip_starts`` (C,), so nothing per clip is a Python object once loaded. Loading reads
 one file at a time and joins the arrays once at the end: peak memory is about twice the packed
@@ -40,6 +53,7 @@ import dataclasses
 import glob
 import io
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -76,6 +90,9 @@ class Dataset:
     sources: tuple[str, ...]  # (C,) file each clip came from
     mirrored: np.ndarray  # (C,) bool: the clip is a mirrored copy
     ground_offset_m: np.ndarray  # (C, 3) x, y, z each clip was moved by onto its ground's tile
+    # "<file>: <clip>" -> {"passed", "failures", "action"} for every clip read (dropped ones too);
+    # empty when the check was off
+    plausibility: dict = dataclasses.field(default_factory=dict)
 
     @property
     def num_clips(self) -> int:
@@ -172,9 +189,13 @@ def read_manifest(path: Path) -> tuple[list[ClipSource], bool]:
 
 
 def _from_mapping(doc: Mapping, base: Path | None, source: str) -> tuple[list[ClipSource], bool]:
-    unknown = set(doc) - {"clips", "mirror"}
+    unknown = set(doc) - {"clips", "mirror", "plausibility"}
     if unknown or "clips" not in doc:
-        raise InputError(source, f"a dataset mapping has 'clips' (required) and 'mirror', got {sorted(doc)}")
+        raise InputError(
+            source,
+            f"a dataset mapping has 'clips' (required), 'mirror' and 'plausibility', got {sorted(doc)}",
+        )
+    _policy(doc, source)
     mirror = doc.get("mirror", False)
     if not isinstance(mirror, bool):
         raise InputError(source, f"mirror must be true or false, got {mirror!r}")
@@ -203,6 +224,71 @@ def dataset_sources(spec: Any, source: str = "motion") -> tuple[list[ClipSource]
     raise InputError(source, f"expected a path, a list, or a mapping with 'clips', got {spec!r}")
 
 
+#: What the loader does with a clip that fails the plausibility check (module docstring).
+PLAUSIBILITY_POLICIES = ("keep", "drop", "refuse", "off")
+DEFAULT_PLAUSIBILITY = "keep"
+
+
+def _policy(doc: Mapping, source: str) -> str:
+    value = doc.get("plausibility", DEFAULT_PLAUSIBILITY)
+    if value not in PLAUSIBILITY_POLICIES:
+        raise InputError(
+            source, f"plausibility must be one of {', '.join(PLAUSIBILITY_POLICIES)}, got {value!r}"
+        )
+    return value
+
+
+def plausibility_policy(spec: Any, source: str = "motion") -> str:
+    """The ``plausibility`` key of a ``motion:`` mapping or YAML manifest (default
+    :data:`DEFAULT_PLAUSIBILITY` for anything else)."""
+    if isinstance(spec, (str, os.PathLike)):
+        path = _resolve(spec, None)
+        if path.suffix.lower() in (".yaml", ".yml") and not GLOB_CHARS & set(str(spec)):
+            from musclerl.fileio import load_yaml
+
+            doc = load_yaml(path)
+            return _policy(doc, str(path)) if isinstance(doc, Mapping) else DEFAULT_PLAUSIBILITY
+    return _policy(spec, source) if isinstance(spec, Mapping) else DEFAULT_PLAUSIBILITY
+
+
+def screen_clips(
+    traj: Trajectory, model: mujoco.MjModel, policy: str, source: str | os.PathLike
+) -> tuple[Trajectory | None, dict]:
+    """``traj`` with the clips ``policy`` lets through (None when none is left) and each clip's
+    verdict ``{"<source>: <clip>": {"passed", "failures", "action"}}``; one warning line (stderr)
+    per failing clip; InputError for a failing clip under ``refuse``. A clip the check cannot
+    judge (a model without a free root or feet) is kept, its verdict ``passed: None``."""
+    if policy == "off":
+        return traj, {}
+    from musclerl.evaluate.plausibility import trajectory_plausibility
+
+    verdicts, kept = {}, []
+    for c in range(traj.num_clips):
+        clip, key = traj.clip(c), f"{source}: {traj.clip_names[c]}"
+        try:
+            check = trajectory_plausibility(clip, model)
+        except InputError as err:
+            verdicts[key] = {"passed": None, "failures": [f"not checked: {err.problem}"], "action": "kept"}
+            kept.append(clip)
+            continue
+        action = "kept" if check.passed or policy == "keep" else "dropped"
+        verdicts[key] = {"passed": check.passed, "failures": list(check.failures), "action": action}
+        if not check.passed:
+            reasons = "; ".join(check.failures)
+            if policy == "refuse":
+                raise InputError(
+                    source,
+                    f"clip '{traj.clip_names[c]}' fails the plausibility check ({reasons}); make it pass "
+                    "(e.g. retarget with --balance) or set the dataset's plausibility to drop or keep",
+                )
+            warnings.warn(f"{key}: fails the plausibility check ({reasons}): {action}", stacklevel=3)
+        if action == "kept":
+            kept.append(clip)
+    if not kept:
+        return None, verdicts
+    return (traj if len(kept) == traj.num_clips else concatenate(kept)), verdicts
+
+
 #: Frames a clip needs for tracking: reference velocities and the next frame.
 MIN_CLIP_FRAMES = 2
 
@@ -219,14 +305,23 @@ def check_clip_lengths(traj: Trajectory, source: str | os.PathLike) -> None:
 
 
 def load_dataset(
-    spec: Any, model: mujoco.MjModel, model_name: str, mirror: bool | None = None, source: str = "motion"
+    spec: Any,
+    model: mujoco.MjModel,
+    model_name: str,
+    mirror: bool | None = None,
+    source: str = "motion",
+    plausibility: str | None = None,
 ) -> Dataset:
-    """Read, resample and pack every clip a ``motion:`` value names (``mirror`` overrides the
-    spec's flag when given). Every clip must belong to ``model`` (InputError naming its file)."""
+    """Read, screen, resample and pack every clip a ``motion:`` value names (``mirror`` and
+    ``plausibility`` override the spec's when given). Every clip must belong to ``model``
+    (InputError naming its file)."""
     sources, spec_mirror = dataset_sources(spec, source)
     mirror = spec_mirror if mirror is None else mirror
+    policy = plausibility_policy(spec, source) if plausibility is None else plausibility
     trajs: list[Trajectory] = []
     weights, tags, files = [], [], []
+    verdicts: dict = {}
+    file_names: list[str] = []
     for src in sources:
         traj = Trajectory.load(src.path)
         try:
@@ -237,13 +332,19 @@ def load_dataset(
         if src.name is not None:
             names = (src.name,) if traj.num_clips == 1 else tuple(f"{src.name}/{n}" for n in traj.clip_names)
             traj = dataclasses.replace(traj, clip_names=names)
+        traj, verdict = screen_clips(traj, model, policy, src.path)
+        verdicts.update(verdict)
+        if traj is None:
+            continue
         trajs.append(traj)
+        file_names.append(str(src.path))
         weights += [src.weight] * traj.num_clips
         tags += [src.tags] * traj.num_clips
         files += [str(src.path)] * traj.num_clips
+    if not trajs:
+        raise InputError(source, f"every clip fails the plausibility check (plausibility: {policy})")
     rate_hz = max(t.rate_hz for t in trajs)
     trajs = [t if abs(t.rate_hz - rate_hz) <= 1e-9 * rate_hz else _at_rate(t, model, rate_hz) for t in trajs]
-    names = [str(s.path) for s in sources]
     flags = np.zeros(sum(t.num_clips for t in trajs), dtype=bool)
     if mirror:  # each file mirrored with its own ground (a mirrored terrain is another ground)
         from musclerl.motion.mirror import mirror_map, mirror_trajectory
@@ -253,11 +354,11 @@ def load_dataset(
         trajs += [
             dataclasses.replace(t, clip_names=tuple(f"{n}:mirror" for n in t.clip_names)) for t in twins
         ]
-        names += [f"{n} (mirror)" for n in names]
+        file_names += [f"{n} (mirror)" for n in file_names]
         weights, tags, files = weights * 2, tags * 2, files * 2
         flags = np.concatenate([flags, np.ones_like(flags)])
     tiled = tile_grounds(trajs)
-    packed = concatenate(tiled.trajectories, names)
+    packed = concatenate(tiled.trajectories, file_names)
     packed = dataclasses.replace(packed, model_name=model_name)
     offsets = np.concatenate(
         [np.repeat(off[None], t.num_clips, axis=0) for t, off in zip(trajs, tiled.offset_m, strict=True)]
@@ -265,7 +366,7 @@ def load_dataset(
     w = np.asarray(weights, dtype=float)
     if not np.any(w > 0):
         raise InputError(source, "every clip has weight 0")
-    return Dataset(packed, w, tuple(tags), tuple(files), flags, offsets)
+    return Dataset(packed, w, tuple(tags), tuple(files), flags, offsets, verdicts)
 
 
 def _at_rate(traj: Trajectory, model: mujoco.MjModel, rate_hz: float) -> Trajectory:

@@ -158,30 +158,13 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
 
 
 def _balanced(result):
-    """``result`` with its trajectory through :func:`musclerl.retarget.balance.balance_trajectory`
-    (site positions recomputed), and the report's ``balance`` entry."""
+    """``result`` with its trajectory through
+    :func:`musclerl.retarget.balance.balance_for_report`, and the report's ``balance`` entry."""
     import dataclasses
 
-    import mujoco
-    import numpy as np
+    from musclerl.retarget.balance import balance_for_report
 
-    from musclerl.retarget.balance import balance_trajectory
-    from musclerl.retarget.ground.surface import site_positions_m
-
-    model = result.prepared.model
-    balanced = balance_trajectory(result.trajectory, model)
-    traj = balanced.trajectory
-    sites = np.array(
-        [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, n) for n in result.trajectory.site_names]
-    )
-    positions = site_positions_m(model, traj.qpos, sites)
-    traj = dataclasses.replace(traj, site_pos_m=positions, site_names=result.trajectory.site_names)
-    entry = {
-        "rounds": balanced.rounds,
-        "cop_outside_frac_before": balanced.before.cop["outside_frac"],
-        "cop_outside_frac_after": balanced.after.cop["outside_frac"],
-        "root_shift_max_m": float(np.abs(traj.qpos[:, :3] - result.trajectory.qpos[:, :3]).max()),
-    }
+    traj, entry = balance_for_report(result.trajectory, result.prepared.model)
     return dataclasses.replace(result, trajectory=traj), entry
 
 

@@ -62,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     belt.add_argument("--overground", action="store_true", help="never treat the trial as a treadmill trial")
     parser.add_argument(
+        "--balance",
+        action="store_true",
+        help="then move the centre of mass, feet held, until the centre of pressure inverse dynamics "
+        "needs stays on the feet (a clip a body can follow, to train on; the report's marker errors "
+        "are the kinematic solve's); reported as the report's 'balance' entry",
+    )
+    parser.add_argument(
         "--out",
         required=True,
         help=f"output Trajectory .npz; a folder for many trials, which gets <trial>.npz/.json and a "
@@ -143,6 +150,7 @@ def _options(args: argparse.Namespace):
         place_from_trial=tuple(b.strip() for b in args.place_from_trial.split(",") if b.strip()),
         treadmill=False if args.overground else (None if args.treadmill is None else True),
         belt_speed_mps=None if args.treadmill is None or math.isnan(args.treadmill) else args.treadmill,
+        balance=args.balance,
     )
 
 

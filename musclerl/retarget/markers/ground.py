@@ -29,9 +29,10 @@ joint angles, and so the marker fit, are unchanged):
    against the flat model rejects it at :data:`SLOPE_TEST_ALPHA` *and* the fitted slope is at
    least :data:`LEVEL_SLOPE_DEG`. Too few runs to test (fewer than the parameters plus one) is flat.
    The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE`
-   of the samples, is z = 0 at the samples' centre, then lifted frame by frame by whatever
-   collision geom still reaches below it (the root only; a rigid toe rolling through the floor
-   at toe-off, for instance).
+   of the samples, is z = 0 at the samples' centre; toe joints are bent out of the floor
+   (:func:`bend_toes_off_floor`), then the body is lifted frame by frame by whatever collision
+   geom of a *supporting* foot, or outside the feet, still reaches below it (the root only;
+   :func:`support_lift_m`: the trailing foot's toes do not lift the stance foot off the floor).
 
 World frame: metres, Z up, as the IK's.
 """
@@ -267,8 +268,7 @@ def ground_clip(
         )
         terrain = recover_terrain([floor], None, options.terrain, extent_xy_m=sole[..., :2].reshape(-1, 2))
         q, toe_bend_rad = bend_toes_off_floor(model, model_key, q, terrain)
-        depth = penetration_m(model, q, terrain, GeomSurface.of(model, collision_geoms(model))).max(axis=1)
-        lift = np.where(depth > 0.0, depth, 0.0)
+        lift = support_lift_m(model, q, terrain)
         q[:, root + 2] += lift
         sole[..., 2] += lift[:, None]
     step = np.linalg.norm(np.diff(sole[..., :2], axis=0), axis=-1) * rate_hz  # (T-1, P)
@@ -291,6 +291,35 @@ def ground_clip(
         toe_bend_rad=toe_bend_rad,
         stance_speed_mps=float(step[both].mean()) if both.any() else None,
     )
+
+
+def support_lift_m(model: mujoco.MjModel, qpos: np.ndarray, terrain: Terrain) -> np.ndarray:
+    """Per frame (T,), how far (m, >= 0) the body must rise so that no supporting foot and no
+    geom outside the feet reaches below ``terrain``.
+
+    A foot supports when its soles are within a double support's height of the lowest soles
+    (:func:`musclerl.dynamics.ground_support.supporting_shares` with ``soles``: judged by its
+    collision geoms' centres, so a toe dipping at push-off does not decide). A foot that does
+    not support is left out: lifting the whole body for the trailing foot's toes (still in the
+    floor with the toe joint at its limit) would lift the stance foot off the floor with it, a
+    hop of a few centimetres over a tenth of a second that no body makes (accelerations of the
+    pelvis near 1 g, see docs/training_data.md); that foot keeps its penetration, which the
+    retarget report shows.
+    """
+    from musclerl.dynamics.ground_support import model_feet, supporting_shares
+
+    feet = model_feet(model)
+    shares = supporting_shares(model, qpos, feet, soles=True)
+    foot_bodies = [b for foot in feet for b in foot]
+    rest = np.setdiff1d(collision_geoms(model), collision_geoms(model, foot_bodies))
+    groups = [(collision_geoms(model, list(foot)), shares[:, f] > 0) for f, foot in enumerate(feet)]
+    groups.append((rest, np.ones(len(qpos), dtype=bool)))
+    lift = np.zeros(len(qpos))
+    for geoms, counted in groups:
+        if len(geoms) and counted.any():
+            depth = penetration_m(model, qpos, terrain, GeomSurface.of(model, geoms)).max(axis=1)
+            lift = np.maximum(lift, np.where(counted, np.maximum(depth, 0.0), 0.0))
+    return lift
 
 
 TOE_BEND_ITERATIONS = 30

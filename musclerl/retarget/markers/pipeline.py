@@ -42,9 +42,11 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.evaluate.plausibility import trajectory_plausibility
 from musclerl.models.markers import MarkerSet, read_marker_set
 from musclerl.models.opensim_coordinates import opensim_coordinates
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
+from musclerl.models.registry import load_model
 from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 from musclerl.motion.trc import MarkerData, read_trc
@@ -90,6 +92,9 @@ class MarkerOptions:
     # Treadmill: None detects it, True forces one (belt_speed_mps when known), False overground.
     treadmill: bool | None = None
     belt_speed_mps: float | None = None
+    # Then the centre of mass moved, feet held, until the centre of pressure stays on the feet
+    # (:func:`musclerl.retarget.balance.balance_for_report`, shared with ``retarget smpl``).
+    balance: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,7 +297,18 @@ def retarget_markers(
         model, options.model, solution.qpos, rate, GroundOptions(options.treadmill, options.belt_speed_mps)
     )
     on_floor = not isinstance(grounded, str)
-    qpos = grounded.qpos if on_floor else solution.qpos  # only the root translation differs
+    fitted = grounded.qpos if on_floor else solution.qpos  # only the root translation differs
+    # The Trajectory names the registry's model, which a run imitates it with: it goes on the floor
+    # with that model's feet (the scaled subject's floated 1-2 cm on it), and its plausibility is
+    # measured there; the fit's numbers (markers, limits, floor, skating) are the subject's.
+    output_model = load_model(options.model)
+    placed = (
+        ground_trial(output_model, options.model, fitted, rate, GroundOptions(treadmill=False))
+        if on_floor
+        else "no floor"
+    )
+    floor = placed if not isinstance(placed, str) else (grounded if on_floor else None)
+    qpos = floor.qpos if floor is not None else fitted
     markers_m = site_positions_m(model, qpos, np.array([model.site(n).id for n in solution.names]))
     trajectory = Trajectory(
         qpos=qpos,
@@ -300,24 +316,40 @@ def retarget_markers(
         rate_hz=rate,
         joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
         model_name=options.model,
-        site_names=solution.names + (grounded.sole_names if on_floor else ()),
-        site_pos_m=np.concatenate([markers_m, grounded.sole_m], axis=1) if on_floor else markers_m,
-        contact_names=grounded.sole_names if on_floor else (),
-        contact=grounded.flags if on_floor else None,
-        terrain=grounded.terrain if on_floor else None,
+        site_names=solution.names + (floor.sole_names if floor else ()),
+        site_pos_m=np.concatenate([markers_m, floor.sole_m], axis=1) if floor else markers_m,
+        contact_names=floor.sole_names if floor else (),
+        contact=floor.flags if floor else None,
+        terrain=floor.terrain if floor else None,
         clip_names=(Path(trc).stem,),
     )
+    balance = None
+    if options.balance:
+        from musclerl.retarget.balance import balance_for_report
+
+        trajectory, balance = balance_for_report(trajectory, output_model)
+        qpos = trajectory.qpos
     report, series = quality_report(
         model,
-        qpos,
+        fitted,
         rate,
         target_errors_m=solution.errors_m,
         target_names=solution.names,
         converged=solution.converged,
         solve_seconds=solution.seconds,
-        terrain=trajectory.terrain,
+        terrain=grounded.terrain if on_floor else None,
     )
     report.update(grounded.report() if on_floor else {"floor": {"skipped": grounded}})
+    if not isinstance(placed, str):
+        placed_floor = placed.report()["floor"]
+        report["output_floor"] = {k: placed_floor[k] for k in ("shift_m", "lift_max_m", "lift_frac")}
+    try:
+        report["plausibility"] = trajectory_plausibility(trajectory, output_model).as_dict()
+    except InputError as err:  # no free root or no feet: nothing to stand on
+        report["plausibility"] = {"skipped": str(err)}
+    report["plausibility_model"] = options.model
+    if balance is not None:
+        report["balance"] = balance
     report["trial"] = str(trc)
     report["model"] = options.model
     joints = {model.joint(j).name for j in range(model.njnt)}
