@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 import mujoco
 import numpy as np
@@ -539,17 +540,21 @@ def _summarise(s: PlausibilitySeries, feet: tuple[str, ...], weight: float, th: 
 
 
 def trajectory_plausibility(
-    traj: Trajectory, model: mujoco.MjModel | None = None, thresholds: Thresholds | None = None
+    traj: Trajectory,
+    model: mujoco.MjModel | None = None,
+    thresholds: Thresholds | None = None,
+    source: str | os.PathLike | None = None,
 ) -> Plausibility:
     """:func:`plausibility` of a :class:`Trajectory` (its clips, loops and terrain) on its model
     (loaded from the registry by ``traj.model_name`` unless given); :class:`InputError` if the
-    motion does not fit the model. A motion retargeted onto a scaled model (``retarget smpl``
-    scales segments) is best checked on that model: the registry's has other foot sizes."""
+    motion does not fit the model (naming ``source``, default the model name). A motion
+    retargeted onto a scaled model (``retarget smpl`` scales segments) is best checked on that
+    model: the registry's has other foot sizes."""
     if model is None:
         from musclerl.models.registry import load_model
 
         model = load_model(traj.model_name)
-    traj.check_model(model, traj.model_name)
+    traj.check_model(model, traj.model_name if source is None else source)
     return plausibility(
         model,
         traj.qpos,

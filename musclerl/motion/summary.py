@@ -177,9 +177,7 @@ def _plausibility(traj, path: Path) -> dict:
 
     if traj.model_name not in REGISTRY:
         return {"skipped": f"{traj.model_name!r} is not a registered model"}
-    model = load_model(traj.model_name)
-    traj.check_model(model, path)
-    return trajectory_plausibility(traj, model).as_dict()
+    return trajectory_plausibility(traj, load_model(traj.model_name), source=path).as_dict()
 
 
 def _deepmimic(path: Path) -> dict:
