@@ -186,3 +186,35 @@ def test_training_clip_weights_do_not_reach_the_validation_env(tmp_path):
     ]
     summary = train(load_config(REPO / "configs" / "tiny.yaml", overrides), tmp_path / "run", quiet=True)
     assert summary["validation"]["clips"] == ["held_out", "held_out:mirror"]
+
+
+def test_a_clip_survived_to_its_end_counts_as_tracked_to_the_end(runs, tmp_path):
+    """With every early termination switched off, the test of a clip shorter than ``seconds`` must
+    end by the clip's own truncation and count every step of it: success, ``tracked_frac`` 1 and
+    ``tracked_s`` equal to the clip's length in whole control steps (the step that reaches the
+    clip's end is survived even though the env auto-resets its state)."""
+    import dataclasses
+
+    from musclerl.motion.trajectory import Trajectory
+    from musclerl.rl.export import load_policy
+    from musclerl.rl.validation import clip_test, tracking_test_env
+
+    folder, cfg = runs[0], runs[1]
+    policy = load_policy(folder / "with" / "policy")
+    never = dataclasses.replace(
+        cfg.env.termination,
+        site_deviation_m=0.0,
+        root_deviation_m=0.0,
+        root_height_min_m=-1e3,
+        root_height_max_m=1e3,
+        max_tilt_deg=360.0,
+        nonfoot_contact_m=-1e3,
+    )
+    no_falls = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, termination=never))
+    clip = Trajectory.load(_held_out(tmp_path, 0.3))
+    env, steps = tracking_test_env(no_falls, clip, seconds=1.0)
+    result = clip_test(env, policy, steps, 0)
+    clip_steps = int(float(env.reference.clip_duration_s[0]) // env.control_dt_s)  # the clip's whole steps
+    assert result["test_s"] == pytest.approx(clip_steps * env.control_dt_s)
+    assert result["tracked_s"] == pytest.approx(result["test_s"])
+    assert result["tracked_frac"] == 1.0 and result["success"]

@@ -4,7 +4,9 @@ One episode of ``TrackingEnv(backend="cpu", num_envs=1)`` from a given clip time
 ``act(obs) -> excitations``. After every control step the env's ``MjData`` is copied and
 ``mj_forward`` run on it, so every recorded quantity belongs to the same state (positions,
 velocities, activations). Frame 0 is the reset state (zero excitation). The episode ends at the
-first ``done``; the frame after it is not recorded (the env has already reset that copy).
+first ``done``; the frame after it is not recorded (the env has already reset that copy), so
+``early_termination`` says whether it was a failure and ``truncated`` whether that last step was
+survived up to a time limit or the clip's end.
 
 Recorded per frame (T frames, K coordinates, N muscles, F feet, S sites):
 
@@ -61,6 +63,9 @@ class Recording:
     early_termination: bool
     model_mass_kg: float
     control_dt_s: float
+    # the env ended the episode by truncation (time limit or clip end) on the last step taken: that
+    # step was survived, but its state is not recorded (the env auto-reset it)
+    truncated: bool = False
 
     @property
     def torque_nm_per_kg(self) -> np.ndarray:
@@ -172,7 +177,7 @@ def rollout(
     limit = episode_steps(env, clip, start_time_s)
     if max_steps is not None:
         limit = min(limit, max_steps)
-    early = False
+    early = truncated = False
     steps = range(limit)
     if progress:
         from tqdm import tqdm
@@ -185,6 +190,7 @@ def rollout(
         time_s += env.control_dt_s
         if bool(np.asarray(state.done)[0]):
             early = bool(np.asarray(state.terminated)[0])
+            truncated = not early
             break
         record(env.physics_data(0), time_s)
     qpos = np.asarray(rows["qpos"])
@@ -207,6 +213,7 @@ def rollout(
         mpjpe_m=np.asarray(rows["mpjpe"]),
         mpjpe_local_m=np.asarray(rows["local"]),
         early_termination=early,
+        truncated=truncated,
         model_mass_kg=total_mass_kg(model),
         control_dt_s=float(env.control_dt_s),
     )

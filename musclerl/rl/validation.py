@@ -79,14 +79,15 @@ def clip_test(env, policy, steps: int, clip: int) -> dict[str, Any]:
 
     steps = min(steps, episode_steps(env, clip, 0.0))
     rec = rollout(env, lambda obs: policy.act(obs, deterministic=True), clip=clip, max_steps=steps)
-    tracked = rec.time_s[1:]  # frame 0 is the reset state
+    # frame 0 is the reset state; a step the env ended by truncation was survived but not recorded
+    survived = len(rec.time_s) - 1 + int(rec.truncated)
     local = rec.mpjpe_local_m[1:]
     world = rec.mpjpe_m[1:]
     return {
-        "tracked_s": float(len(tracked) * env.control_dt_s),  # whole steps survived
+        "tracked_s": float(survived * env.control_dt_s),  # whole steps survived
         "test_s": float(steps * env.control_dt_s),
-        "tracked_frac": float(len(tracked) / steps),
-        "success": bool(not rec.early_termination and len(tracked) >= steps),
+        "tracked_frac": float(survived / steps),
+        "success": bool(not rec.early_termination and survived >= steps),
         "mpjpe_m": float(np.mean(local)) if len(local) else float("nan"),
         "site_err_world_m": float(np.mean(world)) if len(world) else float("nan"),
     }
