@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import mujoco
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from musclerl.errors import InputError
 from musclerl.models.markers import add_markers
 from musclerl.models.opensim_setup import Measurement, read_ik_setup, read_scale_setup
 from musclerl.models.registry import compile_spec, load_model, load_spec
-from musclerl.models.scaling import measure_scale_factors, scale_spec
+from musclerl.models.scaling import measure_scale_factors, scale_spec, segment_factors
 
 
 def _tiny_with_markers(factors=None, mass_kg=None):
@@ -102,3 +104,36 @@ def test_gait2354_setups(gait2354):
     scale = read_scale_setup(gait2354 / "subject01_Setup_Scale.xml")
     assert [m.name for m in scale.measurements] == ["torso", "pelvis", "thigh", "shank", "foot"]
     assert scale.time_range_s == (1.0, 2.0) and scale.mass_kg == 72.6
+
+
+def test_segment_factors_from_an_opensim_model(shared_data):
+    """myolegs against OpenSim models: the generic LaiArnold it shares its legs with (Rajagopal's
+    lineage) gives 1; subject01's scaled gait2354 a long thigh; femur -> tibia beside the patella,
+    toes from the calcaneus, no factor for the two-hipped pelvis; scaled by them, myolegs'
+    shank is the subject's."""
+    import xml.etree.ElementTree as ET
+
+    from musclerl.models.osim_frames import read_body_frames
+
+    generic = shared_data / "opencap_expert1" / "generic.osim"
+    subject = shared_data / "opensim_gait2354" / "subject01_simbody.osim"
+    if not generic.is_file() or not subject.is_file():
+        pytest.skip("opencap_expert1 / opensim_gait2354 models not present")
+    myolegs = load_model("myolegs")
+    same = segment_factors(read_body_frames(ET.parse(generic).getroot()), myolegs)
+    assert {"femur_r", "tibia_l", "calcn_r", "toes_l"} <= set(same) and "pelvis" not in same
+    for name, factor in same.items():
+        np.testing.assert_allclose(factor, 1.0, atol=0.01, err_msg=name)
+    frames = read_body_frames(ET.parse(subject).getroot())
+    factors = segment_factors(frames, myolegs)
+    assert 1.10 < factors["femur_r"][0] < 1.15 and np.array_equal(factors["toes_r"], factors["calcn_r"])
+    spec = load_spec("myolegs")
+    scale_spec(spec, factors)
+    data = mujoco.MjData(scaled := compile_spec(spec))
+    mujoco.mj_kinematics(scaled, data)
+    shank_m = np.linalg.norm(data.body("talus_r").xpos - data.body("tibia_r").xpos)
+    talus = frames["talus_r"]
+    np.testing.assert_allclose(shank_m, np.linalg.norm(talus.in_parent_m - talus.rotation @ talus.in_child_m))
+    frames["tibia_r"] = dataclasses.replace(frames["tibia_r"], in_parent_m=frames["tibia_r"].in_parent_m * 40)
+    with pytest.raises(InputError, match="femur_r"):
+        segment_factors(frames, myolegs)

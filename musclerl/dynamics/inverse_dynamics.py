@@ -10,7 +10,8 @@ Pipeline (what OpenSim's ID tool does, on a MuJoCo model):
 4. each external load (force at its centre of pressure plus free moment, OpenSim ground frame
    converted to MuJoCo's world) is mapped to generalised forces with ``mj_applyFT`` on the body
    the ExternalLoads file names; ``tau = qfrc_inverse - J^T F_ext`` is what the joints must
-   produce;
+   produce (a model other than the subject's takes the loads where they acted on the subject's
+   bodies, :func:`loads_on_model_bodies`);
 5. the dofs of coupled joints are projected onto their independent coordinate by virtual work
    (:func:`musclerl.models.couplings.coupling_matrix`), giving per-coordinate moments in N·m
    (translations in N), in the model's sign convention (positive along the joint axis).
@@ -151,6 +152,37 @@ def loads_from_table(
     P[~np.isfinite(P)] = 0.0
     M[~np.isfinite(M)] = 0.0
     return AppliedLoads(tuple(f.name for f in forces), tuple(f.body for f in forces), F, P, M)
+
+
+def loads_on_model_bodies(
+    loads: AppliedLoads,
+    model: mujoco.MjModel,
+    qpos: np.ndarray,
+    subject_poses: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> AppliedLoads:
+    """The loads moved to where they acted on the subject's bodies: each load's point, expressed
+    in the frame of the subject's body it acts on, is put at the same place in that body of
+    ``model`` posed by ``qpos`` (T, nq). Force and free moment keep their lab directions.
+
+    ``subject_poses``: body -> (R (T, 3, 3), p (T, 3)) of the subject's own model (the one the
+    coordinates were solved on) in MuJoCo's world
+    (:func:`musclerl.models.osim_frames.body_poses_along`). Why: a model with other segment
+    lengths or hip width, driven by the subject's joint angles, stands its feet elsewhere than the
+    plates saw them; at the lab's centre of pressure the load would act beside or below its foot
+    (e.g. a longer lever about the subtalar axis). Bodies without a pose keep their lab points."""
+    data = mujoco.MjData(model)
+    point = loads.point_m.copy()
+    for t in range(qpos.shape[0]):
+        data.qpos[:] = qpos[t]
+        mujoco.mj_kinematics(model, data)
+        for i, body in enumerate(loads.body):
+            if body not in subject_poses:
+                continue
+            rotation, origin = subject_poses[body][0][t], subject_poses[body][1][t]
+            b = model.body(body).id
+            local = rotation.T @ (loads.point_m[t, i] - origin)
+            point[t, i] = data.xpos[b] + data.xmat[b].reshape(3, 3) @ local
+    return dataclasses.replace(loads, point_m=point)
 
 
 def lowpass(values: np.ndarray, rate_hz: float, cutoff_hz: float, order: int = 4) -> np.ndarray:

@@ -9,6 +9,9 @@ Outputs (all written only when everything succeeded):
   external loads in MuJoCo's world frame / body weight (columns ``<body>_force_x|y|z``, e.g.
   ``calcn_r_force_z``, the body the ExternalLoads file names);
 - ``OUT_muscle_activation.sto`` and ``OUT_muscle_force.sto`` (N) from static optimisation.
+
+``--subject-model SUBJECT.osim`` (the OpenSim model the ``.mot`` was solved on): the model is
+scaled to its segment lengths and the plates' loads act where they acted on its feet.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "when --grf is not given)",
     )
     parser.add_argument("--mass", type=float, help="subject mass in kg (default: model mass)")
+    parser.add_argument(
+        "--subject-model",
+        metavar="SUBJECT.osim",
+        help="the OpenSim model the .mot was solved on (scaled to the subject): the model's thigh, "
+        "shank and foot take its segment lengths, and the plates' loads act where they acted on its "
+        "feet (docs/static_optimisation.md)",
+    )
     parser.add_argument(
         "--lowpass-hz",
         type=float,
@@ -162,6 +172,43 @@ def _save_trajectory(
     )
 
 
+def _subject_model(args: argparse.Namespace, generic):
+    """(``generic`` scaled to the segment lengths of ``--subject-model`` and to ``--mass``, the
+    subject model's XML root)."""
+    import xml.etree.ElementTree as ET
+
+    from musclerl.fileio import read_text
+    from musclerl.models.osim_frames import read_body_frames
+    from musclerl.models.registry import compile_spec, load_spec
+    from musclerl.models.scaling import scale_spec, segment_factors
+
+    if Path(args.motion).suffix.lower() not in (".mot", ".sto"):
+        raise InputError("--subject-model", "needs the coordinates .mot solved on that model as motion")
+    try:
+        root = ET.fromstring(read_text(args.subject_model, "OpenSim model"))
+    except ET.ParseError as err:
+        raise InputError(args.subject_model, f"not valid XML ({err})") from err
+    frames = read_body_frames(root, args.subject_model)
+    if not frames:
+        raise InputError(args.subject_model, "no joints: not an OpenSim model")
+    spec = load_spec(args.model)
+    scale_spec(spec, segment_factors(frames, generic), mass_kg=args.mass, source=args.subject_model)
+    return compile_spec(spec, args.model), root
+
+
+def _subject_poses(args: argparse.Namespace, root, bodies: list[str]) -> dict:
+    """Poses of ``bodies`` of the subject model along the motion, low-passed like the motion."""
+    from musclerl.dynamics.inverse_dynamics import lowpass
+    from musclerl.models.osim_frames import body_poses_along
+    from musclerl.motion.storage import read_storage
+
+    table = read_storage(args.motion)
+    values = np.asarray(table.data, dtype=float)
+    if args.lowpass_hz > 0:
+        values = lowpass(values, table.rate_hz, args.lowpass_hz)
+    return body_poses_along(root, list(table.columns), values, table.in_degrees, bodies, args.subject_model)
+
+
 def run(args: argparse.Namespace) -> int:
     import mujoco
 
@@ -188,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     )
     check_outputs(
         {"--out": out, **companions, "--save-trajectory": args.save_trajectory},
-        inputs=[args.motion, args.grf, args.loads],
+        inputs=[args.motion, args.grf, args.loads, args.subject_model],
     )
     if args.grf and not args.loads:
         raise InputError(
@@ -196,8 +243,13 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.mass is not None and not (np.isfinite(args.mass) and args.mass > 0):
         raise InputError("--mass", f"must be a positive number of kg, got {args.mass}")
-    model = load_model(args.model)
+    generic = load_model(args.model)
+    model, subject_root = generic, None
+    if args.subject_model:
+        model, subject_root = _subject_model(args, generic)
     qpos, time_s, notes, _signs = _load_motion(args, model)
+    if subject_root is not None:
+        notes.append(f"segments scaled to {args.subject_model}")
     mass_kg = float(args.mass) if args.mass is not None else total_mass_kg(model)
     coords = independent_coordinates(model)
 
@@ -217,6 +269,11 @@ def run(args: argparse.Namespace) -> int:
                 )
         grf = read_storage(args.grf)
         loads = idyn.loads_from_table(forces, list(grf.columns), grf.data, grf.time_s, time_s, args.grf)
+        if subject_root is not None:
+            loads = idyn.loads_on_model_bodies(
+                loads, model, qpos, _subject_poses(args, subject_root, sorted(set(loads.body)))
+            )
+            notes.append(f"loads applied where they acted on the feet of {args.subject_model}")
         grf_valid = (time_s >= grf.time_s[0] - 1e-9) & (time_s <= grf.time_s[-1] + 1e-9)
         if not grf_valid.any():
             raise InputError(args.grf, "GRF time range does not overlap the motion")
@@ -334,7 +391,7 @@ def run(args: argparse.Namespace) -> int:
         )
     write_reference(out, ref)
     if args.save_trajectory:
-        _save_trajectory(args, model, qpos, time_s, notes)
+        _save_trajectory(args, generic, qpos, time_s, notes)
     print(f"wrote {out} ({len(time_s)} frames, {len(coords)} coordinates, mass {mass_kg:.2f} kg)")
     for note in notes:
         print(f"  note: {note}")

@@ -9,7 +9,11 @@ over the time both cover. OpenSim's gait2392 names are mapped onto the model's R
 Default data: the gait2354 subject01 walk (IK 0.4-1.6 s, two force plates) and OpenSim's own
 static optimisation of that walk (``opensim_gait2392_so``, 0.5-2.0 s), from ``../shared/data``.
 OpenSim's run used RRA-adjusted kinematics, which move the subtalar joint the IK holds at zero;
-``--motion`` takes any other coordinates file of the trial.
+``--motion`` takes any other coordinates file of the trial. ``--subject-model`` (default: the
+subject's scaled gait2354, the model the IK was solved on) scales the model's segments to it and
+applies the plates' loads where they acted on its feet; ``--no-subject-model`` runs the model as it
+is with the loads at the lab's centre of pressure. ``--other-lab`` trials take theirs from
+``--other-lab-subject-model``.
 
 ``--other-lab``: walks of another subject without plates; heel strikes from the feet's sole
 heights (:func:`sole_heel_strikes`), OpenSim's from the plates of ``--grf``/``--loads``; r of a few
@@ -72,6 +76,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loads", default=str(GAIT / "subject01_walk1_grf.xml"), help="ExternalLoads .xml")
     parser.add_argument("--opensim", default=str(OPENSIM_SO), help="OpenSim SO _activation.sto")
     parser.add_argument("--model", default="myolegs")
+    parser.add_argument(
+        "--subject-model",
+        default=str(GAIT / "subject01_simbody.osim"),
+        help="OpenSim model the --motion was solved on (musclerl reference --subject-model)",
+    )
+    parser.add_argument(
+        "--no-subject-model",
+        action="store_true",
+        help="the model as it is, loads at the plates' centre of pressure in the lab",
+    )
     parser.add_argument("--mass", type=float, default=72.6, help="subject mass (kg)")
     parser.add_argument(
         "--no-grf", action="store_true", help="ignore the plates: the ground's load estimated from the motion"
@@ -87,6 +101,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{', '.join(OTHER_LAB_MUSCLES)} around each heel strike against OpenSim's subject01 SO "
         "around its own",
     )
+    parser.add_argument(
+        "--other-lab-subject-model",
+        metavar="SUBJECT.osim",
+        help="the OpenSim model the --other-lab trials were solved on (e.g. "
+        "opencap_expert1/hand_scaled.osim)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
 
 
@@ -97,6 +117,7 @@ def our_activations(
     model: str = "myolegs",
     mass_kg: float | None = None,
     ground_estimate: bool = True,
+    subject_model: str | None = None,
 ):
     """Our static optimisation of ``motion``: the ``_muscle_activation.sto`` Table ``musclerl
     reference`` writes (its console output swallowed; an error is raised as it would print), on
@@ -115,6 +136,8 @@ def our_activations(
             argv += ["--mass", f"{mass_kg}"]
         if not ground_estimate:
             argv.append("--no-ground-estimate")
+        if subject_model:
+            argv += ["--subject-model", subject_model]
         parser = argparse.ArgumentParser()
         command_reference.add_arguments(parser)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -248,7 +271,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(flag, f"{path} not found (the default is in ../shared/data)")
     opensim = read_storage(args.opensim)
     plates = (None, None) if args.no_grf else (args.grf, args.loads)
-    ours = our_activations(args.motion, *plates, args.model, args.mass, not args.no_ground_estimate)
+    subject = None if args.no_subject_model else args.subject_model
+    if subject and not Path(subject).is_file():
+        raise InputError("--subject-model", f"{subject} not found (the default is in ../shared/data)")
+    ours = our_activations(args.motion, *plates, args.model, args.mass, not args.no_ground_estimate, subject)
     r = group_correlations(ours, opensim)
     result = {f"r {g} {s}": v for (g, s), v in r.items()}
     result.update(summary(r))
@@ -267,7 +293,9 @@ def run(args: argparse.Namespace) -> int:
         }
         pooled: dict[str, list[float]] = {m: [] for m in OTHER_LAB_MUSCLES}
         for trial in args.other_lab:
-            other = our_activations(trial, None, None, args.model, None, not args.no_ground_estimate)
+            other = our_activations(
+                trial, None, None, args.model, None, not args.no_ground_estimate, args.other_lab_subject_model
+            )
             found = around_heel_strikes(other, sole_heel_strikes(args.model, trial), opensim, opensim_strikes)
             for m, values in found.items():
                 pooled[m] += values

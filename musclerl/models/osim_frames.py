@@ -39,6 +39,7 @@ from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation
 
 from musclerl.errors import InputError
+from musclerl.motion.keypoints import Y_UP_TO_Z_UP
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,9 +164,8 @@ def _coordinate_defaults(root: ET.Element) -> dict[str, float]:
     return out
 
 
-def _opensim4_joints(root: ET.Element, source: str) -> dict[str, BodyFrame]:
+def _opensim4_joints(root: ET.Element, source: str, defaults: dict[str, float]) -> dict[str, BodyFrame]:
     out = {}
-    defaults = _coordinate_defaults(root)
     for joint_set in root.iter("JointSet"):
         for joint in joint_set.iter():
             parent_ref, child_ref = (
@@ -191,9 +191,8 @@ def _opensim4_joints(root: ET.Element, source: str) -> dict[str, BodyFrame]:
     return out
 
 
-def _opensim3_joints(root: ET.Element, source: str) -> dict[str, BodyFrame]:
+def _opensim3_joints(root: ET.Element, source: str, defaults: dict[str, float]) -> dict[str, BodyFrame]:
     out = {}
-    defaults = _coordinate_defaults(root)
     for body in root.iter("Body"):
         holder = body.find("Joint")
         joint = next(iter(holder), None) if holder is not None else None
@@ -212,11 +211,58 @@ def _opensim3_joints(root: ET.Element, source: str) -> dict[str, BodyFrame]:
     return out
 
 
-def read_body_frames(root: ET.Element, source: str = "model") -> dict[str, BodyFrame]:
+def read_body_frames(
+    root: ET.Element, source: str = "model", values: dict[str, float] | None = None
+) -> dict[str, BodyFrame]:
     """Child body name -> :class:`BodyFrame`, from an OpenSim 4 ``JointSet`` or OpenSim 3
     ``Body/Joint`` entries; empty for a stand-alone MarkerSet file. InputError (naming
-    ``source``) for a location, orientation or axis that is not 3 finite numbers."""
-    return _opensim4_joints(root, source) or _opensim3_joints(root, source)
+    ``source``) for a location, orientation or axis that is not 3 finite numbers.
+
+    ``values``: coordinate name -> value (rad or m) replacing the default, for a pose other
+    than the default one (:func:`ground_poses`)."""
+    defaults = {**_coordinate_defaults(root), **(values or {})}
+    return _opensim4_joints(root, source, defaults) or _opensim3_joints(root, source, defaults)
+
+
+def translational_coordinates(root: ET.Element) -> set[str]:
+    """Coordinates that drive only translation axes of their joint (``pelvis_tx``; a knee angle
+    that also moves the tibia through translation functions drives a rotation and is not one)."""
+    moves: dict[str, set[str]] = {}
+    for axis in root.iter("TransformAxis"):
+        kind = "rotation" if axis.get("name", "").startswith("rotation") else "translation"
+        for name in (axis.findtext("coordinates") or "").split():
+            moves.setdefault(name, set()).add(kind)
+    for joint in root.iter("SliderJoint"):
+        for coordinate in joint.iter("Coordinate"):
+            moves.setdefault(coordinate.get("name", ""), set()).add("translation")
+    return {name for name, kinds in moves.items() if kinds == {"translation"}}
+
+
+def ground_poses(frames: dict[str, BodyFrame]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Body name -> (R (3, 3), p (3,)): each body's axes and origin in OpenSim's ground frame
+    (Y up), composed along the chain of :class:`BodyFrame` from the ground."""
+    poses: dict[str, tuple[np.ndarray, np.ndarray]] = {"ground": (np.eye(3), np.zeros(3))}
+
+    def pose(body: str, depth: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+        if body in poses:
+            return poses[body]
+        frame = frames.get(body)
+        if frame is None or depth > len(frames):
+            return None
+        parent = pose(frame.parent, depth + 1)
+        if parent is None:
+            return None
+        r_parent, p_parent = parent
+        poses[body] = (
+            r_parent @ frame.rotation,
+            r_parent @ (frame.in_parent_m - frame.rotation @ frame.in_child_m) + p_parent,
+        )
+        return poses[body]
+
+    for body in frames:
+        pose(body)
+    poses.pop("ground")
+    return poses
 
 
 def _model_pose_in(
@@ -259,3 +305,34 @@ def map_to_model(
         else:  # anchored at the body's origin, turned by the orientation difference
             out[name] = r_mj.T @ frame.rotation @ location
     return out
+
+
+def body_poses_along(
+    root: ET.Element,
+    columns: list[str],
+    values: np.ndarray,
+    in_degrees: bool,
+    bodies: list[str],
+    source: str = "model",
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Poses of ``bodies`` of the OpenSim model ``root`` along a coordinate table, in MuJoCo's
+    world (Z up, :data:`musclerl.motion.keypoints.Y_UP_TO_Z_UP`): body -> (R (T, 3, 3), p (T, 3)).
+
+    ``values`` (T, C) in the table's own convention (an IK ``.mot`` of this model: degrees when
+    ``in_degrees``, except the translational coordinates, metres); columns the model does not
+    have are ignored. InputError (naming ``source``) for a body the model lacks."""
+    values = np.asarray(values, dtype=float)
+    known = set(_coordinate_defaults(root))
+    linear = translational_coordinates(root)
+    used = [(k, c, in_degrees and c not in linear) for k, c in enumerate(columns) if c in known]
+    rotations = np.zeros((len(bodies), values.shape[0], 3, 3))
+    origins = np.zeros((len(bodies), values.shape[0], 3))
+    for t in range(values.shape[0]):
+        pose = {c: float(np.deg2rad(values[t, k]) if deg else values[t, k]) for k, c, deg in used}
+        poses = ground_poses(read_body_frames(root, source, pose))
+        for i, body in enumerate(bodies):
+            if body not in poses:
+                raise InputError(source, f"the model has no body {body!r} joined to the ground")
+            rotations[i, t] = Y_UP_TO_Z_UP @ poses[body][0]
+            origins[i, t] = Y_UP_TO_Z_UP @ poses[body][1]
+    return {body: (rotations[i], origins[i]) for i, body in enumerate(bodies)}

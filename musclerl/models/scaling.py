@@ -279,3 +279,51 @@ def measure_scale_factors(
             s[list(measurement.axes)] = ratio
             out[body] = s
     return out
+
+
+def segment_factors(frames: dict, model: mujoco.MjModel) -> dict[str, np.ndarray]:
+    """Per-body factors (3,) that give ``model``'s segments the lengths of an OpenSim model's.
+
+    ``frames``: :func:`musclerl.models.osim_frames.read_body_frames` of the OpenSim model (the
+    subject's scaled model, at its default pose). A body with exactly one child that both models
+    have (femur -> tibia, tibia -> talus, talus -> calcn, calcn -> toes) takes the ratio of the
+    distances from its origin to that child's, OpenSim over MJCF at ``qpos0`` (the knee's coupled
+    translations included), on all three axes; a child without children of its own (a patella)
+    does not count beside one that has; a leaf body (the toes) takes its parent's factor; a body
+    with several such children (the pelvis: two hips) is left out. Raises
+    :class:`InputError` when no body can be measured or a factor is outside
+    [:data:`MIN_SCALE`, :data:`MAX_SCALE`] (other units, or another model's frames)."""
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    parents = np.asarray(model.body_parentid)
+    out: dict[str, np.ndarray] = {}
+    for body in range(1, model.nbody):
+        name = model.body(body).name
+        shared = [
+            c
+            for c in np.flatnonzero(parents == body)
+            if model.body(int(c)).name in frames and frames[model.body(int(c)).name].parent == name
+        ]
+        chain = [c for c in shared if np.any(parents == c)] or shared  # the patella is a leaf
+        if len(chain) != 1 or name not in frames:
+            continue
+        child_id = int(chain[0])
+        child = frames[model.body(child_id).name]
+        subject_m = float(np.linalg.norm(child.in_parent_m - child.rotation @ child.in_child_m))
+        model_m = float(np.linalg.norm(data.xpos[child_id] - data.xpos[body]))
+        if model_m < 1e-6 or subject_m < 1e-6:
+            continue
+        ratio = subject_m / model_m
+        if not MIN_SCALE <= ratio <= MAX_SCALE:
+            raise InputError(
+                "subject model", f"segment {name!r} is {ratio:.3g} x the model's: not the same kind of model"
+            )
+        out[name] = np.full(3, ratio)
+    for body in range(1, model.nbody):
+        name, parent = model.body(body).name, model.body(int(parents[body])).name
+        leaf = not np.any(parents == body)
+        if leaf and name not in out and name in frames and parent in out and frames[name].parent == parent:
+            out[name] = out[parent].copy()
+    if not out:
+        raise InputError("subject model", "no segment shared with the model to measure")
+    return out
