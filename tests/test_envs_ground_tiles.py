@@ -191,7 +191,7 @@ def test_a_rollout_on_a_tile_reports_what_the_clip_alone_reports(files, dataset)
     rounding: the two heightfields hold the same surface scaled differently (another elevation
     range), and MuJoCo's prism contacts move with that, so the bounds are what evaluation
     resolves (a millimetre of site error, half a degree)."""
-    from musclerl.evaluate.rollout import rollout
+    from musclerl.rl.rollout import rollout
 
     tiled = TrackingEnv("tiny", dataset.trajectory, EnvConfig(), num_envs=1)
     alone = TrackingEnv("tiny", files["slope"][1], EnvConfig(), num_envs=1)

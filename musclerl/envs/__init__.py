@@ -20,13 +20,13 @@ API::
 ``cpu``: numpy leaves, MuJoCo C stepping on ``threads`` threads (``mujoco.batch.Batch``).
 ``mjx``: jax leaves; ``jax.jit(env.step)`` / ``jax.lax.scan`` over it.
 Pieces: config.py (EnvConfig), world.py (model + sites + terrain), reference.py (per-frame
-reference arrays), state.py (State, Kinematics pytrees), geometry.py (numpy/jax rotations and
-heights), actions.py (action spaces, PD inversion), observations.py, rewards.py, termination.py,
-initial_state.py (RSI, clip sampling), time_scale.py (faster and slower clip copies),
-start_activation.py (static-optimisation start activations), backends/ (the Physics protocol; cpu.py,
-mjx.py), tracking.py (TrackingEnv), gym_env.py (``musclerl/Tracking-v0``), video.py, bench.py, motions.py
-(synthetic test motions), symmetry.py (the left/right mirror of observations and actions, for PPO's
-mirrored batches).
+reference arrays), state.py (State, Kinematics pytrees), actions.py (action spaces, PD inversion),
+observations.py, rewards.py, termination.py, initial_state.py (RSI, clip sampling), time_scale.py
+(faster and slower clip copies), start_activation.py (static-optimisation start activations),
+backends/ (the Physics protocol; cpu.py, mjx.py), tracking.py (TrackingEnv), gym_env.py
+(``musclerl/Tracking-v0``), video.py, motions.py (synthetic test motions), symmetry.py (the
+left/right mirror of observations and actions, for PPO's mirrored batches). The numpy/jax
+rotations and heights they share are :mod:`musclerl.geometry.arrays`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ tile, flat clips left on the floor plane (:mod:`musclerl.motion.ground_tiles`; t
 ``Dataset.ground_offset_m``). A mirrored clip stands on its mirrored ground.
 
 Every clip is checked for physical plausibility on the run's model before it is packed
-(:func:`musclerl.evaluate.plausibility.trajectory_plausibility`: stance-foot slip, external
+(:func:`musclerl.dynamics.plausibility.trajectory_plausibility`: stance-foot slip, external
 force, centre of pressure on the feet, root acceleration), and the mapping's ``plausibility``
 key decides what happens to a clip that fails: ``keep`` (default: kept, one warning line naming
 the file, the clip and each failed check), ``drop`` (left out with that warning line; the
@@ -260,7 +260,7 @@ def screen_clips(
     judge (a model without a free root or feet) is kept, its verdict ``passed: None``."""
     if policy == "off":
         return traj, {}
-    from musclerl.evaluate.plausibility import trajectory_plausibility
+    from musclerl.dynamics.plausibility import trajectory_plausibility
 
     verdicts, kept = {}, []
     for c in range(traj.num_clips):

@@ -3,7 +3,7 @@
 Every summary has ``kind``, ``frames`` (rows actually present), ``rate_hz``, ``duration_s`` (first
 to last frame), ``columns`` (marker / column / joint / keypoint names) and ``units`` (as read);
 kinds add a few extras (``markers``, ``in_degrees``, ``joints``, ...). A Trajectory's summary adds
-``plausibility`` (:meth:`musclerl.evaluate.plausibility.Plausibility.as_dict` on its model).
+``plausibility`` (:meth:`musclerl.dynamics.plausibility.Plausibility.as_dict` on its model).
 """
 
 from __future__ import annotations
@@ -167,12 +167,12 @@ def _npz(path: Path) -> dict:
 
 
 def _plausibility(traj, path: Path) -> dict:
-    """:func:`musclerl.evaluate.plausibility.trajectory_plausibility` on the registry model the
+    """:func:`musclerl.dynamics.plausibility.trajectory_plausibility` on the registry model the
     motion names, as a dict; ``{"skipped": reason}`` when the motion names no registered model.
     A motion that names a registered model but does not fit it (nq, nv, joint names) is refused
     with :class:`InputError` naming ``path``: its arrays are inconsistent, not merely unchecked.
     (A motion retargeted onto a scaled model is checked on the unscaled one.)"""
-    from musclerl.evaluate.plausibility import trajectory_plausibility
+    from musclerl.dynamics.plausibility import trajectory_plausibility
     from musclerl.models.registry import REGISTRY, load_model
 
     if traj.model_name not in REGISTRY:

@@ -1,3 +1,3 @@
 """Keypoint motions (SMPL/AMASS, DeepMimic) -> model: the scaled model and stance (:mod:`.model`),
 segment orientation targets (:mod:`.orientations`), the ground-aware chain (:mod:`.pipeline`), the
-``retarget smpl`` command (:mod:`.command_smpl`) and the bundled motions (:mod:`.bundled`)."""
+``retarget smpl`` command (:mod:`musclerl.cli.retarget_smpl`) and the bundled motions (:mod:`.bundled`)."""

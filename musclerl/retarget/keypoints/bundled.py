@@ -83,7 +83,7 @@ def onto_floor(traj: Trajectory, model) -> Trajectory:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from musclerl.retarget.keypoints.command_smpl import SmplOptions, retarget_file
+    from musclerl.cli.retarget_smpl import SmplOptions, retarget_file
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     if traj.terrain is None:
         traj = onto_floor(traj, model)
     if not args.no_balance:
-        from musclerl.evaluate.plausibility import format_plausibility, trajectory_plausibility
+        from musclerl.dynamics.plausibility import format_plausibility, trajectory_plausibility
         from musclerl.retarget.balance import balance_trajectory
 
         balanced = balance_trajectory(traj, model)

@@ -11,14 +11,14 @@ joint angles, and so the marker fit, are unchanged):
 2. **Belt.** A stance foot is low and moves with the ground under it: still overground, at the
    belt's velocity on a treadmill. The belt velocity is the median horizontal velocity of the
    heel and toe points over the frames they are low (within ``height_on_m`` of their own support
-   level, :func:`musclerl.retarget.ground.contact.height_above_local_level_m`), refined once as the median
+   level, :func:`musclerl.ground.contact.height_above_local_level_m`), refined once as the median
    over the stance frames found relative to it. A trial is a treadmill trial when that speed is
    at least :data:`TREADMILL_MIN_SPEED_MPS`, runs backwards (against the feet's heel-to-toe
    direction) and the root stays behind it (net root speed under half the belt's: the subject
    walks in place) — or when forced, optionally with the belt speed.
    The belt's displacement ``-v (t - t0)`` is then added to the root, so the Trajectory walks
    overground with still stance feet.
-3. **Stance** flags from :func:`musclerl.retarget.ground.contact.detect_contacts` on the corrected soles.
+3. **Stance** flags from :func:`musclerl.ground.contact.detect_contacts` on the corrected soles.
 4. **Floor.** One plane through the settled stance samples of all support patches
    (:func:`musclerl.retarget.ground.terrain.support_patches`, so heel strikes and heel rises do not
    count): a lab floor or treadmill is a plane, and it is **flat unless the stance feet show a
@@ -45,17 +45,17 @@ import mujoco
 import numpy as np
 import scipy.stats
 
-from musclerl.models.geoms import collision_geoms
-from musclerl.motion.trajectory import Terrain
-from musclerl.retarget import correspondence as corr
-from musclerl.retarget.ground.contact import (
+from musclerl.ground.contact import (
     ContactParams,
     detect_contacts,
     height_above_local_level_m,
     point_velocity_mps,
 )
+from musclerl.ground.surface import GeomSurface, penetration_m
+from musclerl.models.geoms import collision_geoms
+from musclerl.motion.trajectory import Terrain
+from musclerl.retarget import correspondence as corr
 from musclerl.retarget.ground.soles import SOLE_POINTS, model_soles, point_positions_m
-from musclerl.retarget.ground.surface import GeomSurface, penetration_m
 from musclerl.retarget.ground.terrain import (
     SupportPatch,
     TerrainParams,

@@ -41,8 +41,9 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from musclerl.dynamics.plausibility import trajectory_plausibility
 from musclerl.errors import InputError
-from musclerl.evaluate.plausibility import trajectory_plausibility
+from musclerl.ground.surface import site_positions_m
 from musclerl.models.markers import MarkerSet, read_marker_set
 from musclerl.models.opensim_coordinates import opensim_coordinates
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
@@ -50,7 +51,6 @@ from musclerl.models.registry import load_model
 from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
 from musclerl.motion.trc import MarkerData, read_trc
-from musclerl.retarget.ground.surface import site_positions_m
 from musclerl.retarget.ik.clip import start_pose
 from musclerl.retarget.markers.calibration import (
     CalibratedModel,

@@ -23,7 +23,7 @@ above, and ``test_s``) and their means over the clips:
 is every clip's. Training reports the same for its ``validation:`` set every few updates
 (the test itself lives in :mod:`musclerl.rl.validation`).
 
-``python -m musclerl.rl.learn_bench`` is not needed: ``musclerl bench learn --config CFG
+``python -m musclerl.bench.learn`` is not needed: ``musclerl bench learn --config CFG
 [key=value ...]`` does it all and prints one line per number (``--json``: one object).
 """
 
@@ -160,7 +160,7 @@ def _test_set(args: argparse.Namespace, cfg: TrainConfig):
 
 
 def run(args: argparse.Namespace) -> int:
-    from musclerl.benchmark import print_result
+    from musclerl.bench import print_result
     from musclerl.errors import InputError
     from musclerl.fileio import check_outputs
     from musclerl.jax_setup import inline_cpu_dispatch

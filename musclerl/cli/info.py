@@ -73,7 +73,7 @@ def _print_motion(info: dict) -> None:
         if key not in ("kind", "frames", "rate_hz", "duration_s", "columns", "units", "plausibility"):
             print(f"{key}: {value}")
     if "plausibility" in info:
-        from musclerl.evaluate.plausibility import format_plausibility
+        from musclerl.dynamics.plausibility import format_plausibility
 
         print("\n".join(format_plausibility(info["plausibility"])))
 

@@ -48,9 +48,9 @@ import numpy as np
 
 from musclerl.dynamics.inverse_dynamics import id_model, lowpass, velocities
 from musclerl.errors import InputError
+from musclerl.ground.surface import GeomSurface
 from musclerl.models.geoms import foot_geoms
 from musclerl.motion.trajectory import Terrain, Trajectory
-from musclerl.retarget.ground.surface import GeomSurface
 
 GRAVITY_MPS2 = 9.81
 LOWPASS_HZ = 6.0  # OpenSim's inverse-dynamics default; gait kinematics carry little above 6 Hz (Winter)

@@ -28,8 +28,8 @@ import dataclasses
 import mujoco
 import numpy as np
 
+from musclerl.ground.contact import stance_phases
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.ground.contact import stance_phases
 
 
 def _sphere_directions(n: int) -> np.ndarray:
