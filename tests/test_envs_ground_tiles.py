@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from backend_samples import mjx_step_from
 
+from musclerl.dynamics.screening import load_dataset
 from musclerl.envs import EnvConfig, TrackingEnv
 from musclerl.envs.motions import sine_gait
 from musclerl.models.registry import load_model
-from musclerl.motion.dataset import load_dataset
 from musclerl.motion.ground_tiles import TILE_MARGIN_M, tile_grounds
 from musclerl.motion.trajectory import Terrain, Trajectory
 

@@ -216,7 +216,7 @@ def test_retarget_report_has_plausibility(tiny):
 def test_retargeted_deepmimic_walk(shared_data):
     from pathlib import Path
 
-    from musclerl.cli.retarget_smpl import SmplOptions, retarget_file
+    from musclerl.retarget.keypoints.files import SmplOptions, retarget_file
 
     path = Path(shared_data) / "deepmimic" / "humanoid3d_walk.txt"
     if not path.exists():
@@ -244,7 +244,7 @@ def test_retargeted_deepmimic_walk_with_balance_passes(shared_data):
     passes every check (the centre of pressure included) and keeps its feet planted."""
     from pathlib import Path
 
-    from musclerl.cli.retarget_smpl import SmplOptions, retarget_file
+    from musclerl.retarget.keypoints.files import SmplOptions, retarget_file
 
     path = Path(shared_data) / "deepmimic" / "humanoid3d_walk.txt"
     if not path.exists():

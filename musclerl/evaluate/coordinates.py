@@ -48,6 +48,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.geometry.rotations import matrix_to_quat_wxyz
 from musclerl.models.couplings import SCALAR_JOINTS, apply_couplings, independent_coordinates
 from musclerl.models.geoms import body_collision_geoms, foot_geoms, geom_lowest_z
 from musclerl.models.opensim_coordinates import (
@@ -60,7 +61,6 @@ from musclerl.models.opensim_coordinates import (
     opensim_pelvis_rotation,
     pelvis_in_root,
 )
-from musclerl.motion.keypoints import matrix_to_quat_wxyz
 from musclerl.retarget.markers.ground import belt_velocity_mps as ground_velocity
 
 KNEE_COLUMNS = ("knee_angle_r", "knee_angle_l")

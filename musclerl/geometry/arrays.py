@@ -13,7 +13,7 @@ def quat_to_mat(q: Any, xp: Any) -> Any:
 
     The one quaternion-to-matrix formula for jax code (the IK's :mod:`musclerl.geometry.jax_rotations`
     uses it too); numpy code outside ``xp`` functions uses
-    :func:`musclerl.motion.keypoints.quat_wxyz_to_matrix`.
+    :func:`musclerl.geometry.rotations.quat_wxyz_to_matrix`.
     """
     q = q / xp.linalg.norm(q, axis=-1, keepdims=True)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]

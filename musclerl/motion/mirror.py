@@ -31,7 +31,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from musclerl.geometry.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from musclerl.motion.trajectory import Trajectory
 
 SIDES = (("_r", "_l"), ("_l", "_r"))

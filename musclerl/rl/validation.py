@@ -121,8 +121,8 @@ class Validator:
     """The held-out clips of ``cfg.validation`` and their test (module docstring)."""
 
     def __init__(self, cfg: TrainConfig, train_sources: tuple[str, ...]):
+        from musclerl.dynamics.screening import load_dataset
         from musclerl.models.registry import load_model
-        from musclerl.motion.dataset import load_dataset
 
         spec = cfg.validation
         self.cfg = cfg

@@ -49,7 +49,7 @@ from musclerl.geometry.jax_rotations import (
     quat_rotate,
     quat_to_mat,
 )
-from musclerl.motion.keypoints import quat_wxyz_to_matrix
+from musclerl.geometry.rotations import quat_wxyz_to_matrix
 
 __all__ = [
     "KinematicTree",

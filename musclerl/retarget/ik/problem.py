@@ -27,7 +27,7 @@ from jax.sharding import PartitionSpec as P
 
 from musclerl.errors import InputError, require
 from musclerl.geometry.jax_rotations import kabsch, quat_left_matrix
-from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from musclerl.geometry.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from musclerl.retarget.ik.constraints import Constraint
 from musclerl.retarget.ik.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
 from musclerl.retarget.ik.tasks import MarkerTask, Task

@@ -83,7 +83,7 @@ def onto_floor(traj: Trajectory, model) -> Trajectory:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from musclerl.cli.retarget_smpl import SmplOptions, retarget_file
+    from musclerl.retarget.keypoints.files import SmplOptions, retarget_file
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
