@@ -58,7 +58,7 @@ from musclerl.ground.surface import (
 )
 from musclerl.models.couplings import couplings, equality_residual
 from musclerl.motion.keypoints import KeypointMotion
-from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
+from musclerl.motion.trajectory import Terrain, Trajectory
 from musclerl.retarget import correspondence as corr
 from musclerl.retarget.ground.constraint import SoleContact, ground_planes
 from musclerl.retarget.ground.soles import SOLE_POINTS
@@ -286,12 +286,11 @@ def retarget_keypoints(
     site_all = site_positions_m(
         model, q, np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites])
     )
-    traj = Trajectory(
-        qpos=q,
-        qvel=finite_difference_qvel(model, q, motion.rate_hz),
-        rate_hz=motion.rate_hz,
-        joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
-        model_name=model_name,
+    traj = Trajectory.from_qpos(
+        model,
+        q,
+        motion.rate_hz,
+        model_name,
         site_names=tuple(sites),
         site_pos_m=site_all,
         contact_names=prepared.sole_sites,

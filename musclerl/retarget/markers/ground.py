@@ -45,6 +45,7 @@ import mujoco
 import numpy as np
 import scipy.stats
 
+from musclerl.geometry.free_root import free_root_qposadr
 from musclerl.ground.contact import (
     ContactParams,
     detect_contacts,
@@ -158,12 +159,6 @@ class GroundedClip:
                 "stance_speed_mps": self.stance_speed_mps,
             },
         }
-
-
-def free_root_qposadr(model: mujoco.MjModel) -> int | None:
-    """qpos address of the first free joint (the root), or None when the model has none."""
-    free = np.flatnonzero(model.jnt_type == mujoco.mjtJoint.mjJNT_FREE)
-    return int(model.jnt_qposadr[free[0]]) if len(free) else None
 
 
 def belt_velocity_mps(sole_m: np.ndarray, rate_hz: float, params: ContactParams | None = None) -> np.ndarray:
