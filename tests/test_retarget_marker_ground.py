@@ -11,6 +11,7 @@ import mujoco
 import numpy as np
 import pytest
 
+from musclerl.ground.belt import belt_velocity_mps
 from musclerl.ground.contact import detect_contacts
 from musclerl.ground.surface import GeomSurface, penetration_m
 from musclerl.models.geoms import collision_geoms
@@ -20,7 +21,6 @@ from musclerl.retarget.markers.ground import (
     LEVEL_SLOPE_DEG,
     TREADMILL_MIN_SPEED_MPS,
     GroundOptions,
-    belt_velocity_mps,
     ground_clip,
     looks_like_treadmill,
 )

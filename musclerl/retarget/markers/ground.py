@@ -46,12 +46,8 @@ import numpy as np
 import scipy.stats
 
 from musclerl.geometry.free_root import free_root_qposadr
-from musclerl.ground.contact import (
-    ContactParams,
-    detect_contacts,
-    height_above_local_level_m,
-    point_velocity_mps,
-)
+from musclerl.ground.belt import belt_velocity_mps
+from musclerl.ground.contact import ContactParams, detect_contacts
 from musclerl.ground.surface import GeomSurface, penetration_m
 from musclerl.models.geoms import collision_geoms
 from musclerl.motion.trajectory import Terrain
@@ -159,20 +155,6 @@ class GroundedClip:
                 "stance_speed_mps": self.stance_speed_mps,
             },
         }
-
-
-def belt_velocity_mps(sole_m: np.ndarray, rate_hz: float, params: ContactParams | None = None) -> np.ndarray:
-    """Horizontal velocity (2,) of the ground under the stance feet, from sole points ``sole_m``
-    (T, P, 3) (the module docstring's step 2); zero when no point is ever low."""
-    params = params or ContactParams()
-    vel = point_velocity_mps(sole_m, rate_hz, smooth_s=params.smooth_s)[..., :2]
-    height = height_above_local_level_m(sole_m[..., 2], rate_hz, params.level_window_s)
-    low = height < params.height_on_m
-    if not low.any():
-        return np.zeros(2)
-    belt = np.median(vel[low], axis=0)
-    flags = detect_contacts(sole_m, rate_hz, params=params, ground_velocity_mps=np.append(belt, 0.0))
-    return np.median(vel[flags], axis=0) if flags.any() else belt
 
 
 def looks_like_treadmill(belt_mps: np.ndarray, root_mps: np.ndarray, forward: np.ndarray) -> bool:
