@@ -4,7 +4,7 @@ API::
 
     from musclerl.envs import TrackingEnv, EnvConfig
     cfg = EnvConfig.from_dict(yaml_dict)            # defaults for everything; unknown keys raise
-    env = TrackingEnv(model="tiny" | "myolegs" | "path.xml", dataset=trajectory, config=cfg,
+    env = TrackingEnv(model="tiny" | "myolegs" | "path.xml", motion=trajectory, config=cfg,
                       backend="cpu" | "mjx", num_envs=N, threads=T)
     env.observation_size, env.action_size           # ints; env.actions: the action space (actions.py)
     state = env.reset(rng)                          # State, batched (N, ...); rng: jax key (or int on cpu)

@@ -85,7 +85,7 @@ def build_env_and_tags(cfg: TrainConfig) -> tuple[Any, tuple[tuple[str, ...], ..
     env_cfg = with_clip_weights(cfg.env, motion)
     env = TrackingEnv(
         model=cfg.model,
-        dataset=motion.trajectory,
+        motion=motion.trajectory,
         config=env_cfg,
         backend=cfg.backend,
         num_envs=num_envs,
