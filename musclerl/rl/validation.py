@@ -10,7 +10,7 @@ folder, a glob, a list, a manifest, or ``{clips: ..., mirror: true}``:
       seconds: 10.0        # each clip from t = 0 for up to this long (a clip that does not loop ends sooner)
       at_start: true       # also before the first update (the --init-from policy's baseline)
 
-The test is ``musclerl bench learn``'s (:func:`musclerl.bench.learn.clips_test`): the current
+The test is ``musclerl bench learn``'s (:func:`clips_test`, which it runs): the current
 policy's mean action (no sampling) from each clip's first frame, on its own one-env MuJoCo C
 environment built from the run's ``env`` section, whatever the training backend. It reads the
 training state and changes nothing in it: no random number, no environment and no optimiser
