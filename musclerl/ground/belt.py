@@ -16,6 +16,7 @@ from musclerl.ground.contact import (
     height_above_local_level_m,
     point_velocity_mps,
 )
+from musclerl.ground.surface import geom_positions_m
 from musclerl.models.geoms import foot_geoms
 
 
@@ -38,13 +39,7 @@ def model_belt_velocity_mps(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.
     foot geoms' centres (:func:`musclerl.models.geoms.foot_geoms`) at the times ``time_s`` (T,) by
     :func:`belt_velocity_mps` (the median velocity of the feet while low and steady); zero for
     fewer than 3 frames."""
-    feet = foot_geoms(model)
-    d = mujoco.MjData(model)
-    pos = np.zeros((len(qpos), len(feet), 3))
-    for t, q in enumerate(qpos):
-        d.qpos[:] = q
-        mujoco.mj_kinematics(model, d)
-        pos[t] = d.geom_xpos[feet]
+    pos = geom_positions_m(model, qpos, foot_geoms(model))
     time_s = np.asarray(time_s, dtype=float)
     if len(time_s) < 3:
         return np.zeros(2)
