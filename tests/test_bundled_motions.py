@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from musclerl.evaluate.plausibility import trajectory_plausibility
+from musclerl.dynamics.plausibility import trajectory_plausibility
 from musclerl.models.geoms import foot_geoms, geom_lowest_z
 from musclerl.models.registry import load_model
 from musclerl.motion.trajectory import Trajectory

@@ -21,8 +21,8 @@ import pytest
 from run_samples import train_tiny
 
 from musclerl.cli import main
+from musclerl.dynamics.screening import load_dataset
 from musclerl.models.registry import load_model
-from musclerl.motion.dataset import load_dataset
 from musclerl.retarget.synthetic import gait as sg
 from musclerl.retarget.synthetic.smpl import smpl_walk, write_walk_npz
 

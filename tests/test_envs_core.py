@@ -270,8 +270,10 @@ def test_config_errors_are_input_errors(dataset):
         TrackingEnv("tiny", dataset, EnvConfig.from_dict({"sampling": {"clip_weights": [1, 2]}}))
     with pytest.raises(InputError, match="tracked site"):
         TrackingEnv("tiny", dataset, EnvConfig.from_dict({"sites": ["no_such_site"]}))
+    with pytest.raises(InputError, match="a motion"):
+        TrackingEnv("tiny", config=EnvConfig())
     cfg = EnvConfig.from_dict({"obs": {"goal": False, "muscle_force": False}, "substeps": 2})
-    env = TrackingEnv("tiny", dataset, cfg)
+    env = TrackingEnv("tiny", motion=dataset, config=cfg)  # the Trajectory is the ``motion``
     assert "goal" not in env.obs_pieces and env.control_dt_s == pytest.approx(0.004)
     assert env.reset(0).obs.shape == (1, env.observation_size)
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from backend_samples import mjx_step_from
 
+from musclerl.dynamics.screening import load_dataset
 from musclerl.envs import EnvConfig, TrackingEnv
 from musclerl.envs.motions import sine_gait
 from musclerl.models.registry import load_model
-from musclerl.motion.dataset import load_dataset
 from musclerl.motion.ground_tiles import TILE_MARGIN_M, tile_grounds
 from musclerl.motion.trajectory import Terrain, Trajectory
 
@@ -191,7 +191,7 @@ def test_a_rollout_on_a_tile_reports_what_the_clip_alone_reports(files, dataset)
     rounding: the two heightfields hold the same surface scaled differently (another elevation
     range), and MuJoCo's prism contacts move with that, so the bounds are what evaluation
     resolves (a millimetre of site error, half a degree)."""
-    from musclerl.evaluate.rollout import rollout
+    from musclerl.rl.rollout import rollout
 
     tiled = TrackingEnv("tiny", dataset.trajectory, EnvConfig(), num_envs=1)
     alone = TrackingEnv("tiny", files["slope"][1], EnvConfig(), num_envs=1)

@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from musclerl.dynamics.screening import load_dataset
 from musclerl.envs import TrackingEnv
 from musclerl.envs.symmetry import EnvMirror, SignedPermutation, env_mirror
 from musclerl.errors import InputError
 from musclerl.models.registry import load_model
-from musclerl.motion.dataset import load_dataset
 from musclerl.motion.mirror import partner
 from musclerl.resources import assets_dir
 from musclerl.rl import networks, ppo

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from musclerl.dynamics.screening import load_dataset
 from musclerl.envs.time_scale import check_scales, time_scaled, with_time_scales
 from musclerl.errors import InputError
 from musclerl.models.couplings import couplings, equality_residual, independent_coordinates
 from musclerl.models.registry import load_model
-from musclerl.motion.dataset import load_dataset
 from musclerl.motion.trajectory import Trajectory
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,10 +12,10 @@ import pytest
 from musclerl.cli import main
 from musclerl.errors import InputError
 from musclerl.evaluate import compare, emg, plots, report
-from musclerl.evaluate.rollout import foot_forces, foot_owner, rollout
 from musclerl.models.couplings import coupling_matrix
 from musclerl.models.introspect import total_mass_kg
 from musclerl.models.registry import load_model
+from musclerl.rl.rollout import foot_forces, foot_owner, rollout
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_WALK = REPO / "assets" / "motions" / "walk_tiny.npz"
@@ -245,7 +245,7 @@ def test_cycle_comparison_and_cycle_plot(tmp_path):
 
 
 def test_sign_presets():
-    from musclerl.evaluate.command_evaluate import _signs
+    from musclerl.cli.evaluate import _signs
 
     signs = _signs(["gait2354", "ankle_angle_r_moment=-1"])
     assert signs["knee_angle_r_moment"] == -1.0 and signs["ankle_angle_r_moment"] == -1.0
@@ -258,7 +258,7 @@ def test_rollout_progress_total_is_the_steps_to_truncation():
     does not loop; a rollout that nothing terminates runs exactly that many control steps."""
     from musclerl.envs.motions import sine_gait
     from musclerl.envs.tracking import TrackingEnv
-    from musclerl.evaluate.rollout import episode_steps
+    from musclerl.rl.rollout import episode_steps
 
     never_fail = {"root_height_min_m": -10.0, "max_tilt_deg": 180.0, "nonfoot_contact_m": -1.0}
     never_fail |= {"site_deviation_m": 0.0, "root_deviation_m": 0.0}

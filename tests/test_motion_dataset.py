@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from musclerl.dynamics.screening import load_dataset
 from musclerl.envs.motions import sine_gait
 from musclerl.errors import InputError
 from musclerl.models.registry import load_model
-from musclerl.motion.dataset import load_dataset, with_clip_weights
+from musclerl.motion.dataset import with_clip_weights
 from musclerl.motion.trajectory import Trajectory
 from musclerl.resources import assets_dir
 

@@ -1,4 +1,4 @@
-"""Physical plausibility (musclerl.evaluate.plausibility): hand-built motions with known answers,
+"""Physical plausibility (musclerl.dynamics.plausibility): hand-built motions with known answers,
 the old synthetic walk (must fail), a real retargeted walk, and the hooks in ``musclerl info`` and
 the retarget report."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from musclerl.cli import main
-from musclerl.evaluate.plausibility import Thresholds, format_plausibility, plausibility
+from musclerl.dynamics.plausibility import Thresholds, format_plausibility, plausibility
 from musclerl.models.geoms import foot_geoms, geom_lowest_z
 from musclerl.models.registry import load_model
 from musclerl.motion.trajectory import Trajectory
@@ -162,7 +162,7 @@ def old_walk() -> Trajectory:
 
 
 def test_old_synthetic_walk_fails(old_walk, myolegs, capsys):
-    from musclerl.evaluate.plausibility import trajectory_plausibility
+    from musclerl.dynamics.plausibility import trajectory_plausibility
 
     result = trajectory_plausibility(old_walk, myolegs)
     assert not result.passed and _failed(result, "stance-foot slip")  # the lowest foot is swinging
@@ -216,7 +216,7 @@ def test_retarget_report_has_plausibility(tiny):
 def test_retargeted_deepmimic_walk(shared_data):
     from pathlib import Path
 
-    from musclerl.retarget.keypoints.command_smpl import SmplOptions, retarget_file
+    from musclerl.retarget.keypoints.files import SmplOptions, retarget_file
 
     path = Path(shared_data) / "deepmimic" / "humanoid3d_walk.txt"
     if not path.exists():
@@ -244,7 +244,7 @@ def test_retargeted_deepmimic_walk_with_balance_passes(shared_data):
     passes every check (the centre of pressure included) and keeps its feet planted."""
     from pathlib import Path
 
-    from musclerl.retarget.keypoints.command_smpl import SmplOptions, retarget_file
+    from musclerl.retarget.keypoints.files import SmplOptions, retarget_file
 
     path = Path(shared_data) / "deepmimic" / "humanoid3d_walk.txt"
     if not path.exists():

@@ -18,10 +18,10 @@ from musclerl.evaluate import compare, metrics
 from musclerl.evaluate.coordinates import detect_sign_map
 from musclerl.evaluate.folder import plan
 from musclerl.evaluate.reference_motion import reference_signs
-from musclerl.evaluate.rollout import Recording
 from musclerl.motion.reference import read_reference
 from musclerl.motion.storage import read_storage
 from musclerl.resources import assets_dir
+from musclerl.rl.rollout import Recording
 
 POLICY = assets_dir() / "policies" / "myolegs_walk"
 
@@ -244,7 +244,7 @@ def test_evaluate_a_dataset_root_and_resume(dataset, tmp_path, capsys):
 
 
 def test_gait120_preset_is_what_detection_finds(dataset):
-    from musclerl.evaluate.command_evaluate import _signs
+    from musclerl.cli.evaluate import _signs
 
     ref = read_reference(next((dataset / "S901").glob("*Trial02*.npz")))
     detected, _ = reference_signs(ref, {})

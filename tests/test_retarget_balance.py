@@ -11,7 +11,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from musclerl.evaluate.plausibility import (
+from musclerl.dynamics.plausibility import (
     PlausibilitySeries,
     nearest_support_point,
     trajectory_plausibility,
@@ -183,7 +183,7 @@ def test_balance_never_returns_a_worse_clip(shared_data):
     """The DeepMimic run retargeted onto myolegs: its flight is not ballistic (the floor would
     pull), which no horizontal shift of the centre of mass can mend. The pass may not help, but
     what it returns is never worse than its input, and the input itself when no round helped."""
-    from musclerl.retarget.keypoints.command_smpl import SmplOptions, retarget_file
+    from musclerl.retarget.keypoints.files import SmplOptions, retarget_file
 
     path = Path(shared_data) / "deepmimic" / "humanoid3d_run.txt"
     if not path.exists():

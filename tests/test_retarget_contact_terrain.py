@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.ground.contact import (
+from musclerl.ground.contact import (
     ContactParams,
     detect_contacts,
     foot_flags,
@@ -15,6 +14,7 @@ from musclerl.retarget.ground.contact import (
     remove_short_phases,
     stance_phases,
 )
+from musclerl.motion.trajectory import Terrain
 from musclerl.retarget.ground.terrain import (
     fit_patch,
     free_space_ceiling,

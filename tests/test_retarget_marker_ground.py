@@ -11,16 +11,16 @@ import mujoco
 import numpy as np
 import pytest
 
+from musclerl.ground.belt import belt_velocity_mps
+from musclerl.ground.contact import detect_contacts
+from musclerl.ground.surface import GeomSurface, penetration_m
 from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
-from musclerl.retarget.ground.contact import detect_contacts
 from musclerl.retarget.ground.soles import model_soles, point_positions_m
-from musclerl.retarget.ground.surface import GeomSurface, penetration_m
 from musclerl.retarget.markers.ground import (
     LEVEL_SLOPE_DEG,
     TREADMILL_MIN_SPEED_MPS,
     GroundOptions,
-    belt_velocity_mps,
     ground_clip,
     looks_like_treadmill,
 )
@@ -215,10 +215,10 @@ def test_toes_bend_out_of_the_floor_instead_of_lifting_the_body():
     and a pose clear of the floor is left alone."""
     import mujoco
 
+    from musclerl.ground.surface import GeomSurface, penetration_m
     from musclerl.models.geoms import collision_geoms
     from musclerl.models.registry import load_model
     from musclerl.motion.trajectory import Terrain
-    from musclerl.retarget.ground.surface import GeomSurface, penetration_m
     from musclerl.retarget.markers.ground import bend_toes_off_floor
 
     model = load_model("myolegs")

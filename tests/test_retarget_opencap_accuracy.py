@@ -13,8 +13,8 @@ import re
 
 import pytest
 
+from musclerl.bench.accuracy import accuracy_table
 from musclerl.cli import main
-from musclerl.evaluate.retarget_accuracy import accuracy_table
 from musclerl.motion.storage import read_storage
 
 WALKS = [

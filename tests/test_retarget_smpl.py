@@ -16,16 +16,16 @@ import numpy as np
 import pytest
 
 from musclerl.cli import main
-from musclerl.models.registry import load_model
-from musclerl.motion.smpl import read_amass
-from musclerl.motion.trajectory import Terrain, Trajectory
-from musclerl.retarget import correspondence as corr
-from musclerl.retarget.ground.surface import (
+from musclerl.ground.surface import (
     GeomSurface,
     GroundContact,
     geom_surface_samples,
     skating_mps,
 )
+from musclerl.models.registry import load_model
+from musclerl.motion.smpl import read_amass
+from musclerl.motion.trajectory import Terrain, Trajectory
+from musclerl.retarget import correspondence as corr
 from musclerl.retarget.keypoints.pipeline import PipelineParams, retarget_keypoints
 from musclerl.retarget.synthetic import gait as sg
 from musclerl.retarget.synthetic.smpl import smpl_walk, write_walk_npz

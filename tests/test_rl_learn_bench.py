@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from musclerl.bench.learn import tracking_test
 from musclerl.cli import main
 from musclerl.envs.motions import sine_gait
-from musclerl.rl.learn_bench import tracking_test
 
 REPO = Path(__file__).resolve().parents[1]
 WALK = REPO / "assets" / "motions" / "walk_tiny.npz"

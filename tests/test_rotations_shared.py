@@ -9,10 +9,10 @@ import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from musclerl.envs.geometry import quat_to_mat
-from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
-from musclerl.retarget.ik.rotations import kabsch
-from musclerl.retarget.ik.rotations import quat_to_mat as jax_quat_to_mat
+from musclerl.geometry.arrays import quat_to_mat
+from musclerl.geometry.jax_rotations import kabsch
+from musclerl.geometry.jax_rotations import quat_to_mat as jax_quat_to_mat
+from musclerl.geometry.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 
 
 def test_kabsch_recovers_a_known_rigid_motion():

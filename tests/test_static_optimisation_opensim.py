@@ -9,10 +9,10 @@ import mujoco
 import numpy as np
 import pytest
 
+from musclerl.bench import so as so_bench
 from musclerl.cli import main
 from musclerl.dynamics import inverse_dynamics as idyn
 from musclerl.dynamics.ground_support import gradual_transfer, model_feet, residual_on_feet
-from musclerl.evaluate import so_bench
 from musclerl.evaluate.muscle_names import GAIT2392_TO_RAJAGOPAL, gait2392_to_rajagopal, rename_gait2392_table
 from musclerl.models.couplings import independent_coordinates
 from musclerl.models.introspect import muscle_ids

@@ -32,6 +32,7 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.fileio import read_text
+from musclerl.geometry.free_root import free_joints
 from musclerl.models.couplings import coupling_matrix
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP
 from musclerl.motion.trajectory import finite_difference_qvel
@@ -274,11 +275,7 @@ def inverse_dynamics(
     T = qpos.shape[0]
     qfrc = np.zeros((T, model.nv))
     moments = np.zeros((T, len(coordinates)))
-    root_dofs = [
-        int(model.jnt_dofadr[j])
-        for j in range(model.njnt)
-        if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)
-    ]
+    root_dofs = [int(model.jnt_dofadr[j]) for j in free_joints(model)]
     for t in range(T):
         d.qpos[:], d.qvel[:], d.qacc[:] = qpos[t], qvel[t], qacc[t]
         mujoco.mj_inverse(m, d)

@@ -4,7 +4,7 @@ API::
 
     from musclerl.envs import TrackingEnv, EnvConfig
     cfg = EnvConfig.from_dict(yaml_dict)            # defaults for everything; unknown keys raise
-    env = TrackingEnv(model="tiny" | "myolegs" | "path.xml", dataset=trajectory, config=cfg,
+    env = TrackingEnv(model="tiny" | "myolegs" | "path.xml", motion=trajectory, config=cfg,
                       backend="cpu" | "mjx", num_envs=N, threads=T)
     env.observation_size, env.action_size           # ints; env.actions: the action space (actions.py)
     state = env.reset(rng)                          # State, batched (N, ...); rng: jax key (or int on cpu)
@@ -20,13 +20,13 @@ API::
 ``cpu``: numpy leaves, MuJoCo C stepping on ``threads`` threads (``mujoco.batch.Batch``).
 ``mjx``: jax leaves; ``jax.jit(env.step)`` / ``jax.lax.scan`` over it.
 Pieces: config.py (EnvConfig), world.py (model + sites + terrain), reference.py (per-frame
-reference arrays), state.py (State, Kinematics pytrees), geometry.py (numpy/jax rotations and
-heights), actions.py (action spaces, PD inversion), observations.py, rewards.py, termination.py,
-initial_state.py (RSI, clip sampling), time_scale.py (faster and slower clip copies),
-start_activation.py (static-optimisation start activations), backends/ (the Physics protocol; cpu.py,
-mjx.py), tracking.py (TrackingEnv), gym_env.py (``musclerl/Tracking-v0``), video.py, bench.py, motions.py
-(synthetic test motions), symmetry.py (the left/right mirror of observations and actions, for PPO's
-mirrored batches).
+reference arrays), state.py (State, Kinematics pytrees), actions.py (action spaces, PD inversion),
+observations.py, rewards.py, termination.py, initial_state.py (RSI, clip sampling), time_scale.py
+(faster and slower clip copies), start_activation.py (static-optimisation start activations),
+backends/ (the Physics protocol; cpu.py, mjx.py), tracking.py (TrackingEnv), gym_env.py
+(``musclerl/Tracking-v0``), video.py, motions.py (synthetic test motions), symmetry.py (the
+left/right mirror of observations and actions, for PPO's mirrored batches). The numpy/jax
+rotations and heights they share are :mod:`musclerl.geometry.arrays`.
 """
 
 from __future__ import annotations

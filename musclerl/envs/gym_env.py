@@ -36,7 +36,7 @@ def _make(
 
         motion = sine_dataset(model)
     return TrackingEnv(
-        model=model, dataset=motion, config=config, backend="cpu", num_envs=num_envs, threads=threads
+        model=model, motion=motion, config=config, backend="cpu", num_envs=num_envs, threads=threads
     )
 
 

@@ -11,7 +11,7 @@ import mujoco
 import numpy as np
 
 from musclerl.models.registry import load_model
-from musclerl.motion.trajectory import Trajectory, concatenate, finite_difference_qvel
+from musclerl.motion.trajectory import Trajectory, concatenate
 
 
 def sine_gait(
@@ -48,13 +48,11 @@ def sine_gait(
             2 * np.pi * t / period_s + phase_rad + side * np.pi / 2
         )
     _lift_out_of_floor(model, qpos)
-    qvel = finite_difference_qvel(model, qpos, rate_hz)
-    return Trajectory(
-        qpos=qpos,
-        qvel=qvel,
-        rate_hz=rate_hz,
-        joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
-        model_name=str(model_name),
+    return Trajectory.from_qpos(
+        model,
+        qpos,
+        rate_hz,
+        str(model_name),
         clip_names=(name,),
         clip_loop=np.array([loop]),
     )

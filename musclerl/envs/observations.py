@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from musclerl.envs import geometry as geo
 from musclerl.envs.config import ObsConfig
 from musclerl.envs.reference import lookup
 from musclerl.envs.state import Kinematics
+from musclerl.geometry import arrays as geo
 
 PIECES = (
     "root_height",

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from musclerl.envs import geometry as geo
 from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS, EnvConfig
 from musclerl.envs.state import Kinematics
+from musclerl.geometry import arrays as geo
 
 
 def tracking_errors(kin: Kinematics, target: dict[str, Any], xp: Any) -> dict[str, Any]:

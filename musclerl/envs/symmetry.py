@@ -38,8 +38,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from musclerl.envs import geometry as geo
 from musclerl.errors import InputError
+from musclerl.geometry import arrays as geo
 from musclerl.motion.mirror import MirrorMap, mirror_map, partner
 
 FRAME_TOLERANCE = 0.05  # off-diagonal entries of a frame reflection (sin 3 deg): as mirror_map's axes

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from musclerl.envs import geometry as geo
 from musclerl.envs.config import EnvConfig
 from musclerl.envs.state import Kinematics
+from musclerl.geometry import arrays as geo
 from musclerl.models.geoms import primitive_lowest_z
 
 #: The reasons an episode terminates, reported as ``metrics["term/<rule>"]``.

@@ -2,7 +2,7 @@
 
 ::
 
-    env = TrackingEnv("tiny", dataset, EnvConfig(), backend="cpu", num_envs=64, threads=2)
+    env = TrackingEnv("tiny", motion, EnvConfig(), backend="cpu", num_envs=64, threads=2)
     state = env.reset(jax.random.PRNGKey(0))       # State, leaves (N, ...)
     state = env.step(state, action)                # action (N, nu) excitations, clipped to [0, 1]
 
@@ -64,7 +64,8 @@ _START_FIELDS = ("qpos", "qvel", "activation")  # what an episode's start state 
 
 
 class TrackingEnv:
-    """Batched tracking environment over ``num_envs`` copies of a model.
+    """Batched tracking environment over ``num_envs`` copies of a model, tracking ``motion`` (a
+    :class:`~musclerl.motion.trajectory.Trajectory`, every clip of it, or its .npz path).
 
     Attributes: ``observation_size``, ``action_size`` (= number of actuators), ``obs_pieces``
     (piece -> size, in order), ``reference`` (:class:`Reference`), ``model`` (the compiled
@@ -74,20 +75,18 @@ class TrackingEnv:
     def __init__(
         self,
         model: str | os.PathLike = "myolegs",
-        dataset: Trajectory | str | os.PathLike | None = None,
+        motion: Trajectory | str | os.PathLike | None = None,
         config: EnvConfig | dict | None = None,
         backend: str = "cpu",
         num_envs: int = 1,
         threads: int = 1,
     ):
-        if dataset is None:
-            raise InputError("TrackingEnv", "a dataset (Trajectory or .npz path) is required")
-        source = (
-            f"motion for model '{dataset.model_name}'" if isinstance(dataset, Trajectory) else str(dataset)
-        )
-        if not isinstance(dataset, Trajectory):
-            dataset = Trajectory.load(dataset)
-        check_clip_lengths(dataset, source)
+        if motion is None:
+            raise InputError("TrackingEnv", "a motion (Trajectory or .npz path) is required")
+        source = f"motion for model '{motion.model_name}'" if isinstance(motion, Trajectory) else str(motion)
+        if not isinstance(motion, Trajectory):
+            motion = Trajectory.load(motion)
+        check_clip_lengths(motion, source)
         if backend not in BACKENDS:
             raise InputError("TrackingEnv", f"unknown backend '{backend}'; choose one of {list(BACKENDS)}")
         if num_envs < 1:
@@ -99,13 +98,13 @@ class TrackingEnv:
             str(model),
             self.config.sites,
             self.config.foot_bodies,
-            dataset.terrain,
+            motion.terrain,
             self.config.integrator,
             self.config.timestep_s,
         )
         self.model: mujoco.MjModel = self.world.model
         try:  # the one line names the motion file (when given as a path) and this model
-            dataset.check_model(self.model, source)
+            motion.check_model(self.model, source)
         except InputError as err:
             raise InputError(err.source, f"{err.problem}; the environment's model is '{model}'") from err
         if self.config.control_hz > 0:  # a copy: the caller's config is not changed
@@ -114,7 +113,7 @@ class TrackingEnv:
         self.control_dt_s = float(self.config.substeps * self.model.opt.timestep)
         self.reference: Reference = build_reference(
             self.world,
-            dataset,
+            motion,
             1.0 / self.control_dt_s,
             self.config.initial_activation == "static" or self.config.action.feedforward,
         )

@@ -25,6 +25,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.geometry.free_root import free_root
 from musclerl.models.geoms import body_collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.motion.trajectory import Terrain
@@ -70,7 +71,7 @@ def build_world(
     """
     spec = load_spec(model_name)
     model0 = compile_spec(spec, model_name)
-    if model0.njnt == 0 or model0.jnt_type[0] != mujoco.mjtJoint.mjJNT_FREE:
+    if free_root(model0) != 0:
         raise InputError(model_name, "tracking needs a model whose first joint is a free root joint")
     if np.any(model0.jnt_type == mujoco.mjtJoint.mjJNT_BALL):
         raise InputError(model_name, "ball joints are not supported by the tracking env yet")

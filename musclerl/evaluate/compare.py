@@ -23,7 +23,7 @@ import numpy as np
 
 from musclerl.evaluate import metrics
 from musclerl.evaluate.alignment import Cycles, heel_strikes, normalise_cycles, resample
-from musclerl.evaluate.rollout import Recording
+from musclerl.rl.rollout import Recording
 
 TORQUE_SUFFIXES = ("_moment", "_force")
 PELVIS_ANGLES = ("pelvis_tilt", "pelvis_list", "pelvis_rotation")

@@ -48,8 +48,11 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.geometry.rotations import matrix_to_quat_wxyz
+from musclerl.ground.belt import model_belt_velocity_mps
+from musclerl.ground.floor import lowest_z_m
 from musclerl.models.couplings import SCALAR_JOINTS, apply_couplings, independent_coordinates
-from musclerl.models.geoms import body_collision_geoms, foot_geoms, geom_lowest_z
+from musclerl.models.geoms import body_collision_geoms
 from musclerl.models.opensim_coordinates import (
     HINGE,
     OPENSIM_TO_MUJOCO,
@@ -60,8 +63,6 @@ from musclerl.models.opensim_coordinates import (
     opensim_pelvis_rotation,
     pelvis_in_root,
 )
-from musclerl.motion.keypoints import matrix_to_quat_wxyz
-from musclerl.retarget.markers.ground import belt_velocity_mps as ground_velocity
 
 KNEE_COLUMNS = ("knee_angle_r", "knee_angle_l")
 
@@ -239,7 +240,7 @@ def floor_clearance_m(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
 
     "Ground" is the colliding geoms of the world body, which must be horizontal planes (for the
     registered myo_sim models, the floor at z = 0); the highest of them counts. Lowest points are
-    :func:`musclerl.models.geoms.geom_lowest_z`, the same as the retarget report and the
+    :func:`musclerl.ground.floor.lowest_z_m`, the same as the retarget report and the
     environment's fall detection use.
     """
     colliding = (model.geom_contype != 0) | (model.geom_conaffinity != 0)
@@ -253,12 +254,7 @@ def floor_clearance_m(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
     if np.any(model.geom_type[ground] != mujoco.mjtGeom.mjGEOM_PLANE) or not np.allclose(up, [0, 0, 1]):
         raise ValueError("floor clearance needs the ground to be horizontal planes")
     ground_z = float(d.geom_xpos[ground, 2].max())
-    out = np.zeros(len(np.atleast_2d(qpos)))
-    for t, q in enumerate(np.atleast_2d(qpos)):
-        d.qpos[:] = q
-        mujoco.mj_kinematics(model, d)
-        out[t] = geom_lowest_z(model, d, moving).min() - ground_z
-    return out
+    return lowest_z_m(model, qpos, moving) - ground_z
 
 
 def place_on_ground(model: mujoco.MjModel, qpos: np.ndarray, percentile: float = 5.0) -> np.ndarray:
@@ -275,25 +271,6 @@ def place_on_ground(model: mujoco.MjModel, qpos: np.ndarray, percentile: float =
     return q
 
 
-def belt_velocity_mps(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray) -> np.ndarray:
-    """Treadmill belt velocity (2,) world x, y: the ground velocity under the stance feet, from the
-    foot geoms' centres (:func:`musclerl.models.geoms.foot_geoms`) by the marker pipeline's
-    estimator (:func:`musclerl.retarget.markers.ground.belt_velocity_mps`: the median velocity of
-    the feet while low and steady). On a treadmill the stance foot moves with the belt;
-    overground it rests."""
-    feet = foot_geoms(model)
-    d = mujoco.MjData(model)
-    pos = np.zeros((len(qpos), len(feet), 3))
-    for t, q in enumerate(qpos):
-        d.qpos[:] = q
-        mujoco.mj_kinematics(model, d)
-        pos[t] = d.geom_xpos[feet]
-    time_s = np.asarray(time_s, dtype=float)
-    if len(time_s) < 3:
-        return np.zeros(2)
-    return ground_velocity(pos, float((len(time_s) - 1) / (time_s[-1] - time_s[0])))
-
-
 def treadmill_to_overground(
     model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -302,7 +279,7 @@ def treadmill_to_overground(
     A constant belt speed is a Galilean change of frame: accelerations, joint moments and
     ground forces are unchanged; only the root's horizontal velocity gains ``-belt``.
     """
-    belt = belt_velocity_mps(model, qpos, time_s)
+    belt = model_belt_velocity_mps(model, qpos, time_s)
     adr = int(model.jnt_qposadr[_root_joint(model)])
     q = np.array(qpos, dtype=float, copy=True)
     q[:, adr : adr + 2] -= np.outer(np.asarray(time_s, float) - time_s[0], belt)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from musclerl.evaluate.compare import CycleComparison, Series
-from musclerl.evaluate.rollout import Recording
+from musclerl.rl.rollout import Recording
 
 SIM_COLOUR = "tab:blue"
 REF_COLOUR = "black"

@@ -32,7 +32,7 @@ from musclerl.evaluate.coordinates import (
     treadmill_to_overground,
 )
 from musclerl.motion.reference import ReferenceData
-from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
+from musclerl.motion.trajectory import Trajectory
 
 MIN_FRAMES = 5
 SIGN_NOTE = "sign flip: "  # the notes that state a flip (counted across a dataset's trials)
@@ -98,12 +98,11 @@ def reference_trajectory(
     qpos = place_on_ground(model, qpos)
     duration_s = float(ref.time_sec[-1] - ref.time_sec[0])
     rate_hz = (ref.num_frames - 1) / duration_s
-    traj = Trajectory(
-        qpos=qpos,
-        qvel=finite_difference_qvel(model, qpos, rate_hz),
-        rate_hz=rate_hz,
-        joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
-        model_name=model_name,
+    traj = Trajectory.from_qpos(
+        model,
+        qpos,
+        rate_hz,
+        model_name,
         clip_names=(ref.trial or Path(source).stem,),
     )
     notes = [f"tracked the reference's own joint_angle ({ref.num_frames} samples at {rate_hz:.4g} Hz)"]

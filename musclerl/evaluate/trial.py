@@ -3,7 +3,7 @@
 :func:`evaluate_trial` is what ``musclerl evaluate`` does for one motion/reference pair; the
 folder mode (:mod:`musclerl.evaluate.folder`) calls it once per file, in worker processes.
 It writes into ``out`` (atomically, the whole folder): ``metrics.json``, ``metrics.csv``,
-``report.md``, ``recording.npz`` (every recorded array, see :mod:`musclerl.evaluate.rollout`) and
+``report.md``, ``recording.npz`` (every recorded array, see :mod:`musclerl.rl.rollout`) and
 ``plots/*.png``, and returns a :class:`TrialResult` for tables across trials.
 
 Without a motion, the reference's own ``joint_angle`` is tracked
@@ -103,8 +103,8 @@ def evaluate_trial(
     from musclerl.envs.tracking import TrackingEnv
     from musclerl.evaluate import compare, report
     from musclerl.evaluate.reference_motion import policy_model, reference_signs, reference_trajectory
-    from musclerl.evaluate.rollout import rollout
     from musclerl.motion.trajectory import Trajectory
+    from musclerl.rl.rollout import rollout
 
     if inputs.motion is None and inputs.reference is None:
         raise InputError("evaluate", "give --motion, --reference or both")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from musclerl.geometry.free_root import free_root
 from musclerl.models.couplings import independent_coordinates
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP
 
@@ -42,10 +43,10 @@ def opensim_pelvis_rotation(
 
 
 def _root_joint(model: mujoco.MjModel) -> int:
-    for j in range(model.njnt):
-        if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
-            return j
-    raise ValueError("model has no free joint")
+    root = free_root(model)
+    if root is None:
+        raise ValueError("model has no free joint")
+    return root
 
 
 def pelvis_in_root(model: mujoco.MjModel, pelvis_body: str = "pelvis") -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,7 @@ from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation
 
 from musclerl.errors import InputError
+from musclerl.geometry.rotations import axis_angle_to_matrix
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP
 
 
@@ -132,14 +133,14 @@ def _joint_transform(
                 continue
             value = _axis_value(axis, defaults)
             if axis.get("name", "").startswith("rotation"):
-                rotation = rotation @ Rotation.from_rotvec(direction / norm * value).as_matrix()
+                rotation = rotation @ axis_angle_to_matrix(direction / norm * value)
             else:
                 translation = translation + direction / norm * value
         return rotation, translation
     coordinates = [c.get("name", "") for c in joint.iter("Coordinate")]
     value = defaults.get(coordinates[0], 0.0) if coordinates else 0.0
     if joint.tag == "PinJoint":
-        rotation = Rotation.from_rotvec([0.0, 0.0, value]).as_matrix()
+        rotation = axis_angle_to_matrix([0.0, 0.0, value])
     elif joint.tag == "SliderJoint":
         translation = np.array([value, 0.0, 0.0])
     return rotation, translation

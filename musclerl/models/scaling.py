@@ -27,9 +27,9 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.geometry.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from musclerl.models.opensim_setup import Measurement
 from musclerl.models.registry import compile_spec
-from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 
 
 def _local_factors(quat: np.ndarray, body_factors: np.ndarray) -> np.ndarray:

@@ -31,7 +31,8 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.fileio import read_text
-from musclerl.motion.keypoints import Y_UP_TO_Z_UP, KeypointMotion, quat_wxyz_to_matrix, y_up_to_z_up
+from musclerl.geometry.rotations import quat_wxyz_to_matrix
+from musclerl.motion.keypoints import Y_UP_TO_Z_UP, KeypointMotion, y_up_to_z_up
 
 FRAME_WIDTH = 44
 #: No frame value reaches this: durations (s), root position (m), quaternion components, angles (rad).

@@ -6,7 +6,7 @@ clips stand on different grounds (flat, slopes, steps recovered by retargeting) 
 heightfield holding each distinct terrain as a tile, and every clip is moved by its tile's
 offset (root x, y, z of every frame, and recorded sites): an environment on clip c then walks on
 clip c's ground. Observations, rewards and terminations need nothing else: they read heights
-through the one terrain (``musclerl.envs.geometry.ground_height``) and positions relative to the
+through the one terrain (``musclerl.geometry.arrays.ground_height``) and positions relative to the
 root or to the (moved) reference, never absolute x, y.
 
 Layout, in the dataset's world frame (metres, z up):

@@ -1,4 +1,4 @@
-"""Keypoint motion (joint positions over time) and the rotation helpers the readers share.
+"""Keypoint motion (joint positions over time) and the Y-up to Z-up frame change the readers share.
 
 :class:`KeypointMotion` is what both the AMASS/SMPL reader and the DeepMimic reader produce, so
 retargeting treats a SMPL clip and a DeepMimic clip alike: named 3-D points per frame in MuJoCo's
@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import mujoco
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from musclerl.errors import InputError
 
@@ -38,41 +36,6 @@ def y_up_to_z_up(points: np.ndarray) -> np.ndarray:
 def z_up_to_y_up(points: np.ndarray) -> np.ndarray:
     """Inverse of :func:`y_up_to_z_up`: (x, y, z)_yup = (x, z, -y)_mujoco."""
     return np.asarray(points, dtype=float) @ Y_UP_TO_Z_UP
-
-
-def axis_angle_to_matrix(rotvec: np.ndarray) -> np.ndarray:
-    """Axis-angle vectors (..., 3), radians, to rotation matrices (..., 3, 3)."""
-    rotvec = np.asarray(rotvec, dtype=float)
-    flat = rotvec.reshape(-1, 3)
-    return Rotation.from_rotvec(flat).as_matrix().reshape(*rotvec.shape[:-1], 3, 3)
-
-
-def quat_wxyz_to_matrix(quat: np.ndarray) -> np.ndarray:
-    """Quaternions (..., 4) in (w, x, y, z) order to rotation matrices (..., 3, 3); normalises."""
-    quat = np.asarray(quat, dtype=float)
-    flat = quat.reshape(-1, 4)
-    return Rotation.from_quat(flat[:, [1, 2, 3, 0]]).as_matrix().reshape(*quat.shape[:-1], 3, 3)
-
-
-def matrix_to_quat_wxyz(matrix: np.ndarray) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) to unit quaternions (..., 4) in (w, x, y, z) order.
-
-    The one matrix-to-quaternion conversion for numpy code, MuJoCo's ``mju_mat2Quat`` so that
-    quaternions written into qpos are the ones MuJoCo itself would produce.
-    """
-    matrix = np.asarray(matrix, dtype=float)
-    flat = np.ascontiguousarray(matrix.reshape(-1, 9))
-    out = np.zeros((len(flat), 4))
-    for i, row in enumerate(flat):
-        mujoco.mju_mat2Quat(out[i], row)
-    return out.reshape(*matrix.shape[:-2], 4)
-
-
-def matrix_to_axis_angle(matrix: np.ndarray) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) to axis-angle vectors (..., 3), radians."""
-    matrix = np.asarray(matrix, dtype=float)
-    flat = matrix.reshape(-1, 3, 3)
-    return Rotation.from_matrix(flat).as_rotvec().reshape(*matrix.shape[:-2], 3)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,8 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from musclerl.geometry.free_root import free_joints, free_root
+from musclerl.geometry.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from musclerl.motion.trajectory import Trajectory
 
 SIDES = (("_r", "_l"), ("_l", "_r"))
@@ -81,10 +82,9 @@ class MirrorMap:
 
 def mirror_map(model: mujoco.MjModel, source: str = "model") -> MirrorMap:
     """The mirror map of ``model`` (see the module docstring); InputError if it is not symmetric."""
-    free = [j for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
-    if len(free) != 1:
+    if len(free_joints(model)) != 1:
         raise InputError(source, "mirroring needs exactly one free root joint")
-    root = free[0]
+    root = free_root(model)
     data = mujoco.MjData(model)
     data.qpos[:] = model.qpos0
     mujoco.mj_kinematics(model, data)

@@ -45,7 +45,8 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, read_npz
-from musclerl.motion.keypoints import Y_UP_TO_Z_UP, KeypointMotion, axis_angle_to_matrix, matrix_to_axis_angle
+from musclerl.geometry.rotations import axis_angle_to_matrix, matrix_to_axis_angle
+from musclerl.motion.keypoints import Y_UP_TO_Z_UP, KeypointMotion
 
 SMPL_JOINT_NAMES: tuple[str, ...] = (
     "pelvis",

@@ -3,14 +3,17 @@
 Every summary has ``kind``, ``frames`` (rows actually present), ``rate_hz``, ``duration_s`` (first
 to last frame), ``columns`` (marker / column / joint / keypoint names) and ``units`` (as read);
 kinds add a few extras (``markers``, ``in_degrees``, ``joints``, ...). A Trajectory's summary adds
-``plausibility`` (:meth:`musclerl.evaluate.plausibility.Plausibility.as_dict` on its model).
+``plausibility`` when the caller passes the check (``musclerl info`` passes
+:func:`musclerl.cli.info.trajectory_check`: the dynamics it runs sit above the motion files).
 """
 
 from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,8 +21,12 @@ from musclerl.errors import InputError
 from musclerl.fileio import existing_file
 
 
-def summarize_motion_file(path: str | os.PathLike) -> dict:
-    """Summarise a ``.trc``, ``.mot``, ``.sto``, ``.npz`` (AMASS, Trajectory, reference) or DeepMimic clip."""
+def summarize_motion_file(
+    path: str | os.PathLike, check_trajectory: Callable[[Any, Path], dict] | None = None
+) -> dict:
+    """Summarise a ``.trc``, ``.mot``, ``.sto``, ``.npz`` (AMASS, Trajectory, reference) or DeepMimic
+    clip; a Trajectory's summary gets ``plausibility = check_trajectory(trajectory, path)`` when given
+    (inside the summary, so the check's warnings are listed with the others)."""
     path = existing_file(path, "motion file")
     suffix = path.suffix.lower()
     with warnings.catch_warnings(record=True) as caught:
@@ -29,7 +36,7 @@ def summarize_motion_file(path: str | os.PathLike) -> dict:
         elif suffix in (".mot", ".sto"):
             info = _storage(path)
         elif suffix == ".npz":
-            info = _npz(path)
+            info = _npz(path, check_trajectory)
         elif suffix in (".txt", ".json"):
             info = _deepmimic(path)
         else:
@@ -106,7 +113,7 @@ def npz_kind(path: str | os.PathLike) -> str:
     )
 
 
-def _npz(path: Path) -> dict:
+def _npz(path: Path, check_trajectory: Callable[[Any, Path], dict] | None) -> dict:
     kind = npz_kind(path)
     if kind == "reference":
         from musclerl.motion.reference import read_reference
@@ -150,7 +157,8 @@ def _npz(path: Path) -> dict:
             sites=list(traj.site_names),
             terrain=traj.terrain is not None,
         )
-        info["plausibility"] = _plausibility(traj, path)
+        if check_trajectory is not None:
+            info["plausibility"] = check_trajectory(traj, path)
         return info
     from musclerl.motion.smpl import SMPL_JOINT_NAMES, read_amass
 
@@ -164,20 +172,6 @@ def _npz(path: Path) -> dict:
         skeleton=motion.skeleton,
     )
     return info
-
-
-def _plausibility(traj, path: Path) -> dict:
-    """:func:`musclerl.evaluate.plausibility.trajectory_plausibility` on the registry model the
-    motion names, as a dict; ``{"skipped": reason}`` when the motion names no registered model.
-    A motion that names a registered model but does not fit it (nq, nv, joint names) is refused
-    with :class:`InputError` naming ``path``: its arrays are inconsistent, not merely unchecked.
-    (A motion retargeted onto a scaled model is checked on the unscaled one.)"""
-    from musclerl.evaluate.plausibility import trajectory_plausibility
-    from musclerl.models.registry import REGISTRY, load_model
-
-    if traj.model_name not in REGISTRY:
-        return {"skipped": f"{traj.model_name!r} is not a registered model"}
-    return trajectory_plausibility(traj, load_model(traj.model_name), source=path).as_dict()
 
 
 def _deepmimic(path: Path) -> dict:

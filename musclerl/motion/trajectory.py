@@ -254,6 +254,22 @@ class Trajectory:
         except InputError as err:
             raise InputError(path, err.problem) from err
 
+    @classmethod
+    def from_qpos(
+        cls, model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float, model_name: str, **fields
+    ) -> Trajectory:
+        """The Trajectory of positions ``qpos`` (T, nq) of ``model`` sampled at ``rate_hz``: the
+        velocities by :func:`finite_difference_qvel`, the joint names the model's; ``fields`` are
+        the other Trajectory fields (sites, contact, terrain, clip names and loops)."""
+        return cls(
+            qpos=qpos,
+            qvel=finite_difference_qvel(model, qpos, rate_hz),
+            rate_hz=rate_hz,
+            joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
+            model_name=model_name,
+            **fields,
+        )
+
 
 def _fields(data: dict[str, np.ndarray]) -> dict:
     """Trajectory keyword arguments (but qpos and qvel) from the arrays of an NPZ."""

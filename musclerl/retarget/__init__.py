@@ -12,5 +12,5 @@
 * :mod:`~musclerl.retarget.batch`: the folder runner of both commands (outputs per input,
   resume, worker processes, the failure rule);
 * :mod:`~musclerl.retarget.synthetic`: generated motions with a known truth, for tests and
-  :mod:`~musclerl.retarget.bench` (``musclerl bench ik``).
+  :mod:`~musclerl.bench.ik` (``musclerl bench ik``).
 """

@@ -3,12 +3,12 @@
 Retargeting keeps the feet and the segment directions of the source, not its dynamics. On a
 different body (e.g. the DeepMimic humanoid's walk on myolegs, whose trunk is rigid on the
 pelvis) the centre of pressure that inverse dynamics needs can leave the feet for tenths of a
-second around each heel strike (:mod:`musclerl.evaluate.plausibility`): no body can follow that
+second around each heel strike (:mod:`musclerl.dynamics.plausibility`): no body can follow that
 motion, and a tracking policy learns to drift instead. :func:`balance_trajectory` corrects the
 horizontal path of the centre of mass, keeping the feet where they are, in a few rounds of:
 
 1. **check**: per loaded frame the centre of pressure ``p`` and the support's point ``s`` nearest
-   to it (``s = p`` inside the support), from :func:`~musclerl.evaluate.plausibility.plausibility`;
+   to it (``s = p`` inside the support), from :func:`~musclerl.dynamics.plausibility.plausibility`;
 2. **plan**: the centre-of-mass shift ``d`` (T, 2) minimising, per clip,
 
    ``sum_loaded |d - k d'' - e|^2 + reg_shift |d|^2 + reg_accel |k d''|^2``
@@ -44,7 +44,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.evaluate.plausibility import Plausibility, Thresholds, leg_feet, plausibility
+from musclerl.dynamics.plausibility import Plausibility, Thresholds, leg_feet, plausibility
 from musclerl.models.couplings import independent_coordinates
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel, looping_qvel
 
@@ -292,7 +292,7 @@ def balance_for_report(traj: Trajectory, model: mujoco.MjModel) -> tuple[Traject
     pass holds; a scaled subject's markers stay where the kinematic solve put them),
     and the report's ``balance`` entry: the rounds, the centre-of-pressure fraction off the feet
     before and after, whether the check passes after, and the largest root move (m)."""
-    from musclerl.retarget.ground.surface import site_positions_m
+    from musclerl.ground.surface import site_positions_m
 
     balanced = balance_trajectory(traj, model)
     out = balanced.trajectory

@@ -31,7 +31,7 @@ Fields (T frames, all lengths in metres, world frame Z up):
     on the same surface samples the ground constraint holds (:meth:`GeomSurface.depth_m`).
 ``skating_mps``
     mean horizontal speed of foot geoms over the frames they are in stance (stance from speed and
-    height, :func:`musclerl.retarget.ground.contact.detect_contacts`); ``null`` when no stance is found
+    height, :func:`musclerl.ground.contact.detect_contacts`); ``null`` when no stance is found
     (e.g. a treadmill clip measured before its belt is undone; marker trials are measured after,
     see :mod:`musclerl.retarget.markers.ground` and its ``treadmill`` and ``floor`` keys);
     ``stance_frac`` says how much stance there was.
@@ -45,7 +45,7 @@ Fields (T frames, all lengths in metres, world frame Z up):
 ``plausibility``
     could a body of the model's mass do this on the ground: stance-foot slip, external force,
     centre of pressure, root acceleration, ``passed`` and ``failures``
-    (:meth:`musclerl.evaluate.plausibility.Plausibility.as_dict`).
+    (:meth:`musclerl.dynamics.plausibility.Plausibility.as_dict`).
 """
 
 from __future__ import annotations
@@ -56,14 +56,14 @@ import os
 import mujoco
 import numpy as np
 
+from musclerl.dynamics.plausibility import plausibility
 from musclerl.errors import InputError
-from musclerl.evaluate.plausibility import plausibility
 from musclerl.fileio import atomic_path
+from musclerl.ground.contact import detect_contacts
+from musclerl.ground.surface import GeomSurface
 from musclerl.models.couplings import couplings
 from musclerl.models.geoms import collision_geoms, foot_geoms
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.ground.contact import detect_contacts
-from musclerl.retarget.ground.surface import GeomSurface
 from musclerl.retarget.ground.terrain import terrain_summary
 from musclerl.retarget.ik.constraints import muscle_tendon_ids, predicted_tendon_changes, tendon_jumps
 

@@ -1,1 +1,1 @@
-"""PPO trainer, networks, checkpoints, policy export."""
+"""PPO trainer, networks, checkpoints, policy export, deterministic rollouts (:mod:`.rollout`)."""

@@ -71,9 +71,10 @@ def build_env_and_tags(cfg: TrainConfig) -> tuple[Any, tuple[tuple[str, ...], ..
 
         toy = ToyTrackingEnv(num_envs=num_envs)
         return (toy if cfg.backend == "mjx" else HostToyEnv(toy)), None
+    from musclerl.dynamics.screening import load_dataset
     from musclerl.envs import TrackingEnv
     from musclerl.models.registry import load_model
-    from musclerl.motion.dataset import load_dataset, with_clip_weights
+    from musclerl.motion.dataset import with_clip_weights
 
     model = load_model(cfg.model)
     motion = load_dataset(cfg.motion, model, cfg.model)
@@ -84,7 +85,7 @@ def build_env_and_tags(cfg: TrainConfig) -> tuple[Any, tuple[tuple[str, ...], ..
     env_cfg = with_clip_weights(cfg.env, motion)
     env = TrackingEnv(
         model=cfg.model,
-        dataset=motion.trajectory,
+        motion=motion.trajectory,
         config=env_cfg,
         backend=cfg.backend,
         num_envs=num_envs,

@@ -10,7 +10,7 @@ folder, a glob, a list, a manifest, or ``{clips: ..., mirror: true}``:
       seconds: 10.0        # each clip from t = 0 for up to this long (a clip that does not loop ends sooner)
       at_start: true       # also before the first update (the --init-from policy's baseline)
 
-The test is ``musclerl bench learn``'s (:func:`musclerl.rl.learn_bench.clips_test`): the current
+The test is ``musclerl bench learn``'s (:func:`clips_test`, which it runs): the current
 policy's mean action (no sampling) from each clip's first frame, on its own one-env MuJoCo C
 environment built from the run's ``env`` section, whatever the training backend. It reads the
 training state and changes nothing in it: no random number, no environment and no optimiser
@@ -75,7 +75,7 @@ def tracking_test_env(train_cfg: TrainConfig, motion, seconds: float):
 
 def clip_test(env, policy, steps: int, clip: int) -> dict[str, Any]:
     """The deterministic test of ``clip`` in ``env`` (horizon already lifted) for up to ``steps``."""
-    from musclerl.evaluate.rollout import episode_steps, rollout
+    from musclerl.rl.rollout import episode_steps, rollout
 
     steps = min(steps, episode_steps(env, clip, 0.0))
     rec = rollout(env, lambda obs: policy.act(obs, deterministic=True), clip=clip, max_steps=steps)
@@ -121,8 +121,8 @@ class Validator:
     """The held-out clips of ``cfg.validation`` and their test (module docstring)."""
 
     def __init__(self, cfg: TrainConfig, train_sources: tuple[str, ...]):
+        from musclerl.dynamics.screening import load_dataset
         from musclerl.models.registry import load_model
-        from musclerl.motion.dataset import load_dataset
 
         spec = cfg.validation
         self.cfg = cfg

@@ -25,9 +25,9 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from musclerl.envs.geometry import site_velocity
 from musclerl.envs.state import Kinematics
 from musclerl.envs.world import World
+from musclerl.geometry.arrays import site_velocity
 
 # Warnings MuJoCo raises (and then resets the MjData to qpos0) on a diverged state.
 _BAD_WARNINGS = [

@@ -26,10 +26,10 @@ import mujoco
 with contextlib.redirect_stdout(io.StringIO()):  # MJX prints "Failed to import warp" to stdout
     from mujoco import mjx
 
-from musclerl.envs.geometry import site_velocity
 from musclerl.envs.state import Kinematics
 from musclerl.envs.world import World
 from musclerl.errors import InputError
+from musclerl.geometry.arrays import site_velocity
 
 
 class MjxPhysics:

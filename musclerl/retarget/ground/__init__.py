@@ -1,3 +1,3 @@
-"""The ground under a retargeted clip: foot contact from the motion (:mod:`.contact`), the support
-geometry it implies (:mod:`.terrain`), sole points of the model's feet (:mod:`.soles`), the ground
-measured on the model (:mod:`.surface`) and held by the IK (:mod:`.constraint`)."""
+"""The ground under a retargeted clip: the support geometry foot contact implies (:mod:`.terrain`),
+sole points of the model's feet (:mod:`.soles`) and the ground held by the IK (:mod:`.constraint`);
+foot contact and the measured ground surface are :mod:`musclerl.ground`."""

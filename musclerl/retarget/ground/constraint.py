@@ -1,9 +1,9 @@
-"""The ground rules of :mod:`musclerl.retarget.ground.surface` as a constraint of the batched JAX solver.
+"""The ground rules of :mod:`musclerl.ground.surface` as a constraint of the batched JAX solver.
 
 :class:`SoleContact` plugs into :class:`musclerl.retarget.ik.solver.IKProblem` through the
 ``residual`` hook of :class:`musclerl.retarget.ik.constraints.Constraint`. Its per-frame target
 (P, 6) holds, per sole point, its stance anchor (3; NaN where the point is in swing, e.g.
-:meth:`musclerl.retarget.ground.surface.GroundContact.sole_targets` with swing rows set to NaN) and the
+:meth:`musclerl.ground.surface.GroundContact.sole_targets` with swing rows set to NaN) and the
 ground plane under it, ``z = c0 + c1 x + c2 y`` (3; NaN where no ground is known), from
 :func:`ground_planes`. Rows:
 

@@ -12,9 +12,9 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.ground.surface import GeomSurface
 from musclerl.models.geoms import collision_geoms
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget.ground.surface import GeomSurface
 
 #: Sole points per foot; the first takes the source's heel contact, the others its toe contact.
 SOLE_POINTS = ("heel", "toe_tip", "lateral", "medial")

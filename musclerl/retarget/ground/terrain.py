@@ -25,8 +25,8 @@ import numpy as np
 from scipy.ndimage import distance_transform_edt
 from scipy.spatial import cKDTree
 
+from musclerl.ground.contact import foot_flags, stance_phases
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.ground.contact import foot_flags, stance_phases
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,10 +41,10 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import require
+from musclerl.geometry.jax_rotations import quat_left_matrix
 from musclerl.models.couplings import couplings, polynomial
 from musclerl.models.introspect import muscle_ids
 from musclerl.retarget.ik.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
-from musclerl.retarget.ik.rotations import quat_left_matrix
 from musclerl.retarget.ik.term import Term
 
 

@@ -37,8 +37,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.motion.keypoints import quat_wxyz_to_matrix
-from musclerl.retarget.ik.rotations import (
+from musclerl.geometry.jax_rotations import (
     mat_log,
     mat_to_quat,
     mm,
@@ -50,6 +49,7 @@ from musclerl.retarget.ik.rotations import (
     quat_rotate,
     quat_to_mat,
 )
+from musclerl.geometry.rotations import quat_wxyz_to_matrix
 
 __all__ = [
     "KinematicTree",

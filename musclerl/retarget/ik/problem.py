@@ -26,10 +26,11 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from musclerl.errors import InputError, require
-from musclerl.motion.keypoints import matrix_to_quat_wxyz, quat_wxyz_to_matrix
+from musclerl.geometry.free_root import free_root_qposadr
+from musclerl.geometry.jax_rotations import kabsch, quat_left_matrix
+from musclerl.geometry.rotations import matrix_to_quat_wxyz, quat_wxyz_to_matrix
 from musclerl.retarget.ik.constraints import Constraint
 from musclerl.retarget.ik.kinematics import BALL, FREE, HINGE, SLIDE, KinematicTree
-from musclerl.retarget.ik.rotations import kabsch, quat_left_matrix
 from musclerl.retarget.ik.tasks import MarkerTask, Task
 from musclerl.retarget.ik.term import Previous, Term
 
@@ -54,10 +55,9 @@ def align_root(
     Returns a new qpos; models without a free root are returned unchanged.
     """
     qpos = np.array(qpos, dtype=float)
-    free = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
-    if not free:
+    adr = free_root_qposadr(model)
+    if adr is None:
         return qpos
-    adr = int(model.jnt_qposadr[free[0]])
     data = mujoco.MjData(model)
     data.qpos[:] = qpos
     mujoco.mj_kinematics(model, data)

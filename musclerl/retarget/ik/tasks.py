@@ -38,8 +38,8 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError, require
+from musclerl.geometry.jax_rotations import log_jacobian_inverse
 from musclerl.retarget.ik.kinematics import HINGE, SLIDE, KinematicTree, mat_log, quat_to_mat
-from musclerl.retarget.ik.rotations import log_jacobian_inverse
 from musclerl.retarget.ik.term import Previous, Term
 
 

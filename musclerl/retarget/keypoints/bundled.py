@@ -23,7 +23,6 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-import mujoco
 import numpy as np
 
 from musclerl.motion.trajectory import Trajectory, looping_qvel
@@ -68,22 +67,16 @@ def on_flat_floor(traj: Trajectory) -> Trajectory:
 def onto_floor(traj: Trajectory, model) -> Trajectory:
     """``traj`` (no terrain) moved vertically so that its lowest foot point over the clip is on
     the floor (z = 0): no frame penetrates, and the stance feet, the lowest, rest on it."""
-    from musclerl.models.geoms import foot_geoms, geom_lowest_z
+    from musclerl.ground.floor import lowest_z_m
+    from musclerl.models.geoms import foot_geoms
 
-    feet = foot_geoms(model)
-    data = mujoco.MjData(model)
-    lowest = np.inf
-    for q in traj.qpos:
-        data.qpos[:] = q
-        mujoco.mj_kinematics(model, data)
-        lowest = min(lowest, float(geom_lowest_z(model, data, feet).min()))
     qpos = traj.qpos.copy()
-    qpos[:, 2] -= lowest
+    qpos[:, 2] -= float(lowest_z_m(model, traj.qpos, foot_geoms(model)).min())
     return dataclasses.replace(traj, qpos=qpos, site_pos_m=None, site_names=(), terrain=None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from musclerl.retarget.keypoints.command_smpl import SmplOptions, retarget_file
+    from musclerl.retarget.keypoints.files import SmplOptions, retarget_file
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -110,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if traj.terrain is None:
         traj = onto_floor(traj, model)
     if not args.no_balance:
-        from musclerl.evaluate.plausibility import format_plausibility, trajectory_plausibility
+        from musclerl.dynamics.plausibility import format_plausibility, trajectory_plausibility
         from musclerl.retarget.balance import balance_trajectory
 
         balanced = balance_trajectory(traj, model)

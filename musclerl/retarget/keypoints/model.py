@@ -16,14 +16,14 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.ground.contact import ContactParams, detect_contacts
+from musclerl.ground.surface import GeomSurface
 from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import scale_spec
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget.ground.contact import ContactParams, detect_contacts
 from musclerl.retarget.ground.soles import SOLE_POINTS, rest_points, sole_points, sole_site_name
-from musclerl.retarget.ground.surface import GeomSurface
 
 #: Scale factors are rounded to this many decimals (0.1 %: under a millimetre on a segment): the
 #: clips of one skeleton (AMASS without body shapes, DeepMimic's humanoid), whose median bone

@@ -25,7 +25,8 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.motion.keypoints import KeypointMotion, matrix_to_quat_wxyz
+from musclerl.geometry.rotations import matrix_to_quat_wxyz
+from musclerl.motion.keypoints import KeypointMotion
 from musclerl.retarget import correspondence as corr
 
 

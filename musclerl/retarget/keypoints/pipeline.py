@@ -19,13 +19,13 @@ Steps of :func:`retarget_keypoints`:
    joint frames calibrated on the positions-only solve (:mod:`musclerl.retarget.keypoints.orientations`),
    and the clip is solved again with them; every later pass keeps them.
 3. **Contact and terrain.** Stance flags come from the source's foot keypoints
-   (:mod:`~musclerl.retarget.ground.contact`); the support surface from the model's sole points in
+   (:mod:`~musclerl.ground.contact`); the support surface from the model's sole points in
    stance and the swing feet's free space (:mod:`~musclerl.retarget.ground.terrain`).
 4. **Ground passes.** The IK is repeated with the sole points pinned to their stance anchors on
    the terrain and held above it in swing
    (:class:`~musclerl.retarget.ground.constraint.SoleContact`, the terrain given as a plane per
    frame and sole point), and lifted where a foot's collision geoms still dip in
-   (:mod:`~musclerl.retarget.ground.surface`); a pass is repeated while any of them penetrates.
+   (:mod:`~musclerl.ground.surface`); a pass is repeated while any of them penetrates.
    Steps 2 and 4 share one clip solver (:func:`keypoint_clip_ik`, a
    :class:`~musclerl.retarget.ik.clip.ClipIK` as the marker pipeline's): the
    anchors and planes are its targets (all NaN in step 2), and so are the keypoint sites' local
@@ -47,14 +47,8 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.models.couplings import couplings, equality_residual
-from musclerl.motion.keypoints import KeypointMotion
-from musclerl.motion.trajectory import Terrain, Trajectory, finite_difference_qvel
-from musclerl.retarget import correspondence as corr
-from musclerl.retarget.ground.constraint import SoleContact, ground_planes
-from musclerl.retarget.ground.contact import ContactParams, dilate_flags
-from musclerl.retarget.ground.soles import SOLE_POINTS
-from musclerl.retarget.ground.surface import (
+from musclerl.ground.contact import ContactParams, dilate_flags
+from musclerl.ground.surface import (
     GeomSurface,
     GroundContact,
     GroundParams,
@@ -62,6 +56,12 @@ from musclerl.retarget.ground.surface import (
     site_positions_m,
     skating_mps,
 )
+from musclerl.models.couplings import couplings, equality_residual
+from musclerl.motion.keypoints import KeypointMotion
+from musclerl.motion.trajectory import Terrain, Trajectory
+from musclerl.retarget import correspondence as corr
+from musclerl.retarget.ground.constraint import SoleContact, ground_planes
+from musclerl.retarget.ground.soles import SOLE_POINTS
 from musclerl.retarget.ground.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
 from musclerl.retarget.ik.clip import ClipIK, cached, site_bodies, site_tree, start_pose
 from musclerl.retarget.ik.tasks import MarkerTask, OrientationTask, PostureTask
@@ -286,12 +286,11 @@ def retarget_keypoints(
     site_all = site_positions_m(
         model, q, np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, s) for s in sites])
     )
-    traj = Trajectory(
-        qpos=q,
-        qvel=finite_difference_qvel(model, q, motion.rate_hz),
-        rate_hz=motion.rate_hz,
-        joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
-        model_name=model_name,
+    traj = Trajectory.from_qpos(
+        model,
+        q,
+        motion.rate_hz,
+        model_name,
         site_names=tuple(sites),
         site_pos_m=site_all,
         contact_names=prepared.sole_sites,

@@ -20,6 +20,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.geometry.free_root import free_root
 from musclerl.models.markers import Marker, MarkerSet, add_markers
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup
 from musclerl.models.osim_frames import map_to_model
@@ -202,12 +203,10 @@ def fit_static_pose(
     :mod:`musclerl.retarget.markers.joint_centres`) on the root's bodies only translate the root after
     its markers have oriented it; those on the limbs join the limb fit."""
     root = root_rigid_sites(model, names)
-    free_joint = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+    free_joint = free_root(model)
     qpos = align_root(model, model.qpos0, names, targets_m)
-    if free_joint and root.any() and (weights * root).sum() > 0:
-        root_dofs = tuple(
-            range(int(model.jnt_dofadr[free_joint[0]]), int(model.jnt_dofadr[free_joint[0]]) + 6)
-        )
+    if free_joint is not None and root.any() and (weights * root).sum() > 0:
+        root_dofs = tuple(range(int(model.jnt_dofadr[free_joint]), int(model.jnt_dofadr[free_joint]) + 6))
         others = tuple(d for d in range(model.nv) if d not in root_dofs)
         centre = np.array([n.startswith(JOINT_CENTRE_PREFIX) for n in names], dtype=bool)
         pelvis = PoseFit(model, names, weights * root * ~centre, coordinates, locked_dofs=others)

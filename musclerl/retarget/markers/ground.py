@@ -11,14 +11,14 @@ joint angles, and so the marker fit, are unchanged):
 2. **Belt.** A stance foot is low and moves with the ground under it: still overground, at the
    belt's velocity on a treadmill. The belt velocity is the median horizontal velocity of the
    heel and toe points over the frames they are low (within ``height_on_m`` of their own support
-   level, :func:`musclerl.retarget.ground.contact.height_above_local_level_m`), refined once as the median
+   level, :func:`musclerl.ground.contact.height_above_local_level_m`), refined once as the median
    over the stance frames found relative to it. A trial is a treadmill trial when that speed is
    at least :data:`TREADMILL_MIN_SPEED_MPS`, runs backwards (against the feet's heel-to-toe
    direction) and the root stays behind it (net root speed under half the belt's: the subject
    walks in place) — or when forced, optionally with the belt speed.
    The belt's displacement ``-v (t - t0)`` is then added to the root, so the Trajectory walks
    overground with still stance feet.
-3. **Stance** flags from :func:`musclerl.retarget.ground.contact.detect_contacts` on the corrected soles.
+3. **Stance** flags from :func:`musclerl.ground.contact.detect_contacts` on the corrected soles.
 4. **Floor.** One plane through the settled stance samples of all support patches
    (:func:`musclerl.retarget.ground.terrain.support_patches`, so heel strikes and heel rises do not
    count): a lab floor or treadmill is a plane, and it is **flat unless the stance feet show a
@@ -45,17 +45,14 @@ import mujoco
 import numpy as np
 import scipy.stats
 
+from musclerl.geometry.free_root import free_root_qposadr
+from musclerl.ground.belt import belt_velocity_mps
+from musclerl.ground.contact import ContactParams, detect_contacts
+from musclerl.ground.surface import GeomSurface, penetration_m
 from musclerl.models.geoms import collision_geoms
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget import correspondence as corr
-from musclerl.retarget.ground.contact import (
-    ContactParams,
-    detect_contacts,
-    height_above_local_level_m,
-    point_velocity_mps,
-)
 from musclerl.retarget.ground.soles import SOLE_POINTS, model_soles, point_positions_m
-from musclerl.retarget.ground.surface import GeomSurface, penetration_m
 from musclerl.retarget.ground.terrain import (
     SupportPatch,
     TerrainParams,
@@ -158,26 +155,6 @@ class GroundedClip:
                 "stance_speed_mps": self.stance_speed_mps,
             },
         }
-
-
-def free_root_qposadr(model: mujoco.MjModel) -> int | None:
-    """qpos address of the first free joint (the root), or None when the model has none."""
-    free = np.flatnonzero(model.jnt_type == mujoco.mjtJoint.mjJNT_FREE)
-    return int(model.jnt_qposadr[free[0]]) if len(free) else None
-
-
-def belt_velocity_mps(sole_m: np.ndarray, rate_hz: float, params: ContactParams | None = None) -> np.ndarray:
-    """Horizontal velocity (2,) of the ground under the stance feet, from sole points ``sole_m``
-    (T, P, 3) (the module docstring's step 2); zero when no point is ever low."""
-    params = params or ContactParams()
-    vel = point_velocity_mps(sole_m, rate_hz, smooth_s=params.smooth_s)[..., :2]
-    height = height_above_local_level_m(sole_m[..., 2], rate_hz, params.level_window_s)
-    low = height < params.height_on_m
-    if not low.any():
-        return np.zeros(2)
-    belt = np.median(vel[low], axis=0)
-    flags = detect_contacts(sole_m, rate_hz, params=params, ground_velocity_mps=np.append(belt, 0.0))
-    return np.median(vel[flags], axis=0) if flags.any() else belt
 
 
 def looks_like_treadmill(belt_mps: np.ndarray, root_mps: np.ndarray, forward: np.ndarray) -> bool:

@@ -41,16 +41,17 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from musclerl.dynamics.plausibility import trajectory_plausibility
 from musclerl.errors import InputError
-from musclerl.evaluate.plausibility import trajectory_plausibility
+from musclerl.geometry.free_root import free_root
+from musclerl.ground.surface import site_positions_m
 from musclerl.models.markers import MarkerSet, read_marker_set
 from musclerl.models.opensim_coordinates import opensim_coordinates
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
 from musclerl.models.registry import load_model
 from musclerl.motion.storage import Table
-from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
+from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import MarkerData, read_trc
-from musclerl.retarget.ground.surface import site_positions_m
 from musclerl.retarget.ik.clip import start_pose
 from musclerl.retarget.markers.calibration import (
     CalibratedModel,
@@ -218,8 +219,7 @@ def coordinate_table(model: mujoco.MjModel, qpos: np.ndarray, time_s: np.ndarray
     as ``<joint>_tx/_ty/_tz`` (m) and ``<joint>_rx/_ry/_rz`` (deg, extrinsic x-y-z Euler angles)."""
     from scipy.spatial.transform import Rotation
 
-    free = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
-    if free and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0:
+    if free_root(model) is not None and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0:
         columns, values = opensim_coordinates(model, qpos)
         return Table(tuple(columns), values, np.asarray(time_s, dtype=float), True, name)
 
@@ -310,12 +310,11 @@ def retarget_markers(
     floor = placed if not isinstance(placed, str) else (grounded if on_floor else None)
     qpos = floor.qpos if floor is not None else fitted
     markers_m = site_positions_m(model, qpos, np.array([model.site(n).id for n in solution.names]))
-    trajectory = Trajectory(
-        qpos=qpos,
-        qvel=finite_difference_qvel(model, qpos, rate),
-        rate_hz=rate,
-        joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
-        model_name=options.model,
+    trajectory = Trajectory.from_qpos(
+        model,
+        qpos,
+        rate,
+        options.model,
         site_names=solution.names + (floor.sole_names if floor else ()),
         site_pos_m=np.concatenate([markers_m, floor.sole_m], axis=1) if floor else markers_m,
         contact_names=floor.sole_names if floor else (),

@@ -22,8 +22,8 @@ import os
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 from scipy.optimize import least_squares
-from scipy.spatial.transform import Rotation
 
+from musclerl.geometry.rotations import axis_angle_to_matrix, matrix_to_axis_angle
 from musclerl.motion.smpl import SMPL_NEUTRAL_OFFSETS_M, smpl_forward_kinematics, write_amass_npz
 from musclerl.retarget.synthetic.gait import Course, GaitParams, SyntheticGait, walk_feet
 
@@ -52,11 +52,11 @@ def _leg_points(
     """Ankle and foot joint (2, 3) for hip rotvec (3), knee flexion (1), ankle rotvec (3)."""
     off = SMPL_NEUTRAL_OFFSETS_M
     _, knee, ankle, foot = joints
-    r_hip = root @ Rotation.from_rotvec(params[:3]).as_matrix()
+    r_hip = root @ axis_angle_to_matrix(params[:3])
     knee_m = hip_m + r_hip @ off[knee]
-    r_knee = r_hip @ Rotation.from_rotvec([params[3], 0.0, 0.0]).as_matrix()
+    r_knee = r_hip @ axis_angle_to_matrix([params[3], 0.0, 0.0])
     ankle_m = knee_m + r_knee @ off[ankle]
-    r_ankle = r_knee @ Rotation.from_rotvec(params[4:7]).as_matrix()
+    r_ankle = r_knee @ axis_angle_to_matrix(params[4:7])
     return np.stack([ankle_m, ankle_m + r_ankle @ off[foot]])
 
 
@@ -131,7 +131,7 @@ def smpl_walk(
             body_pose[t, hip_j - 1] = x[:3]
             body_pose[t, knee_j - 1] = [x[3], 0.0, 0.0]
             body_pose[t, ankle_j - 1] = x[4:7]
-    root_orient = np.repeat(Rotation.from_matrix(root).as_rotvec()[None], n, axis=0)
+    root_orient = np.repeat(matrix_to_axis_angle(root)[None], n, axis=0)
     return SmplWalk(
         root_orient=root_orient,
         body_pose=body_pose,
@@ -206,7 +206,7 @@ def smpl_crouch_jump(rate_hz: float = 60.0, jump_height_m: float = 0.15) -> Smpl
     knee, ankle, lean = np.radians(_eased(np.array(CROUCH_JUMP_KEYS), time_s)).T
     hip = knee - ankle + lean
     n = len(time_s)
-    tilt = Rotation.from_rotvec(np.outer(lean, [1.0, 0.0, 0.0])).as_matrix()
+    tilt = axis_angle_to_matrix(np.outer(lean, [1.0, 0.0, 0.0]))
     root = np.einsum("ij,tjk->tik", BODY_TO_WORLD, tilt)
     body_pose = np.zeros((n, 23, 3))
     for side in ("left", "right"):
@@ -216,7 +216,7 @@ def smpl_crouch_jump(rate_hz: float = 60.0, jump_height_m: float = 0.15) -> Smpl
         body_pose[:, ankle_j - 1, 0] = -ankle
     body_pose[:, 15] = [0.0, 0.0, -1.2]  # arms down from the T-pose, as in smpl_walk
     body_pose[:, 16] = [0.0, 0.0, 1.2]
-    root_orient = Rotation.from_matrix(root).as_rotvec()
+    root_orient = matrix_to_axis_angle(root)
     joints = smpl_forward_kinematics(root_orient, body_pose, np.zeros((n, 3)))
     feet_idx = [j for side in ("left", "right") for j in _LEGS[side][2:]]  # ankle, foot per leg
     flat_foot_m = ANKLE_ABOVE_SOLE_M + (BODY_TO_WORLD @ off[_LEGS["left"][3]])[2]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from musclerl.envs import geometry
+from musclerl.geometry import arrays as geometry
 
 
 def quat_mul(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:

@@ -11,9 +11,9 @@ from typing import Any
 def quat_to_mat(q: Any, xp: Any) -> Any:
     """(..., 4) quaternions (normalised here) -> (..., 3, 3) rotation matrices.
 
-    The one quaternion-to-matrix formula for jax code (the IK's :mod:`musclerl.retarget.ik.rotations`
+    The one quaternion-to-matrix formula for jax code (the IK's :mod:`musclerl.geometry.jax_rotations`
     uses it too); numpy code outside ``xp`` functions uses
-    :func:`musclerl.motion.keypoints.quat_wxyz_to_matrix`.
+    :func:`musclerl.geometry.rotations.quat_wxyz_to_matrix`.
     """
     q = q / xp.linalg.norm(q, axis=-1, keepdims=True)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]

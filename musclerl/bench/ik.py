@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from musclerl.benchmark import print_result
+    from musclerl.bench import print_result
     from musclerl.errors import InputError
 
     if args.frames < 2 or (args.chunk_len is not None and args.chunk_len < 1):

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if Path(target).suffix.lower() in MOTION_SUFFIXES:
         from musclerl.motion.summary import summarize_motion_file
 
-        info = summarize_motion_file(target)
+        info = summarize_motion_file(target, trajectory_check)
         if args.plot:
             from musclerl.motion.plot import plot_motion_file
 
@@ -73,7 +73,7 @@ def _print_motion(info: dict) -> None:
         if key not in ("kind", "frames", "rate_hz", "duration_s", "columns", "units", "plausibility"):
             print(f"{key}: {value}")
     if "plausibility" in info:
-        from musclerl.evaluate.plausibility import format_plausibility
+        from musclerl.dynamics.plausibility import format_plausibility
 
         print("\n".join(format_plausibility(info["plausibility"])))
 
@@ -163,3 +163,17 @@ def _folder_lines(info: dict) -> list[str]:
         )
     lines += [f"  unreadable: {e}" for e in info["unreadable"]]
     return lines
+
+
+def trajectory_check(traj, path: Path) -> dict:
+    """:func:`musclerl.dynamics.plausibility.trajectory_plausibility` on the registry model the
+    motion names, as a dict; ``{"skipped": reason}`` when the motion names no registered model.
+    A motion that names a registered model but does not fit it (nq, nv, joint names) is refused
+    with :class:`InputError` naming ``path``: its arrays are inconsistent, not merely unchecked.
+    (A motion retargeted onto a scaled model is checked on the unscaled one.)"""
+    from musclerl.dynamics.plausibility import trajectory_plausibility
+    from musclerl.models.registry import REGISTRY, load_model
+
+    if traj.model_name not in REGISTRY:
+        return {"skipped": f"{traj.model_name!r} is not a registered model"}
+    return trajectory_plausibility(traj, load_model(traj.model_name), source=path).as_dict()

@@ -28,8 +28,8 @@ import dataclasses
 import mujoco
 import numpy as np
 
+from musclerl.ground.contact import stance_phases
 from musclerl.motion.trajectory import Terrain
-from musclerl.retarget.ground.contact import stance_phases
 
 
 def _sphere_directions(n: int) -> np.ndarray:
@@ -193,12 +193,21 @@ def penetration_m(
 
 def site_positions_m(model: mujoco.MjModel, qpos: np.ndarray, site_ids: np.ndarray) -> np.ndarray:
     """World positions (T, S, 3) of sites over poses ``qpos`` (T, nq), by ``mj_kinematics``."""
+    return _positions_m(model, qpos, site_ids, "site_xpos")
+
+
+def geom_positions_m(model: mujoco.MjModel, qpos: np.ndarray, geom_ids: np.ndarray) -> np.ndarray:
+    """World positions (T, G, 3) of geom centres over poses ``qpos`` (T, nq), by ``mj_kinematics``."""
+    return _positions_m(model, qpos, geom_ids, "geom_xpos")
+
+
+def _positions_m(model: mujoco.MjModel, qpos: np.ndarray, ids: np.ndarray, field: str) -> np.ndarray:
     data = mujoco.MjData(model)
-    out = np.zeros((len(qpos), len(site_ids), 3))
+    out = np.zeros((len(qpos), len(ids), 3))
     for t, q in enumerate(qpos):
         data.qpos[:] = q
         mujoco.mj_kinematics(model, data)
-        out[t] = data.site_xpos[site_ids]
+        out[t] = getattr(data, field)[ids]
     return out
 
 

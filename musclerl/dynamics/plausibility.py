@@ -48,9 +48,10 @@ import numpy as np
 
 from musclerl.dynamics.inverse_dynamics import id_model, lowpass, velocities
 from musclerl.errors import InputError
+from musclerl.geometry.free_root import free_root
+from musclerl.ground.surface import GeomSurface
 from musclerl.models.geoms import foot_geoms
 from musclerl.motion.trajectory import Terrain, Trajectory
-from musclerl.retarget.ground.surface import GeomSurface
 
 GRAVITY_MPS2 = 9.81
 LOWPASS_HZ = 6.0  # OpenSim's inverse-dynamics default; gait kinematics carry little above 6 Hz (Winter)
@@ -220,7 +221,7 @@ def leg_feet(model: mujoco.MjModel) -> tuple[tuple[str, ...], np.ndarray, np.nda
 
 
 def _free_root(model: mujoco.MjModel) -> int:
-    if model.njnt == 0 or int(model.jnt_type[0]) != int(mujoco.mjtJoint.mjJNT_FREE):
+    if free_root(model) != 0:
         raise InputError(
             "model", "plausibility needs a free root joint first (its residual is the ground's wrench)"
         )

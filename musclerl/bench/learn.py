@@ -15,7 +15,7 @@ not loop ends the test at its last frame), and per clip:
 - plus the training's wall time, env steps and the first/last logged episode lengths.
 
 The clips are the training config's dataset (``motion:`` as a file, list, folder, glob or
-manifest, mirroring included: :func:`musclerl.motion.dataset.load_dataset`, as training loads it)
+manifest, mirroring included: :func:`musclerl.dynamics.screening.load_dataset`, as training loads it)
 or ``--motion``'s (``--validation``: the config's ``validation:`` set); every clip is tested
 unless ``--clip`` picks one (index or name). The result holds ``clips`` (name -> the numbers
 above, and ``test_s``) and their means over the clips:
@@ -23,7 +23,7 @@ above, and ``test_s``) and their means over the clips:
 is every clip's. Training reports the same for its ``validation:`` set every few updates
 (the test itself lives in :mod:`musclerl.rl.validation`).
 
-``python -m musclerl.rl.learn_bench`` is not needed: ``musclerl bench learn --config CFG
+``python -m musclerl.bench.learn`` is not needed: ``musclerl bench learn --config CFG
 [key=value ...]`` does it all and prints one line per number (``--json``: one object).
 """
 
@@ -114,8 +114,8 @@ def bench_dataset(spec, model_name: str):
     """The Trajectory of a ``motion:`` value (file, list, folder, glob, manifest), packed as
     training packs it, every clip kept: the bench measures tracking of any set, so the training
     set's plausibility screen does not apply."""
+    from musclerl.dynamics.screening import load_dataset
     from musclerl.models.registry import load_model
-    from musclerl.motion.dataset import load_dataset
 
     return load_dataset(spec, load_model(model_name), model_name, plausibility="off").trajectory
 
@@ -160,7 +160,7 @@ def _test_set(args: argparse.Namespace, cfg: TrainConfig):
 
 
 def run(args: argparse.Namespace) -> int:
-    from musclerl.benchmark import print_result
+    from musclerl.bench import print_result
     from musclerl.errors import InputError
     from musclerl.fileio import check_outputs
     from musclerl.jax_setup import inline_cpu_dispatch

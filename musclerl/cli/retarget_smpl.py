@@ -24,13 +24,10 @@ surface point against the heightfield under it; a frame counts when deeper than 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from musclerl.retarget.batch import FOLDER_RULE
-
-MOTION_SUFFIXES = (".npz", ".txt")
-MIN_FRAMES = 3
+from musclerl.retarget.keypoints.files import MOTION_SUFFIXES, SmplOptions, retarget_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,101 +68,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="parallel processes for many motions (default 1: one process, motions "
         "spread over its JAX devices)",
     )
-
-
-@dataclasses.dataclass(frozen=True)
-class SmplOptions:
-    model: str = "myolegs"
-    scale: bool = True
-    ground: bool = True
-    y_up: bool = False
-    balance: bool = False
-
-
-def read_motion(path: Path, y_up: bool = False):
-    """A :class:`~musclerl.motion.keypoints.KeypointMotion` from an AMASS .npz or a DeepMimic .txt,
-    with at least :data:`MIN_FRAMES` frames (foot contact is found from velocities)."""
-    from musclerl.errors import InputError
-
-    if path.suffix.lower() == ".npz":
-        from musclerl.motion.smpl import read_amass
-
-        motion = read_amass(path, y_up=y_up).keypoints()
-    elif path.suffix.lower() in (".txt", ".json"):
-        from musclerl.motion.deepmimic import read_deepmimic
-
-        motion = read_deepmimic(path)
-    else:
-        raise InputError(path, "unknown motion format: expected an AMASS .npz or a DeepMimic .txt")
-    if motion.num_frames < MIN_FRAMES:
-        raise InputError(
-            path,
-            f"{motion.num_frames} frame(s); retargeting needs at least {MIN_FRAMES} "
-            "(contact from velocities)",
-        )
-    return motion
-
-
-def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None):
-    """Retarget one file; returns (RetargetResult, report dict, plot series). ``solvers``: the
-    compiled IK problems kept across motions (see
-    :func:`~musclerl.retarget.keypoints.pipeline.retarget_keypoints`)."""
-    import time
-
-    from musclerl.retarget.keypoints.pipeline import PipelineParams, retarget_keypoints
-    from musclerl.retarget.report import quality_report
-
-    motion = read_motion(path, options.y_up)
-    start = time.perf_counter()
-    params = PipelineParams(scale=options.scale, ground=options.ground)
-    result = retarget_keypoints(motion, options.model, params, solvers)
-    balance = None
-    if options.balance:
-        result, balance = _balanced(result)
-    seconds = time.perf_counter() - start
-    names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
-    report, series = quality_report(
-        result.prepared.model,
-        result.trajectory.qpos,
-        result.trajectory.rate_hz,
-        target_errors_m=result.keypoint_error_m,
-        target_names=names,
-        converged=result.converged,
-        solve_seconds=result.metrics["solve_s"],
-        terrain=result.trajectory.terrain,
-        loop=bool(result.trajectory.clip_loop[0]),
-    )
-    for key in (
-        "penetration_frac",
-        "penetration_max_m",
-        "skating_mps",
-        "skating_max_mps",
-        "stance_frac",
-        "terrain",
-    ):
-        if key in result.metrics:
-            report[key] = result.metrics[key]
-    if balance is not None:
-        report["balance"] = balance
-    report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
-    report["trial"] = str(path)
-    report["model"] = options.model
-    report["wall_s"] = seconds  # model preparation, every IK pass, compile and measurement
-    for key in ("compile_s", "solve_s", "tendon_jumps_detected", "tendon_jumps_left", "orientation_segments"):
-        if key in result.metrics:
-            report[key] = result.metrics[key]
-    return result, report, series
-
-
-def _balanced(result):
-    """``result`` with its trajectory through
-    :func:`musclerl.retarget.balance.balance_for_report`, and the report's ``balance`` entry."""
-    import dataclasses
-
-    from musclerl.retarget.balance import balance_for_report
-
-    traj, entry = balance_for_report(result.trajectory, result.prepared.model)
-    return dataclasses.replace(result, trajectory=traj), entry
 
 
 def plot_terrain(path: Path, result) -> None:

@@ -1,4 +1,5 @@
-"""Output shared by the ``musclerl bench`` commands."""
+"""The ``musclerl bench`` commands (one module each: ik, so, accuracy, env, train, learn; env_steps
+holds the env stepping measurements) and the output they share."""
 
 from __future__ import annotations
 

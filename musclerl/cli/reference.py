@@ -150,19 +150,18 @@ def _save_trajectory(
     args: argparse.Namespace, model, qpos: np.ndarray, time_s: np.ndarray, notes: list[str]
 ) -> None:
     from musclerl.evaluate.coordinates import place_on_ground, treadmill_to_overground
-    from musclerl.motion.trajectory import Trajectory, finite_difference_qvel
+    from musclerl.motion.trajectory import Trajectory
 
     if args.treadmill:
         qpos, belt = treadmill_to_overground(model, qpos, time_s)
         notes.append(f"trajectory: treadmill belt velocity ({belt[0]:.3f}, {belt[1]:.3f}) m/s removed")
     qpos = place_on_ground(model, qpos)
     rate_hz = float((len(time_s) - 1) / (time_s[-1] - time_s[0]))
-    traj = Trajectory(
-        qpos=qpos,
-        qvel=finite_difference_qvel(model, qpos, rate_hz),
-        rate_hz=rate_hz,
-        joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
-        model_name=args.model,
+    traj = Trajectory.from_qpos(
+        model,
+        qpos,
+        rate_hz,
+        args.model,
         clip_names=(Path(args.motion).stem,),
     )
     Path(args.save_trajectory).parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,9 @@
 """``musclerl`` command line.
 
 Subcommands: ``info``, ``retarget markers``, ``retarget smpl``, ``train``, ``evaluate``,
-``reference``, ``bench ik|so|env|train|learn``. Each lives in the module of its stage, which exposes
-``add_arguments(parser)`` (cheap: no jax import) and ``run(args) -> int``.
+``reference``, ``bench ik|so|accuracy|env|train|learn``. Each is a module of this package (the
+benchmarks: of :mod:`musclerl.bench`), which exposes ``add_arguments(parser)`` (cheap: no jax
+import) and ``run(args) -> int``.
 
 Bad input anywhere raises :class:`musclerl.errors.InputError`; ``main`` prints its one-line message
 to stderr and returns 2, with no traceback and no partial output. Warnings raised while a command
@@ -25,45 +26,45 @@ from musclerl.errors import InputError
 # (parser path, module, help). Modules are imported when the parser is built; they must keep
 # heavy imports (jax, flax) inside ``run``.
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
-    (("info",), "musclerl.info", "summarise a model (registry name or MJCF) or a motion file"),
+    (("info",), "musclerl.cli.info", "summarise a model (registry name or MJCF) or a motion file"),
     (
         ("retarget", "markers"),
-        "musclerl.retarget.markers.command_markers",
+        "musclerl.cli.retarget_markers",
         "marker trajectories (.trc) -> model coordinates by scaled, constrained IK",
     ),
     (
         ("retarget", "smpl"),
-        "musclerl.retarget.keypoints.command_smpl",
+        "musclerl.cli.retarget_smpl",
         "SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model coordinates by keypoint IK "
         "with recovered terrain",
     ),
-    (("train",), "musclerl.rl.command_train", "train a tracking policy with PPO"),
+    (("train",), "musclerl.cli.train", "train a tracking policy with PPO"),
     (
         ("evaluate",),
-        "musclerl.evaluate.command_evaluate",
+        "musclerl.cli.evaluate",
         "roll a policy out and compare torques/activations with ID, SO and EMG references",
     ),
     (
         ("reference",),
-        "musclerl.evaluate.command_reference",
+        "musclerl.cli.reference",
         "inverse dynamics + static optimisation for a motion -> reference NPZ and .sto files",
     ),
-    (("bench", "ik"), "musclerl.retarget.bench", "IK speed and accuracy: ours vs mink (and OpenSim)"),
-    (("bench", "so"), "musclerl.evaluate.so_bench", "our static optimisation vs OpenSim's on the same walk"),
+    (("bench", "ik"), "musclerl.bench.ik", "IK speed and accuracy: ours vs mink (and OpenSim)"),
+    (("bench", "so"), "musclerl.bench.so", "our static optimisation vs OpenSim's on the same walk"),
     (
         ("bench", "accuracy"),
-        "musclerl.evaluate.retarget_accuracy",
+        "musclerl.bench.accuracy",
         "retargeted trials vs an expert's IK: per-trial and mean angle, marker, limit, floor table",
     ),
     (
         ("bench", "env"),
-        "musclerl.rl.bench_env",
+        "musclerl.bench.env",
         "environment steps/s vs raw mj_step and thread scaling (of a training config's env, or MJX)",
     ),
-    (("bench", "train"), "musclerl.rl.bench", "training env-steps/s vs env-only stepping"),
+    (("bench", "train"), "musclerl.bench.train", "training env-steps/s vs env-only stepping"),
     (
         ("bench", "learn"),
-        "musclerl.rl.learn_bench",
+        "musclerl.bench.learn",
         "train on a fixed budget, then the deterministic tracking test from t = 0",
     ),
 ]
@@ -132,7 +133,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`, which closed early
         sys.stderr.close()
         return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

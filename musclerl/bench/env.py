@@ -6,7 +6,7 @@ dataset, ``env`` section and ``ppo.num_envs``, built as training builds it — e
 config, ``--model`` on ``--motion`` (default a synthetic sine gait) with the default env config
 (excitation actions). ``--num-envs`` and ``--threads`` override the config's. With more than
 one thread the same env is also built on one thread and stepped in turn with it, for
-``thread_speedup`` (:mod:`musclerl.envs.bench` says what every number is).
+``thread_speedup`` (:mod:`musclerl.bench.env_steps` says what every number is).
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def build(cfg, motion: str | None, threads: int):
 
 
 def run(args: argparse.Namespace) -> int:
-    from musclerl.benchmark import print_result
-    from musclerl.envs.bench import bench_cpu, bench_mjx
+    from musclerl.bench import print_result
+    from musclerl.bench.env_steps import bench_cpu, bench_mjx
     from musclerl.errors import InputError
     from musclerl.jax_setup import inline_cpu_dispatch
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from musclerl.bench.ik import SHARED_DATA  # ../shared/data, or $MUSCLERL_SHARED_DATA
 from musclerl.errors import InputError
-from musclerl.retarget.bench import SHARED_DATA  # ../shared/data, or $MUSCLERL_SHARED_DATA
 
 GAIT = SHARED_DATA / "opensim_gait2354"
 OPENSIM_SO = SHARED_DATA / "opensim_gait2392_so" / "subject01_StaticOptimization_activation.sto"
@@ -124,7 +124,7 @@ def our_activations(
     the motion's own clock (the file's time starts at 0, as the reference layout has it)."""
     import dataclasses
 
-    from musclerl.evaluate import command_reference
+    from musclerl.cli import reference as command_reference
     from musclerl.motion.storage import read_storage
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -263,7 +263,7 @@ def around_heel_strikes(
 
 
 def run(args: argparse.Namespace) -> int:
-    from musclerl.benchmark import print_result
+    from musclerl.bench import print_result
     from musclerl.motion.storage import read_storage
 
     for flag, path in (("--motion", args.motion), ("--opensim", args.opensim)):
