@@ -218,3 +218,48 @@ def test_a_clip_survived_to_its_end_counts_as_tracked_to_the_end(runs, tmp_path)
     assert result["test_s"] == pytest.approx(clip_steps * env.control_dt_s)
     assert result["tracked_s"] == pytest.approx(result["test_s"])
     assert result["tracked_frac"] == 1.0 and result["success"]
+
+
+def test_the_test_from_start_phases_runs_each_start_to_the_clips_end(runs, tmp_path):
+    """``clips_test(..., phases=3)``: with early terminations off, each start k/3 of a clip that
+    does not loop is tracked to the clip's end, so its test lasts the whole control steps left
+    after it; the rows are the rollouts from those times and the summary their means."""
+    import dataclasses
+
+    import numpy as np
+
+    from musclerl.motion.trajectory import Trajectory
+    from musclerl.rl.export import load_policy
+    from musclerl.rl.rollout import rollout
+    from musclerl.rl.validation import clips_test, phase_starts_s, tracking_test_env
+
+    folder, cfg = runs[0], runs[1]
+    policy = load_policy(folder / "with" / "policy")
+    never = dataclasses.replace(
+        cfg.env.termination,
+        site_deviation_m=0.0,
+        root_deviation_m=0.0,
+        root_height_min_m=-1e3,
+        root_height_max_m=1e3,
+        max_tilt_deg=360.0,
+        nonfoot_contact_m=-1e3,
+    )
+    no_falls = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, termination=never))
+    env, steps = tracking_test_env(no_falls, Trajectory.load(_held_out(tmp_path, 0.6)), seconds=1.0)
+    duration_s, dt = float(env.reference.clip_duration_s[0]), env.control_dt_s
+    starts = phase_starts_s(env, 0, 3)
+    assert starts == pytest.approx([0.0, duration_s / 3, 2 * duration_s / 3])
+    result = clips_test(env, policy, steps, [0], phases=3)
+    expected_test_s = [np.floor((duration_s - t + 1e-6) / dt) * dt for t in starts]
+    phases = result["phases"]
+    assert phases["starts_per_clip"] == 3 and phases["success"] == 1.0
+    assert phases["test_s"] == pytest.approx(np.mean(expected_test_s))
+    assert phases["tracked_s"] == pytest.approx(phases["test_s"])
+    # each start's error is that of a rollout started there, written out here
+    act = lambda obs: policy.act(obs, deterministic=True)  # noqa: E731
+    later = [rollout(env, act, clip=0, start_time_s=float(t)).mpjpe_local_m[1:].mean() for t in starts[1:]]
+    first = result["clips"]["held_out"]
+    assert first["test_s"] == pytest.approx(expected_test_s[0])  # the t = 0 test is unchanged
+    assert later[0] != pytest.approx(first["mpjpe_m"])  # another start, another test
+    assert phases["mpjpe_m"] == pytest.approx((first["mpjpe_m"] + sum(later)) / 3)
+    assert first["phases"] == {k: phases[k] for k in first["phases"]}  # one clip: its means are the test's

@@ -21,7 +21,9 @@ unless ``--clip`` picks one (index or name). The result holds ``clips`` (name ->
 above, and ``test_s``) and their means over the clips:
 ``tracked_s``, ``tracked_frac``, ``mpjpe_m``, ``site_err_world_m``, ``success_rate``; ``success``
 is every clip's. Training reports the same for its ``validation:`` set every few updates
-(the test itself lives in :mod:`musclerl.rl.validation`).
+(the test itself lives in :mod:`musclerl.rl.validation`). ``--phases N`` also starts every clip
+at k/N of its length (k = 1 .. N-1, besides t = 0) and reports those tests' means under ``phases``:
+tracking from any phase, reproducibly.
 
 ``python -m musclerl.bench.learn`` is not needed: ``musclerl bench learn --config CFG
 [key=value ...]`` does it all and prints one line per number (``--json``: one object).
@@ -56,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--clip", default=None, help="test only this clip (index or name; default: all)")
     parser.add_argument(
+        "--phases",
+        type=int,
+        default=1,
+        help="also test each clip from this many start phases (k/N of its length; default 1: t = 0 only)",
+    )
+    parser.add_argument(
         "--video", default=None, help="also write an MP4 of the test (and a PNG frame strip beside it)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -84,16 +92,19 @@ def tracking_test(policy, motion, seconds: float = 10.0, clip: int = 0) -> dict[
     return clip_test(env, policy, steps, clip)
 
 
-def dataset_test(policy, motion, seconds: float = 10.0, clip: str | None = None) -> dict[str, Any]:
+def dataset_test(
+    policy, motion, seconds: float = 10.0, clip: str | None = None, phases: int = 1
+) -> dict[str, Any]:
     """:func:`tracking_test` of every clip of ``motion`` (a Trajectory), or of ``clip`` (index or
     name) alone, in one environment: ``{"clips": {name: result}}`` plus the means over the clips
-    (see the module docstring)."""
+    (see the module docstring); ``phases`` > 1 adds the test from that many start phases
+    (:func:`musclerl.rl.validation.clips_test`)."""
     from musclerl.rl.validation import clips_test
 
     env, steps = evaluation_env(policy, motion, seconds)
     names = env.reference.clip_names
     chosen = range(len(names)) if clip is None else [clip_index(names, clip)]
-    return clips_test(env, policy, steps, chosen)
+    return clips_test(env, policy, steps, chosen, phases)
 
 
 def clip_index(names: tuple[str, ...], clip: str) -> int:
@@ -168,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.rl.export import load_policy
 
     inline_cpu_dispatch()  # before anything computes with JAX (musclerl.jax_setup)
+    if args.phases < 1:
+        raise InputError("--phases", f"must be at least 1 (t = 0 only), got {args.phases}")
 
     result: dict[str, Any] = {}
     video = Path(args.video) if args.video else None
@@ -206,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
             motion = bench_dataset(_test_set(args, train_cfg), train_cfg.model)
         except InputError as err:  # the policy's config pairs its model with this motion
             raise InputError(policy.path / "config.json", str(err)) from err
-    result.update(dataset_test(policy, motion, args.seconds, args.clip))
+    result.update(dataset_test(policy, motion, args.seconds, args.clip, args.phases))
     if args.video:
         first_clip = clip_index(motion.clip_names, args.clip) if args.clip is not None else 0
         result.update(record_test(policy, motion, args.seconds, Path(args.video), first_clip))
@@ -214,7 +227,13 @@ def run(args: argparse.Namespace) -> int:
         print_result(result, True, 22)
         return 0
     clips = result.pop("clips")
+    phases = result.pop("phases", None)
     print_result(result, False, 22)
+    if phases is not None:
+        print(
+            f"from {phases['starts_per_clip']} start phases per clip: {phases['success']:.1%} of the tests "
+            f"tracked to the end, {phases['tracked_frac']:.1%} tracked, MPJPE {phases['mpjpe_m']:.4f} m"
+        )
     print(f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'tracked':>7s} {'mpjpe_m':>8s} success")
     for name, r in clips.items():
         print(

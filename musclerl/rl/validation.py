@@ -73,12 +73,19 @@ def tracking_test_env(train_cfg: TrainConfig, motion, seconds: float):
     return env, steps
 
 
-def clip_test(env, policy, steps: int, clip: int) -> dict[str, Any]:
-    """The deterministic test of ``clip`` in ``env`` (horizon already lifted) for up to ``steps``."""
+def clip_test(env, policy, steps: int, clip: int, start_time_s: float = 0.0) -> dict[str, Any]:
+    """The deterministic test of ``clip`` in ``env`` (horizon already lifted) from ``start_time_s``
+    of the clip for up to ``steps`` (a clip that does not loop ends the test at its last frame)."""
     from musclerl.rl.rollout import episode_steps, rollout
 
-    steps = min(steps, episode_steps(env, clip, 0.0))
-    rec = rollout(env, lambda obs: policy.act(obs, deterministic=True), clip=clip, max_steps=steps)
+    steps = min(steps, episode_steps(env, clip, start_time_s))
+    rec = rollout(
+        env,
+        lambda obs: policy.act(obs, deterministic=True),
+        clip=clip,
+        start_time_s=start_time_s,
+        max_steps=steps,
+    )
     # frame 0 is the reset state; a step the env ended by truncation was survived but not recorded
     survived = len(rec.time_s) - 1 + int(rec.truncated)
     local = rec.mpjpe_local_m[1:]
@@ -93,11 +100,26 @@ def clip_test(env, policy, steps: int, clip: int) -> dict[str, Any]:
     }
 
 
-def clips_test(env, policy, steps: int, chosen) -> dict[str, Any]:
+def phase_starts_s(env, clip: int, phases: int) -> np.ndarray:
+    """``phases`` start times (s) spread evenly over ``clip``: k / phases of its duration for
+    k = 0 .. phases - 1 (the first is t = 0), so a test from every phase is reproducible."""
+    duration_s = float(env.reference.clip_duration_s[clip])
+    return np.arange(phases) * duration_s / phases
+
+
+def _means(rows: list[dict[str, Any]]) -> dict[str, float]:
+    keys = ("tracked_s", "test_s", "tracked_frac", "success", "mpjpe_m", "site_err_world_m")
+    return {key: float(np.mean([r[key] for r in rows])) for key in keys}
+
+
+def clips_test(env, policy, steps: int, chosen, phases: int = 1) -> dict[str, Any]:
     """The deterministic test of the clips ``chosen`` (indices) of ``env`` (from :func:`tracking_test_env`)
     for up to ``steps`` control steps each: ``{"clips": {name: result}}`` and the means over them.
     ``policy`` is anything with ``act(obs, deterministic=True)`` (an export, or the in-memory
-    policy of a running training: :class:`Validator`)."""
+    policy of a running training: :class:`Validator`). With ``phases`` > 1 every clip is also
+    tested from each of :func:`phase_starts_s`: its result gets ``phases`` (the mean over its
+    starts, t = 0 included) and the whole test ``phases`` (the means over every clip and start,
+    ``success`` the fraction of starts tracked to the end)."""
     names = env.reference.clip_names
     clips = {names[c]: clip_test(env, policy, steps, c) for c in chosen}
     rows = list(clips.values())
@@ -105,7 +127,16 @@ def clips_test(env, policy, steps: int, chosen) -> dict[str, Any]:
     def mean(key: str) -> float:
         return float(np.mean([r[key] for r in rows]))
 
+    by_phase: list[dict[str, Any]] = []
+    if phases > 1:
+        for c in chosen:
+            starts = [clips[names[c]]]  # t = 0, tested above
+            starts += [clip_test(env, policy, steps, c, float(t)) for t in phase_starts_s(env, c, phases)[1:]]
+            clips[names[c]]["phases"] = _means(starts)
+            by_phase += starts
+    summary = {"phases": {"starts_per_clip": phases, **_means(by_phase)}} if by_phase else {}
     return {
+        **summary,
         "tracked_s": mean("tracked_s"),
         "test_s": mean("test_s"),
         "tracked_frac": mean("tracked_frac"),
