@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from musclerl.bench.learn import tracking_test
+from musclerl.bench.learn import bench_dataset, tracking_test
 from musclerl.cli import main
 from musclerl.envs.motions import sine_gait
 
@@ -48,9 +48,7 @@ def test_bench_learn_trains_then_tests_every_clip_from_the_first_frame(tiny_run)
     assert walk["test_s"] == pytest.approx(1.0)  # the walk loops: the whole test
     assert 0.5 < sine["test_s"] <= 0.6 + 1e-9  # the clip that does not loop ends its test
     for r in clips.values():
-        assert 0 < r["tracked_s"] <= r["test_s"] + 1e-9
         assert r["success"] == (r["tracked_s"] >= r["test_s"] - 1e-9)
-        assert np.isfinite(r["mpjpe_m"]) and r["mpjpe_m"] <= r["site_err_world_m"] + 0.5
     for key in ("tracked_s", "test_s", "mpjpe_m", "site_err_world_m"):
         assert result[key] == pytest.approx((walk[key] + sine[key]) / 2)
     assert result["success_rate"] == pytest.approx((walk["success"] + sine["success"]) / 2)
@@ -91,3 +89,37 @@ def test_tracking_test_of_a_policy_folder_repeats(tiny_run):
     a = tracking_test(policy, WALK, seconds=0.5)
     b = tracking_test(policy, WALK, seconds=0.5)
     assert a == b  # deterministic: the policy's mean from the clip's first frame
+
+
+def _stepped_by_hand(policy, motion, seconds: float, clip: int) -> tuple[float, float, float]:
+    """The test redone with the env's own step and metrics (not the recording): control steps
+    survived (s), and the mean root-relative and world site errors (m) over them."""
+    from musclerl.bench.learn import evaluation_env
+
+    env, steps = evaluation_env(policy, motion, seconds)
+    state = env.reset(0, clip=np.array([clip]), time_s=np.array([0.0]))
+    local, world = [], []
+    for _ in range(steps):
+        state = env.step(state, policy.act(np.asarray(state.obs), deterministic=True))
+        if bool(np.asarray(state.done)[0]):
+            break
+        local.append(float(np.asarray(state.metrics["site_err_local_m"])[0]))
+        world.append(float(np.asarray(state.metrics["site_err_m"])[0]))
+    survived = len(local) + int(bool(np.asarray(state.done)[0]) and not bool(np.asarray(state.terminated)[0]))
+    return survived * env.control_dt_s, float(np.mean(local)), float(np.mean(world))
+
+
+def test_bench_learn_figures_match_the_env_stepped_by_hand(tiny_run):
+    """tracked_s and the MPJPE of the bench equal those of a loop over the env's own step and
+    metrics (rewards.tracking_errors), independent of the recording the bench reads."""
+    from musclerl import load_policy
+
+    out, result = tiny_run
+    policy = load_policy(out / "policy")
+    motion = bench_dataset([str(WALK), str(out.parent / "sine.npz")], "tiny")  # the training set
+    for index, name in enumerate(("humanoid3d_walk", "sine")):
+        r = result["clips"][name]
+        tracked_s, local_m, world_m = _stepped_by_hand(policy, motion, 1.0, index)
+        assert r["tracked_s"] == pytest.approx(tracked_s, abs=1e-9)
+        assert r["mpjpe_m"] == pytest.approx(local_m, rel=1e-6)
+        assert r["site_err_world_m"] == pytest.approx(world_m, rel=1e-6)
