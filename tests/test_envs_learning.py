@@ -131,13 +131,15 @@ def test_reward_is_maximal_at_the_reference_and_standing_still_earns_under_half(
     for t in times:
         state, ref = _state_at(env, float(t))
         kin = env.kinematics(state)
-        terms = reward_terms(tracking_errors(kin, ref, np), kin.act, zeros, zeros, cfg, np)
+        terms = reward_terms(tracking_errors(kin.replace(ctrl=zeros), ref, zeros, np), cfg.reward, np)
         for term in ("joint_pos", "root_pos", "site_pos", "site_ori"):
             assert terms[f"reward/{term}"][0] == pytest.approx(cfg.weight(term), abs=1e-6)
         moving.append(terms["reward/total"][0])
         # the first frame's pose, standing still (zero velocity) while the reference walks on
-        still_kin = standing.replace(qvel=standing.qvel * 0, site_vel_mps=standing.site_vel_mps * 0)
-        still_terms = reward_terms(tracking_errors(still_kin, ref, np), kin.act, zeros, zeros, cfg, np)
+        still_kin = standing.replace(
+            qvel=standing.qvel * 0, site_vel_mps=standing.site_vel_mps * 0, act=kin.act, ctrl=zeros
+        )
+        still_terms = reward_terms(tracking_errors(still_kin, ref, zeros, np), cfg.reward, np)
         still.append(still_terms["reward/total"][0])
     perfect = float(np.mean(moving))
     assert perfect > 0.97  # velocities are interpolated, so their terms are nearly, not exactly, 1
