@@ -2,7 +2,8 @@
 
 Every piece (observation parts, reward terms and their weights/scales, termination thresholds,
 episode length, control rate, clip sampling, backend options) has a default here (the reward's
-come with its terms from the table in :mod:`musclerl.envs.rewards`), so
+come with its terms from the table in :mod:`musclerl.envs.rewards`, the action section's with the
+spaces in :mod:`musclerl.envs.actions`), so
 ``EnvConfig()`` is a working configuration and a YAML file only lists what it changes::
 
     substeps: 5            # physics steps per control step (control rate = 1 / (substeps * timestep))
@@ -25,12 +26,10 @@ import dataclasses
 import math
 from typing import Any
 
+from musclerl.envs.actions import ACTION_SPACES, ActionConfig
 from musclerl.envs.rewards import RewardConfig
 from musclerl.errors import InputError
 from musclerl.typed_config import flat_items, from_mapping
-
-#: The action spaces (envs/actions.py).
-ACTION_SPACES = ("excitation", "muscle_length_pd", "reference_pd", "joint_reference_pd")
 
 
 @dataclasses.dataclass
@@ -94,33 +93,6 @@ class SamplingConfig:
     # (rad, m for slides; coupled coordinates follow) and velocity (rad/s, m/s) at episode start
     qpos_noise: float = 0.0
     qvel_noise: float = 0.0
-
-
-@dataclasses.dataclass
-class ActionConfig:
-    """How the policy's action becomes muscle excitations (see actions.py).
-
-    ``space``: ``excitation`` (action = excitation in [0, 1]), ``muscle_length_pd`` (action in
-    [-1, 1] = target length across each muscle's length range), ``reference_pd`` (action in
-    [-1, 1] = offset of the target length from the reference's muscle length at the next clip
-    time, by up to ``offset_fraction`` of the length range), ``joint_reference_pd`` (action in
-    [-1, 1] per independent joint coordinate = offset of the reference pose by up to
-    ``joint_offset_rad``, turned into target muscle lengths through the reference's muscle
-    Jacobian: 14 coordinated actions instead of 80 on myolegs). The PD spaces command a force
-    ``kp (L* - L) - kd (V - V*)`` clipped to [-F_max, 0] and invert it to an excitation with
-    MuJoCo's muscle gain and bias, at every physics step (``per_physics_step``) or once per
-    control step. ``feedforward`` (PD spaces): the PD force is added to the force of the
-    reference's static-optimisation activations (computed muscle control), see actions.py.
-    """
-
-    space: str = "excitation"
-    neutral_excitation: float = 0.07  # excitation space: what the untrained policy commands
-    kp: float = 30.0  # PD stiffness, peak isometric forces per metre of length error
-    kd_ratio: float = 0.1  # kd = kd_ratio * kp, seconds
-    offset_fraction: float = 0.25  # reference_pd: |action| = 1 moves L* by this fraction of the range
-    joint_offset_rad: float = 0.3  # joint_reference_pd: |action| = 1 offsets a coordinate by this
-    per_physics_step: bool = True
-    feedforward: bool = False  # PD spaces: e = a_ref + F_pd / gain, a_ref the reference's static optimisation
 
 
 @dataclasses.dataclass
@@ -192,10 +164,10 @@ class EnvConfig:
             f"action.space must be one of {list(ACTION_SPACES)}, got '{a.space}'",
         )
         need(0 <= a.neutral_excitation <= 1, "action.neutral_excitation must be in [0, 1]")
+        followers = [name for name, space in ACTION_SPACES.items() if space.follows_reference]
         need(
-            not a.feedforward or a.space in ("reference_pd", "joint_reference_pd"),
-            "action.feedforward needs a reference space (reference_pd or joint_reference_pd), "
-            f"not '{a.space}'",
+            not a.feedforward or ACTION_SPACES[a.space].follows_reference,
+            f"action.feedforward needs a reference space ({' or '.join(followers)}), not '{a.space}'",
         )
         need(
             a.kp > 0 and a.kd_ratio >= 0 and a.offset_fraction > 0 and a.joint_offset_rad > 0,

@@ -31,7 +31,7 @@ from typing import Any
 
 import mujoco
 
-from musclerl.envs.actions import ActionSpace, MuscleParams
+from musclerl.envs.actions import MuscleParams, make_action_space
 from musclerl.envs.backends import BACKENDS, Physics, make_physics
 from musclerl.envs.config import EnvConfig
 from musclerl.envs.initial_state import (
@@ -117,7 +117,7 @@ class TrackingEnv:
             1.0 / self.control_dt_s,
             self.config.initial_activation == "static" or self.config.action.feedforward,
         )
-        self.actions = ActionSpace(
+        self.actions = make_action_space(
             self.config.action,
             MuscleParams.from_model(self.model, self.world.peak_force_n),
             len(self.reference.coordinate_names),
