@@ -1,10 +1,11 @@
 """Configuration of the tracking environment: one dataclass tree, loadable from a YAML dict.
 
 Every piece (observation parts, reward terms and their weights/scales, termination thresholds,
-episode length, control rate, clip sampling, backend options) has a default here (the reward's
-come with its terms from the table in :mod:`musclerl.envs.rewards`, the action section's with the
-spaces in :mod:`musclerl.envs.actions`), so
-``EnvConfig()`` is a working configuration and a YAML file only lists what it changes::
+episode length, control rate, clip sampling, backend options) has a default, so ``EnvConfig()``
+is a working configuration and a YAML file only lists what it changes. Two sections live beside
+the tables they configure, so that adding a term or a space is one entry there:
+:class:`~musclerl.envs.rewards.RewardConfig` (defaults from ``REWARD_TERMS``) and
+:class:`~musclerl.envs.actions.ActionConfig` (``space`` a name of ``ACTION_SPACES``)::
 
     substeps: 5            # physics steps per control step (control rate = 1 / (substeps * timestep))
     horizon: 1000          # control steps before truncation
