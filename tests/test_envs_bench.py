@@ -113,7 +113,7 @@ def test_bench_env_rejects_bad_counts(capsys):
 
 def test_importing_the_command_and_package_stays_light():
     code = (
-        "import sys, musclerl.envs, musclerl.bench.env_steps; "
+        "import sys, musclerl.envs, musclerl.envs.config, musclerl.bench.env_steps; "
         "print([m for m in ('jax', 'flax', 'mujoco.mjx') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 
 from musclerl.envs import EnvConfig, TrackingEnv
-from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS
 from musclerl.envs.motions import sine_dataset, sine_gait
 from musclerl.envs.reference import lookup
-from musclerl.envs.rewards import reward_terms, tracking_errors
+from musclerl.envs.rewards import REWARD_TERMS, reward_terms, term_names, tracking_errors
 from musclerl.errors import InputError
 from musclerl.motion.trajectory import Terrain
 
@@ -36,10 +35,10 @@ def test_reset_and_step_shapes(env):
     assert sum(env.obs_pieces.values()) == env.observation_size
     state = env.step(state, np.full((n, env.action_size), 2.0))  # out of range: clipped
     assert np.all(state.info["last_action"] == 1.0)
-    for key in [f"reward/{t}" for t in (*TRACKING_TERMS, *PENALTY_TERMS)] + ["site_err_m", "nan_reset"]:
+    for key in [f"reward/{t}" for t in REWARD_TERMS] + ["site_err_m", "nan_reset"]:
         assert state.metrics[key].shape == (n,)
     np.testing.assert_allclose(
-        sum(state.metrics[f"reward/{t}"] for t in (*TRACKING_TERMS, *PENALTY_TERMS)), state.reward, rtol=1e-12
+        sum(state.metrics[f"reward/{t}"] for t in REWARD_TERMS), state.reward, rtol=1e-12
     )
     assert np.all(np.isfinite(state.obs)) and np.all(np.isfinite(state.reward))
     assert np.all(state.info["steps"][~state.done] == 1)
@@ -55,7 +54,7 @@ def test_reset_at_reference_reproduces_reference_sites(env, dataset):
     np.testing.assert_allclose(
         kin.site_vel_mps, target["site_vel_mps"], atol=1e-9
     )  # cvel formula = mj_objectVelocity
-    errors = tracking_errors(kin, target, np)
+    errors = tracking_errors(kin, target, kin.ctrl, np)
     assert np.all(errors["site_err_m"] < 1e-9) and np.all(errors["site_ori"] < 1e-12)
 
 
@@ -90,7 +89,7 @@ def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, la
         "site_ori": np.mean(angle**2),
         "site_vel": np.mean((vel - rvel) ** 2),
     }
-    out = {t: cfg.reward.weights[t] * np.exp(-cfg.reward.scales[t] * mse[t]) for t in TRACKING_TERMS}
+    out = {t: cfg.reward.weights[t] * np.exp(-cfg.reward.scales[t] * mse[t]) for t in term_names("tracking")}
     out["activation_energy"] = -cfg.reward.activation_energy * np.mean(act**2)
     out["action_rate"] = -cfg.reward.action_rate * np.mean((action - last) ** 2)
     return out, float(np.mean(np.linalg.norm(pos - rpos, axis=1)))
@@ -111,8 +110,8 @@ def test_reward_terms_match_hand_computation(env):
     kin = env.kinematics(fixed)
     target = lookup(env.reference.as_arrays(np), fixed.info["clip"], fixed.info["time_s"], np)
     action, last = rng.uniform(0, 1, (8, 6)), rng.uniform(0, 1, (8, 6))
-    errors = tracking_errors(kin, target, np)
-    terms = reward_terms(errors, kin.act, action, last, env.config, np)
+    errors = tracking_errors(kin.replace(ctrl=action), target, last, np)
+    terms = reward_terms(errors, env.config.reward, np)
     for i in range(8):
         hand, site_err = _hand_terms(
             env.model,
@@ -129,7 +128,8 @@ def test_reward_terms_match_hand_computation(env):
         for term, value in hand.items():
             assert terms[f"reward/{term}"][i] == pytest.approx(value, rel=1e-6, abs=1e-9), term
         assert errors["site_err_m"][i] == pytest.approx(site_err, rel=1e-9)
-    for term in TRACKING_TERMS:  # the state is really off the reference in every term
+    assert set(hand) == set(REWARD_TERMS)  # every registered term is checked by hand
+    for term in term_names("tracking"):  # the state is really off the reference in every term
         assert np.all(terms[f"reward/{term}"] < (1 - 1e-4) * env.config.reward.weights[term]), term
     # penalties are bounded by their weights
     assert np.all(terms["reward/activation_energy"] >= -env.config.reward.activation_energy)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from musclerl.envs import EnvConfig, TrackingEnv
-from musclerl.envs.actions import ActionSpace, MuscleParams, muscle_gain_bias
+from musclerl.envs.actions import MuscleParams, make_action_space, muscle_gain_bias
 from musclerl.envs.config import ActionConfig
 from musclerl.envs.reference import lookup
 from musclerl.models.registry import load_model
@@ -62,7 +62,7 @@ def test_muscle_gain_bias_match_mujoco_and_pd_force_is_produced():
             mujoco.mju_muscleBias(length[0, i], lr, acc0, model.actuator_biasprm[i, :9]), rel=1e-4, abs=1e-3
         )
     # muscle_length_pd: the excitation, held as the activation, produces the commanded PD force
-    space = ActionSpace(ActionConfig(space="muscle_length_pd", kp=30.0, kd_ratio=0.1), params)
+    space = make_action_space(ActionConfig(space="muscle_length_pd", kp=30.0, kd_ratio=0.1), params)
     action = np.random.default_rng(1).uniform(-1, 1, (1, model.nu))
     target_len, target_vel = space.targets(action, {}, np)
     excitation = space.pd(target_len, target_vel, length, velocity, np)
@@ -82,7 +82,9 @@ def test_feedforward_adds_the_pd_force_to_the_reference_activations_force():
     """Computed muscle control: at zero PD error the excitation is the reference's activation;
     otherwise the muscle force is the feedforward activation's force plus the PD force."""
     model, data, peak, params = _moving_myolegs(seed=2)
-    space = ActionSpace(ActionConfig(space="reference_pd", kp=30.0, kd_ratio=0.1, feedforward=True), params)
+    space = make_action_space(
+        ActionConfig(space="reference_pd", kp=30.0, kd_ratio=0.1, feedforward=True), params
+    )
     length, velocity = data.actuator_length[None].copy(), data.actuator_velocity[None].copy()
     a_ref = np.random.default_rng(3).uniform(0.1, 0.6, (1, model.nu))
     np.testing.assert_allclose(space.pd(length, velocity, length, velocity, np, a_ref), a_ref, atol=1e-6)
@@ -131,13 +133,15 @@ def test_reward_is_maximal_at_the_reference_and_standing_still_earns_under_half(
     for t in times:
         state, ref = _state_at(env, float(t))
         kin = env.kinematics(state)
-        terms = reward_terms(tracking_errors(kin, ref, np), kin.act, zeros, zeros, cfg, np)
+        terms = reward_terms(tracking_errors(kin.replace(ctrl=zeros), ref, zeros, np), cfg.reward, np)
         for term in ("joint_pos", "root_pos", "site_pos", "site_ori"):
             assert terms[f"reward/{term}"][0] == pytest.approx(cfg.weight(term), abs=1e-6)
         moving.append(terms["reward/total"][0])
         # the first frame's pose, standing still (zero velocity) while the reference walks on
-        still_kin = standing.replace(qvel=standing.qvel * 0, site_vel_mps=standing.site_vel_mps * 0)
-        still_terms = reward_terms(tracking_errors(still_kin, ref, np), kin.act, zeros, zeros, cfg, np)
+        still_kin = standing.replace(
+            qvel=standing.qvel * 0, site_vel_mps=standing.site_vel_mps * 0, act=kin.act, ctrl=zeros
+        )
+        still_terms = reward_terms(tracking_errors(still_kin, ref, zeros, np), cfg.reward, np)
         still.append(still_terms["reward/total"][0])
     perfect = float(np.mean(moving))
     assert perfect > 0.97  # velocities are interpolated, so their terms are nearly, not exactly, 1

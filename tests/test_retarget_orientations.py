@@ -28,7 +28,7 @@ def test_segment_tables(name):
     from musclerl.motion.smpl import SMPL_JOINT_NAMES
 
     model = load_model(name)
-    for seg, body in corr.MODEL_SEGMENTS[name].items():
+    for seg, body in corr.model_profile(name).segments.items():
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body) >= 0, (seg, body)
     assert set(corr.SOURCE_SEGMENTS["smpl"].values()) <= set(SMPL_JOINT_NAMES)
     assert set(corr.SOURCE_SEGMENTS["deepmimic"].values()) <= set(DEEPMIMIC_KEYPOINT_NAMES)

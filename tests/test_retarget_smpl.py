@@ -50,11 +50,12 @@ FLAT = Terrain(height_m=np.zeros((3, 3)), origin_m=np.array([-5.0, -5.0]), cell_
 @pytest.mark.parametrize("name", ["myolegs", "myofullbody", "tiny"])
 def test_correspondence_bodies_exist(name):
     model = load_model(name)
-    for landmark, (body, _) in corr.MODEL_LANDMARKS[name].items():
+    profile = corr.model_profile(name)
+    for landmark, (body, _) in profile.landmarks.items():
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body) >= 0, (landmark, body)
-    for bodies in corr.FOOT_BODIES[name].values():
+    for bodies in profile.feet.values():
         assert all(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b) >= 0 for b in bodies)
-    assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, corr.TRUNK_BODY[name]) >= 0
+    assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, profile.trunk) >= 0
 
 
 def test_source_tables_use_real_keypoint_names():

@@ -1,12 +1,11 @@
-"""``musclerl info``: summarise a model (registry name / MJCF path) or a motion file."""
+"""``musclerl info``: summarise a model (registry name / MJCF path) or a motion file (any suffix of
+:data:`musclerl.motion.readers.READERS`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
-
-MOTION_SUFFIXES = (".trc", ".mot", ".sto", ".npz", ".txt", ".json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
         from musclerl.fileio import check_outputs
 
         check_outputs({"--plot": args.plot}, inputs=[target])
-    if Path(target).suffix.lower() in MOTION_SUFFIXES:
+    from musclerl.motion.readers import READERS, suffixes
+
+    if Path(target).suffix.lower() in READERS:
         from musclerl.motion.summary import summarize_motion_file
 
         info = summarize_motion_file(target, trajectory_check)
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from musclerl.errors import InputError
 
-        raise InputError(args.plot, "--plot draws motion files only (.trc, .mot, .sto, .npz, .txt, .json)")
+        raise InputError(args.plot, f"--plot draws motion files only ({', '.join(suffixes())})")
     from musclerl.models import load_model
     from musclerl.models.introspect import describe
 

@@ -114,8 +114,10 @@ def write_outputs(result, out: Path, report: Path | None, mot: Path | None, plot
 
 
 def expand_trials(inputs: list[str]) -> list[Path]:
-    """``.trc`` trials from files and folders; InputError if none."""
-    return batch.expand_inputs(inputs, (".trc",), "trial")
+    """Marker trials (``.trc``, any ``markers`` reader) from files and folders; InputError if none."""
+    from musclerl.motion.readers import suffixes
+
+    return batch.expand_inputs(inputs, suffixes(("markers",), folders=True), "trial")
 
 
 def retarget_trial(paths: batch.ItemOutputs, options, state: dict) -> dict:

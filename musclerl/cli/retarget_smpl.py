@@ -27,7 +27,7 @@ import argparse
 from pathlib import Path
 
 from musclerl.retarget.batch import FOLDER_RULE
-from musclerl.retarget.keypoints.files import MOTION_SUFFIXES, SmplOptions, retarget_file
+from musclerl.retarget.keypoints.files import MOTION_KINDS, SmplOptions, retarget_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -142,9 +142,10 @@ def write_outputs(
 
 def expand_motions(inputs: list[str]) -> list[Path]:
     """Motion files from files and folders (folders: their .npz/.txt, sorted)."""
+    from musclerl.motion.readers import suffixes
     from musclerl.retarget.batch import expand_inputs
 
-    return expand_inputs(inputs, MOTION_SUFFIXES, "motion")
+    return expand_inputs(inputs, suffixes(MOTION_KINDS, folders=True), "motion")
 
 
 def retarget_motion(paths, options: SmplOptions, state: dict) -> dict:

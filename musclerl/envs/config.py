@@ -1,8 +1,11 @@
 """Configuration of the tracking environment: one dataclass tree, loadable from a YAML dict.
 
 Every piece (observation parts, reward terms and their weights/scales, termination thresholds,
-episode length, control rate, clip sampling, backend options) has a default here, so
-``EnvConfig()`` is a working configuration and a YAML file only lists what it changes::
+episode length, control rate, clip sampling, backend options) has a default, so ``EnvConfig()``
+is a working configuration and a YAML file only lists what it changes. Two sections live beside
+the tables they configure, so that adding a term or a space is one entry there:
+:class:`~musclerl.envs.rewards.RewardConfig` (defaults from ``REWARD_TERMS``) and
+:class:`~musclerl.envs.actions.ActionConfig` (``space`` a name of ``ACTION_SPACES``)::
 
     substeps: 5            # physics steps per control step (control rate = 1 / (substeps * timestep))
     horizon: 1000          # control steps before truncation
@@ -24,15 +27,10 @@ import dataclasses
 import math
 from typing import Any
 
+from musclerl.envs.actions import ACTION_SPACES, ActionConfig
+from musclerl.envs.rewards import RewardConfig
 from musclerl.errors import InputError
 from musclerl.typed_config import flat_items, from_mapping
-
-#: The DeepMimic-style reward terms ``w * exp(-k * mse)``, in the order they are reported.
-TRACKING_TERMS = ("joint_pos", "joint_vel", "root_pos", "root_vel", "site_pos", "site_ori", "site_vel")
-#: The action spaces (envs/actions.py).
-ACTION_SPACES = ("excitation", "muscle_length_pd", "reference_pd", "joint_reference_pd")
-#: The bounded penalties ``-w * mean(x**2)`` with x in [0, 1].
-PENALTY_TERMS = ("activation_energy", "action_rate")
 
 
 @dataclasses.dataclass
@@ -56,47 +54,6 @@ class ObsConfig:
     goal_frames: int = 2  # k: how many future reference frames the goal shows
     goal_stride: int = 5  # reference frames between two goal frames
     contact_height_m: float = 0.03  # foot counts as in contact below its rest height + this
-
-
-@dataclasses.dataclass
-class RewardConfig:
-    """Weights ``w`` and scales ``k`` of ``w * exp(-k * mse)`` per term, and penalty weights.
-
-    Units of k: 1/rad^2 (joint_pos, site_ori), s^2/rad^2 (joint_vel), 1/m^2 (root_pos, site_pos),
-    s^2/m^2 (root_vel, site_vel); ``mse`` is the mean over components (x, y, z count separately).
-    The defaults put a term at exp(-1) for the error of a visibly wrong pose: 0.32 rad RMS of
-    joint angle, 0.32 m of root drift, 4.5 cm per component of root-relative site position,
-    0.7 m/s per component of site velocity; sharper scales leave no gradient while the policy
-    is still far off, softer ones pay for standing still. Standing still while the reference
-    walks earns under half a perfect step (``tests/test_envs_learning.py``). Penalties are
-    ``-w * mean(x^2)`` over muscles with x in [0, 1] (activation, change of excitation between
-    control steps), so each lies in [-w, 0].
-    """
-
-    weights: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {
-            "joint_pos": 0.15,
-            "joint_vel": 0.05,
-            "root_pos": 0.15,
-            "root_vel": 0.1,
-            "site_pos": 0.3,
-            "site_ori": 0.1,
-            "site_vel": 0.15,
-        }
-    )
-    scales: dict[str, float] = dataclasses.field(
-        default_factory=lambda: {
-            "joint_pos": 10.0,
-            "joint_vel": 0.1,
-            "root_pos": 10.0,
-            "root_vel": 1.0,
-            "site_pos": 500.0,
-            "site_ori": 5.0,
-            "site_vel": 2.0,
-        }
-    )
-    activation_energy: float = 0.02
-    action_rate: float = 0.02
 
 
 @dataclasses.dataclass
@@ -137,33 +94,6 @@ class SamplingConfig:
     # (rad, m for slides; coupled coordinates follow) and velocity (rad/s, m/s) at episode start
     qpos_noise: float = 0.0
     qvel_noise: float = 0.0
-
-
-@dataclasses.dataclass
-class ActionConfig:
-    """How the policy's action becomes muscle excitations (see actions.py).
-
-    ``space``: ``excitation`` (action = excitation in [0, 1]), ``muscle_length_pd`` (action in
-    [-1, 1] = target length across each muscle's length range), ``reference_pd`` (action in
-    [-1, 1] = offset of the target length from the reference's muscle length at the next clip
-    time, by up to ``offset_fraction`` of the length range), ``joint_reference_pd`` (action in
-    [-1, 1] per independent joint coordinate = offset of the reference pose by up to
-    ``joint_offset_rad``, turned into target muscle lengths through the reference's muscle
-    Jacobian: 14 coordinated actions instead of 80 on myolegs). The PD spaces command a force
-    ``kp (L* - L) - kd (V - V*)`` clipped to [-F_max, 0] and invert it to an excitation with
-    MuJoCo's muscle gain and bias, at every physics step (``per_physics_step``) or once per
-    control step. ``feedforward`` (PD spaces): the PD force is added to the force of the
-    reference's static-optimisation activations (computed muscle control), see actions.py.
-    """
-
-    space: str = "excitation"
-    neutral_excitation: float = 0.07  # excitation space: what the untrained policy commands
-    kp: float = 30.0  # PD stiffness, peak isometric forces per metre of length error
-    kd_ratio: float = 0.1  # kd = kd_ratio * kp, seconds
-    offset_fraction: float = 0.25  # reference_pd: |action| = 1 moves L* by this fraction of the range
-    joint_offset_rad: float = 0.3  # joint_reference_pd: |action| = 1 offsets a coordinate by this
-    per_physics_step: bool = True
-    feedforward: bool = False  # PD spaces: e = a_ref + F_pd / gain, a_ref the reference's static optimisation
 
 
 @dataclasses.dataclass
@@ -218,14 +148,8 @@ class EnvConfig:
             self.obs.goal_frames >= 0 and self.obs.goal_stride >= 1,
             "obs.goal_frames must be >= 0 and obs.goal_stride >= 1",
         )
-        for key in (*self.reward.weights, *self.reward.scales):
-            need(key in TRACKING_TERMS, f"unknown reward term '{key}'; terms are {list(TRACKING_TERMS)}")
-        for key, value in self.reward.scales.items():
-            need(value >= 0, f"reward scale for '{key}' must be >= 0")
-        need(
-            self.reward.activation_energy >= 0 and self.reward.action_rate >= 0,
-            "penalty weights must be >= 0",
-        )
+        reward_problems = self.reward.problems()
+        need(not reward_problems, reward_problems[0] if reward_problems else "")
         t = self.termination
         need(
             t.site_deviation_m >= 0 and t.root_deviation_m >= 0 and t.root_height_min_m < t.root_height_max_m,
@@ -241,10 +165,10 @@ class EnvConfig:
             f"action.space must be one of {list(ACTION_SPACES)}, got '{a.space}'",
         )
         need(0 <= a.neutral_excitation <= 1, "action.neutral_excitation must be in [0, 1]")
+        followers = [name for name, space in ACTION_SPACES.items() if space.follows_reference]
         need(
-            not a.feedforward or a.space in ("reference_pd", "joint_reference_pd"),
-            "action.feedforward needs a reference space (reference_pd or joint_reference_pd), "
-            f"not '{a.space}'",
+            not a.feedforward or ACTION_SPACES[a.space].follows_reference,
+            f"action.feedforward needs a reference space ({' or '.join(followers)}), not '{a.space}'",
         )
         need(
             a.kp > 0 and a.kd_ratio >= 0 and a.offset_fraction > 0 and a.joint_offset_rad > 0,
@@ -277,7 +201,7 @@ class EnvConfig:
         need(self.mjx.impl in ("jax", "warp"), f"mjx.impl must be 'jax' or 'warp', got '{self.mjx.impl}'")
 
     def weight(self, term: str) -> float:
-        return float(self.reward.weights.get(term, 0.0))
+        return self.reward.weight(term)
 
     def scale(self, term: str) -> float:
-        return float(self.reward.scales.get(term, RewardConfig().scales[term]))
+        return self.reward.scale(term)

@@ -1,6 +1,10 @@
-"""DeepMimic-style tracking reward: ``sum_i w_i exp(-k_i mse_i)`` minus bounded penalties.
+"""DeepMimic-style tracking reward: ``sum_i w_i exp(-k_i e_i)`` minus bounded penalties ``w_j e_j``.
 
-Terms (errors between the simulated state and the reference at the same clip time):
+Every term is one row of :data:`REWARD_TERMS`: its kind, its error function and its default
+weight (and scale). A ``tracking`` term pays ``w exp(-k e)`` with ``e`` a mean squared error
+between the simulated state and the reference at the same clip time; a ``penalty`` costs
+``-w e`` with ``e`` in [0, 1], so it lies in [-w, 0]. Adding a term is one function and one row;
+config validation, the metric names and the total follow the table. The terms:
 
 - ``joint_pos``: joint positions (all but the free root), rad (or m for slide joints)
 - ``joint_vel``: joint velocities (all but the free root)
@@ -10,70 +14,216 @@ Terms (errors between the simulated state and the reference at the same clip tim
   ``root_pos``'s to punish, so one stumble does not zero every later step's site reward)
 - ``site_ori``: angle between simulated and reference site orientations, rad
 - ``site_vel``: site linear velocities, world frame, m/s
-- ``activation_energy``: ``-w mean(act^2)``, act in [0, 1] so in [-w, 0]
-- ``action_rate``: ``-w mean((e_t - e_{t-1})^2)`` of the excitations e in [0, 1] the action
-  commanded (so in [-w, 0] in every action space)
+- ``activation_energy``: ``mean(act^2)``, act in [0, 1]
+- ``action_rate``: ``mean((e_t - e_{t-1})^2)`` of the excitations e in [0, 1] the action
+  commanded (so in [0, 1] in every action space)
 
 Each term appears once; ``metrics['reward/<term>']`` is its weighted contribution and the reward
-is their sum. ``mse`` is the mean of squared components over the term's coordinates.
+is their sum, in table order. ``mse`` is the mean of squared components over the term's
+coordinates. Weights and scales are set in :class:`RewardConfig` (``reward.weights``,
+``reward.scales``; the two original penalties keep their own keys ``reward.activation_energy``
+and ``reward.action_rate``).
+
+This module imports no other env module at run time, so :mod:`musclerl.envs.config` can build
+its defaults and checks from the table.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS, EnvConfig
-from musclerl.envs.state import Kinematics
 from musclerl.geometry import arrays as geo
 
+if TYPE_CHECKING:
+    from musclerl.envs.state import Kinematics
 
-def tracking_errors(kin: Kinematics, target: dict[str, Any], xp: Any) -> dict[str, Any]:
-    """Mean squared error (N,) of each tracking term, and distances in m (N,): ``site_err_m`` (mean
-    world-frame site distance), ``site_err_local_m`` (mean root-relative distance: MPJPE),
-    ``site_err_local_max_m`` (its largest site), ``root_drift_m`` (root ground-plane distance)."""
-    site_rel = kin.site_pos_m - kin.qpos[:, None, :3]
-    site_rel_ref = target["site_pos_m"] - target["qpos"][:, None, :3]
-    rel_rot = xp.swapaxes(kin.site_xmat, -1, -2) @ target["site_xmat"]
-    site_dist = xp.linalg.norm(kin.site_pos_m - target["site_pos_m"], axis=-1)
-    local_dist = xp.linalg.norm(site_rel - site_rel_ref, axis=-1)
-    drift = kin.qpos[:, :2] - target["qpos"][:, :2]
-    return {
-        "joint_pos": _mse(kin.qpos[:, 7:] - target["qpos"][:, 7:], xp),
-        "joint_vel": _mse(kin.qvel[:, 6:] - target["qvel"][:, 6:], xp),
-        "root_pos": _mse(kin.qpos[:, :3] - target["qpos"][:, :3], xp),
-        "root_vel": _mse(kin.qvel[:, :6] - target["qvel"][:, :6], xp),
-        "site_pos": _mse(site_rel - site_rel_ref, xp),
-        "site_ori": xp.mean(geo.rotation_angle(rel_rot, xp) ** 2, axis=-1),
-        "site_vel": _mse(kin.site_vel_mps - target["site_vel_mps"], xp),
-        "site_err_m": xp.mean(site_dist, axis=-1),
-        "site_err_local_m": xp.mean(local_dist, axis=-1),
-        "site_err_local_max_m": xp.max(local_dist, axis=-1),
-        "root_drift_m": xp.sqrt(xp.sum(drift * drift, axis=-1)),
-    }
+#: ``error(kin, target, last_ctrl, xp) -> (N,)``: ``kin`` the state after the step, ``target`` the
+#: reference at the new clip time (``reference.lookup``'s dict), ``last_ctrl`` (N, nu) the
+#: excitations of the previous control step, ``xp`` numpy or jax.numpy.
+ErrorFn = Callable[["Kinematics", dict[str, Any], Any, Any], Any]
+KINDS = ("tracking", "penalty")
 
 
-def reward_terms(
-    errors: dict[str, Any], act: Any, ctrl: Any, last_ctrl: Any, cfg: EnvConfig, xp: Any
-) -> dict[str, Any]:
-    """Weighted contribution (N,) of every term, keyed ``reward/<term>``, plus ``reward/total``.
+@dataclasses.dataclass(frozen=True)
+class RewardTerm:
+    """One reward term: ``tracking`` pays ``weight * exp(-scale * error)``, ``penalty`` costs
+    ``-weight * error``. ``weight`` and ``scale`` are the defaults :class:`RewardConfig` starts from."""
 
-    ``act`` (N, na) activations, ``ctrl`` and ``last_ctrl`` (N, nu) excitations of this and the
-    previous control step."""
-    out = {}
-    for term in TRACKING_TERMS:
-        out[f"reward/{term}"] = cfg.weight(term) * xp.exp(-cfg.scale(term) * errors[term])
-    out["reward/activation_energy"] = -cfg.reward.activation_energy * _mse(act, xp)
-    out["reward/action_rate"] = -cfg.reward.action_rate * _mse(ctrl - last_ctrl, xp)
-    total = out[f"reward/{TRACKING_TERMS[0]}"]
-    for term in (*TRACKING_TERMS[1:], *PENALTY_TERMS):
-        total = total + out[f"reward/{term}"]
-    out["reward/total"] = total
-    return out
+    kind: str
+    error: ErrorFn
+    weight: float
+    scale: float = 0.0  # tracking terms only (units: 1 / the error's)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"reward term kind must be one of {KINDS}, got '{self.kind}'")
 
 
 def _mse(diff: Any, xp: Any) -> Any:
+    """Mean over every component but the first axis (N,); 0 for an empty term."""
     n = diff.shape[0]
     flat = diff.reshape(n, -1)
     if flat.shape[1] == 0:
         return xp.zeros(n, dtype=diff.dtype)
     return xp.mean(flat * flat, axis=-1)
+
+
+def _site_rel(kin: Kinematics, target: dict[str, Any]) -> tuple[Any, Any]:
+    """Simulated and reference site positions relative to their roots (N, S, 3)."""
+    return kin.site_pos_m - kin.qpos[:, None, :3], target["site_pos_m"] - target["qpos"][:, None, :3]
+
+
+def joint_pos_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    return _mse(kin.qpos[:, 7:] - target["qpos"][:, 7:], xp)
+
+
+def joint_vel_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    return _mse(kin.qvel[:, 6:] - target["qvel"][:, 6:], xp)
+
+
+def root_pos_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    return _mse(kin.qpos[:, :3] - target["qpos"][:, :3], xp)
+
+
+def root_vel_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    return _mse(kin.qvel[:, :6] - target["qvel"][:, :6], xp)
+
+
+def site_pos_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    site_rel, site_rel_ref = _site_rel(kin, target)
+    return _mse(site_rel - site_rel_ref, xp)
+
+
+def site_ori_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    rel_rot = xp.swapaxes(kin.site_xmat, -1, -2) @ target["site_xmat"]
+    return xp.mean(geo.rotation_angle(rel_rot, xp) ** 2, axis=-1)
+
+
+def site_vel_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    return _mse(kin.site_vel_mps - target["site_vel_mps"], xp)
+
+
+def activation_energy_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    return _mse(kin.act, xp)
+
+
+def action_rate_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    return _mse(kin.ctrl - last_ctrl, xp)
+
+
+#: name -> term, in the order they are reported and summed. The default scales put a tracking
+#: term at exp(-1) for the error of a visibly wrong pose (see :class:`RewardConfig`).
+REWARD_TERMS: dict[str, RewardTerm] = {
+    "joint_pos": RewardTerm("tracking", joint_pos_error, 0.15, 10.0),
+    "joint_vel": RewardTerm("tracking", joint_vel_error, 0.05, 0.1),
+    "root_pos": RewardTerm("tracking", root_pos_error, 0.15, 10.0),
+    "root_vel": RewardTerm("tracking", root_vel_error, 0.1, 1.0),
+    "site_pos": RewardTerm("tracking", site_pos_error, 0.3, 500.0),
+    "site_ori": RewardTerm("tracking", site_ori_error, 0.1, 5.0),
+    "site_vel": RewardTerm("tracking", site_vel_error, 0.15, 2.0),
+    "activation_energy": RewardTerm("penalty", activation_energy_error, 0.02),
+    "action_rate": RewardTerm("penalty", action_rate_error, 0.02),
+}
+#: Penalties whose weight is a field of :class:`RewardConfig` (``reward.activation_energy``), as
+#: configs have always set them; every other term's weight is an entry of ``reward.weights``.
+WEIGHT_FIELDS = ("activation_energy", "action_rate")
+
+
+def term_names(kind: str | None = None) -> tuple[str, ...]:
+    """Registered term names of ``kind`` (``tracking``, ``penalty``; None: all), in table order."""
+    return tuple(name for name, term in REWARD_TERMS.items() if kind in (None, term.kind))
+
+
+@dataclasses.dataclass
+class RewardConfig:
+    """Weights ``w`` and scales ``k`` of the terms of :data:`REWARD_TERMS` (defaults: the table's).
+
+    Units of k: 1/rad^2 (joint_pos, site_ori), s^2/rad^2 (joint_vel), 1/m^2 (root_pos, site_pos),
+    s^2/m^2 (root_vel, site_vel); ``mse`` is the mean over components (x, y, z count separately).
+    The defaults put a term at exp(-1) for the error of a visibly wrong pose: 0.32 rad RMS of
+    joint angle, 0.32 m of root drift, 4.5 cm per component of root-relative site position,
+    0.7 m/s per component of site velocity; sharper scales leave no gradient while the policy
+    is still far off, softer ones pay for standing still. Standing still while the reference
+    walks earns under half a perfect step (``tests/test_envs_learning.py``). Penalties are
+    ``-w * mean(x^2)`` over muscles with x in [0, 1] (activation, change of excitation between
+    control steps), so each lies in [-w, 0]. ``weights`` holds every term's weight but those of
+    :data:`WEIGHT_FIELDS`, which are fields of their own.
+    """
+
+    weights: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {n: t.weight for n, t in REWARD_TERMS.items() if n not in WEIGHT_FIELDS}
+    )
+    scales: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {n: t.scale for n, t in REWARD_TERMS.items() if t.kind == "tracking"}
+    )
+    activation_energy: float = REWARD_TERMS["activation_energy"].weight
+    action_rate: float = REWARD_TERMS["action_rate"].weight
+
+    def weight(self, term: str) -> float:
+        """The weight of ``term`` (0 for a term missing from ``weights``)."""
+        if term in WEIGHT_FIELDS:
+            return float(getattr(self, term))
+        return float(self.weights.get(term, 0.0))
+
+    def scale(self, term: str) -> float:
+        """The scale of tracking ``term`` (the table's default when missing from ``scales``)."""
+        return float(self.scales.get(term, REWARD_TERMS[term].scale))
+
+    def problems(self) -> list[str]:
+        """What is wrong with these settings against the table (empty: nothing)."""
+        settable = [n for n in REWARD_TERMS if n not in WEIGHT_FIELDS]
+        tracking = term_names("tracking")
+        out = [
+            f"reward.weights: '{key}' is set as reward.{key}"
+            if key in WEIGHT_FIELDS
+            else f"unknown reward term '{key}'; terms are {settable}"
+            for key in self.weights
+            if key not in settable
+        ]
+        out += [
+            f"unknown reward term '{key}' in scales; tracking terms are {list(tracking)}"
+            for key in self.scales
+            if key not in tracking
+        ]
+        out += [f"reward scale for '{key}' must be >= 0" for key, value in self.scales.items() if value < 0]
+        if any(self.weight(n) < 0 for n in term_names("penalty")):
+            out.append("penalty weights must be >= 0")
+        return out
+
+
+def tracking_errors(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> dict[str, Any]:
+    """The error (N,) of every term of :data:`REWARD_TERMS`, keyed by name, and distances in m
+    (N,): ``site_err_m`` (mean world-frame site distance), ``site_err_local_m`` (mean root-relative
+    distance: MPJPE), ``site_err_local_max_m`` (its largest site), ``root_drift_m`` (root
+    ground-plane distance). ``last_ctrl`` (N, nu): the previous control step's excitations."""
+    site_rel, site_rel_ref = _site_rel(kin, target)
+    site_dist = xp.linalg.norm(kin.site_pos_m - target["site_pos_m"], axis=-1)
+    local_dist = xp.linalg.norm(site_rel - site_rel_ref, axis=-1)
+    drift = kin.qpos[:, :2] - target["qpos"][:, :2]
+    out = {name: term.error(kin, target, last_ctrl, xp) for name, term in REWARD_TERMS.items()}
+    out.update(
+        site_err_m=xp.mean(site_dist, axis=-1),
+        site_err_local_m=xp.mean(local_dist, axis=-1),
+        site_err_local_max_m=xp.max(local_dist, axis=-1),
+        root_drift_m=xp.sqrt(xp.sum(drift * drift, axis=-1)),
+    )
+    return out
+
+
+def reward_terms(errors: dict[str, Any], cfg: RewardConfig, xp: Any) -> dict[str, Any]:
+    """Weighted contribution (N,) of every term, keyed ``reward/<term>``, plus ``reward/total``
+    (their sum in table order); ``errors`` as :func:`tracking_errors` returns them."""
+    out = {}
+    for name, term in REWARD_TERMS.items():
+        if term.kind == "tracking":
+            out[f"reward/{name}"] = cfg.weight(name) * xp.exp(-cfg.scale(name) * errors[name])
+        else:
+            out[f"reward/{name}"] = -cfg.weight(name) * errors[name]
+    names = list(REWARD_TERMS)
+    total = out[f"reward/{names[0]}"]
+    for name in names[1:]:
+        total = total + out[f"reward/{name}"]
+    out["reward/total"] = total
+    return out

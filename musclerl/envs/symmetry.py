@@ -26,8 +26,9 @@ axis ``b`` and ``M_b`` the reflection that negates it):
   local axis), which holds for models whose left frames mirror the right ones (OpenSim's);
 - the phase (clip time) stays: the mirrored sample is on the mirrored clip at the same time.
 
-Actions: ``joint_reference_pd`` offsets coordinates, which mirror as joint positions; the muscle
-spaces (``excitation``, ``muscle_length_pd``, ``reference_pd``) swap partner muscles.
+Actions: by the space's ``axis`` (:mod:`musclerl.envs.actions`): over joint coordinates
+(``joint_reference_pd``) they mirror as joint positions; over muscles (``excitation``,
+``muscle_length_pd``, ``reference_pd``) partner muscles swap.
 """
 
 from __future__ import annotations
@@ -182,8 +183,9 @@ def env_mirror(env: Any, source: str = "model") -> EnvMirror:
 
 
 def _action_mirror(env: Any, mm: MirrorMap, muscles: SignedPermutation, source: str) -> SignedPermutation:
-    """Joint coordinates mirror as joint positions; the muscle spaces swap partners (``muscles``)."""
-    if env.actions.name != "joint_reference_pd":
+    """An action over joint coordinates (``env.actions.axis``) mirrors as joint positions, one over
+    muscles swaps partners (``muscles``)."""
+    if env.actions.axis == "muscles":
         return muscles
     coords = env.reference.coordinate_names
     perm = SignedPermutation.of_names(coords, "coordinate", source).perm

@@ -31,9 +31,9 @@ from typing import Any
 
 import mujoco
 
-from musclerl.envs.actions import ActionSpace, MuscleParams
+from musclerl.envs.actions import MuscleParams, make_action_space
 from musclerl.envs.backends import BACKENDS, Physics, make_physics
-from musclerl.envs.config import PENALTY_TERMS, TRACKING_TERMS, EnvConfig
+from musclerl.envs.config import EnvConfig
 from musclerl.envs.initial_state import (
     StartNoise,
     base_weights,
@@ -43,7 +43,7 @@ from musclerl.envs.initial_state import (
 )
 from musclerl.envs.observations import observe, piece_sizes
 from musclerl.envs.reference import Reference, build_reference, frame_index, lookup
-from musclerl.envs.rewards import reward_terms, tracking_errors
+from musclerl.envs.rewards import REWARD_TERMS, reward_terms, tracking_errors
 from musclerl.envs.state import Kinematics, State
 from musclerl.envs.termination import (
     TERMINATION_RULES,
@@ -117,7 +117,7 @@ class TrackingEnv:
             1.0 / self.control_dt_s,
             self.config.initial_activation == "static" or self.config.action.feedforward,
         )
-        self.actions = ActionSpace(
+        self.actions = make_action_space(
             self.config.action,
             MuscleParams.from_model(self.model, self.world.peak_force_n),
             len(self.reference.coordinate_names),
@@ -217,8 +217,8 @@ class TrackingEnv:
         ctrl = self.actions.controller(action, target, length, velocity, xp)
         physics, bad_sim = self._physics.step(state.physics, ctrl, cfg.substeps)
         kin = self._physics.kinematics(physics)
-        errors = tracking_errors(kin, target, xp)
-        terms = reward_terms(errors, kin.act, kin.ctrl, state.info["last_ctrl"], cfg, xp)
+        errors = tracking_errors(kin, target, state.info["last_ctrl"], xp)
+        terms = reward_terms(errors, cfg.reward, xp)
         bad = is_bad(kin, cfg.termination.max_qvel, xp) | bad_sim
         height = root_height_m(kin, self._consts["terrain"], xp)
         term, reasons = terminated(
@@ -305,7 +305,7 @@ class TrackingEnv:
 
     def _zero_metrics(self) -> dict[str, Any]:
         xp, n = self._xp, self.num_envs
-        names = [f"reward/{t}" for t in (*TRACKING_TERMS, *PENALTY_TERMS, "total")]
+        names = [f"reward/{t}" for t in (*REWARD_TERMS, "total")]
         names += ["site_err_m", "site_err_local_m", "root_height_m", "nan_reset", "terminated", "truncated"]
         names += [f"term/{k}" for k in TERMINATION_RULES]
         return {k: xp.zeros(n) for k in names}

@@ -29,6 +29,7 @@ from pathlib import Path
 import mujoco
 
 from musclerl.errors import InputError
+from musclerl.models.profiles import MYOFULLBODY, MYOLEGS, TINY, ModelProfile
 from musclerl.resources import assets_dir
 
 DEFAULT_MODEL = "myolegs"
@@ -36,10 +37,14 @@ DEFAULT_MODEL = "myolegs"
 
 @dataclasses.dataclass(frozen=True)
 class RegisteredModel:
+    """A named model: how to build its spec, and its anatomy for retargeting (``profile``; None:
+    motions are not retargeted onto it by name, see :mod:`musclerl.models.profiles`)."""
+
     name: str
     description: str
     licence: str
     build_spec: Callable[[], mujoco.MjSpec]
+    profile: ModelProfile | None = None
 
 
 def _quiet_mujoco_warnings(fn: Callable[[], mujoco.MjSpec]) -> mujoco.MjSpec:
@@ -108,19 +113,21 @@ REGISTRY: dict[str, RegisteredModel] = {
     m.name: m
     for m in [
         RegisteredModel(
-            "myolegs", "MyoSuite legs, 80 muscles (myo_sim)", "Apache-2.0", _myo_sim_spec("myolegs")
+            "myolegs", "MyoSuite legs, 80 muscles (myo_sim)", "Apache-2.0", _myo_sim_spec("myolegs"), MYOLEGS
         ),
         RegisteredModel(
             "myofullbody",
             "MyoSuite full body, 416 muscles (myo_sim)",
             "Apache-2.0",
             _myo_sim_spec("myofullbody"),
+            MYOFULLBODY,
         ),
         RegisteredModel(
             "musclemimic-fullbody",
             "MuscleMimic full body (musclemimic_models)",
             "non-commercial (MoBL-ARMS arm parts)",
             _musclemimic_spec("myofullbody"),
+            MYOFULLBODY,
         ),
         RegisteredModel(
             "musclemimic-bimanual",
@@ -129,7 +136,7 @@ REGISTRY: dict[str, RegisteredModel] = {
             _musclemimic_spec("bimanual"),
         ),
         RegisteredModel(
-            "tiny", "6-muscle biped for tests and MJX compiles", "Apache-2.0", _asset_spec("tiny.xml")
+            "tiny", "6-muscle biped for tests and MJX compiles", "Apache-2.0", _asset_spec("tiny.xml"), TINY
         ),
     ]
 }
@@ -138,6 +145,11 @@ REGISTRY: dict[str, RegisteredModel] = {
 def model_names() -> list[str]:
     """Registered model names (paths to MJCF files are accepted too)."""
     return list(REGISTRY)
+
+
+def model_profiles() -> dict[str, ModelProfile]:
+    """name -> profile of every registered model that has one, in registry order."""
+    return {name: m.profile for name, m in REGISTRY.items() if m.profile is not None}
 
 
 def load_spec(model: str | os.PathLike = DEFAULT_MODEL) -> mujoco.MjSpec:

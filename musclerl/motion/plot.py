@@ -10,12 +10,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, existing_file
+from musclerl.motion.keypoints import KeypointMotion
+from musclerl.motion.readers import npz_kind, reader_for
+from musclerl.motion.storage import Table
+from musclerl.motion.trc import MarkerData
 
 
 def plot_motion_file(path: str | os.PathLike, out_png: str | os.PathLike) -> Path:
@@ -29,21 +35,10 @@ def plot_motion_file(path: str | os.PathLike, out_png: str | os.PathLike) -> Pat
     out = Path(out_png)
     if out.suffix.lower() != ".png":
         raise InputError(out, "plot output must end in .png")
-    suffix = path.suffix.lower()
+    reader = reader_for(path)
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
     try:
-        if suffix == ".trc":
-            _markers(path, axes)
-        elif suffix in (".mot", ".sto"):
-            _table(path, axes)
-        elif suffix in (".txt", ".json"):
-            from musclerl.motion.deepmimic import read_deepmimic
-
-            _keypoints(read_deepmimic(path), axes, ("left_heel", "right_heel", "left_toe", "right_toe"))
-        elif suffix == ".npz":
-            _npz(path, axes)
-        else:
-            raise InputError(path, f"unsupported motion file type '{suffix}'")
+        _DRAW[reader.kind](reader.read(path), path, axes)
         fig.suptitle(path.name)
         fig.tight_layout()
         with atomic_path(out) as tmp:
@@ -53,10 +48,7 @@ def plot_motion_file(path: str | os.PathLike, out_png: str | os.PathLike) -> Pat
     return out
 
 
-def _markers(path: Path, axes) -> None:
-    from musclerl.motion.trc import read_trc
-
-    data = read_trc(path)
+def _markers(data: MarkerData, path: Path, axes) -> None:
     pos = data.positions_m
     for m in range(pos.shape[1]):
         axes[0].plot(pos[:, m, 0], pos[:, m, 2], lw=0.8)
@@ -76,10 +68,7 @@ def _columns_over_time(ax, time_s: np.ndarray, values: np.ndarray, names, ylabel
         ax.legend(fontsize=7, ncol=2)
 
 
-def _table(path: Path, axes) -> None:
-    from musclerl.motion.storage import read_storage
-
-    table = read_storage(path)
+def _table(table: Table, path: Path, axes) -> None:
     unit = "deg or m" if table.in_degrees else "rad, m or N/N*m"
     cols = list(range(min(len(table.columns), 24)))
     half = (len(cols) + 1) // 2
@@ -114,19 +103,13 @@ def _keypoints(motion, axes, feet: tuple[str, ...]) -> None:
     axes[1].legend(fontsize=8)
 
 
-def _npz(path: Path, axes) -> None:
-    from musclerl.motion.summary import npz_kind
-
+def _npz(data: Any, path: Path, axes) -> None:
     kind = npz_kind(path)
     if kind == "amass":
-        from musclerl.motion.smpl import read_amass
-
         feet = ("left_ankle", "right_ankle", "left_foot", "right_foot")
-        _keypoints(read_amass(path).keypoints(), axes, feet)
+        _keypoints(data.keypoints(), axes, feet)
     elif kind == "reference":
-        from musclerl.motion.reference import read_reference
-
-        ref = read_reference(path)
+        ref = data
         _columns_over_time(axes[0], ref.time_sec, ref.joint_angle, ref.joint_angle_columns, "angle (deg) / m")
         _columns_over_time(
             axes[1], ref.time_sec, ref.joint_torque, ref.joint_torque_columns, ref.joint_torque_units
@@ -134,11 +117,22 @@ def _npz(path: Path, axes) -> None:
         axes[0].set_title("joint_angle")
         axes[1].set_title("joint_torque")
     else:
-        from musclerl.motion.trajectory import Trajectory
-
-        traj = Trajectory.load(path)
+        traj = data
         time_s = np.arange(traj.num_frames) / traj.rate_hz
         nq = traj.qpos.shape[1]
         _columns_over_time(axes[0], time_s, traj.qpos[:, :3], [f"q{i}" for i in range(min(3, nq))], "qpos")
         _columns_over_time(axes[1], time_s, traj.qpos[:, 3:], [f"q{i}" for i in range(3, nq)], "qpos")
         axes[0].set_title(f"{traj.model_name}: qpos[0:3] (the root's position for a free root)")
+
+
+def _keypoint_file(motion: KeypointMotion, path: Path, axes) -> None:
+    _keypoints(motion, axes, ("left_heel", "right_heel", "left_toe", "right_toe"))
+
+
+#: reader kind -> draw(what it read, path, the two axes).
+_DRAW: dict[str, Callable[[Any, Path, Any], None]] = {
+    "markers": _markers,
+    "table": _table,
+    "keypoints": _keypoint_file,
+    "npz": _npz,
+}

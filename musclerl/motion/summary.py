@@ -15,32 +15,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from musclerl.errors import InputError
 from musclerl.fileio import existing_file
+from musclerl.motion.keypoints import KeypointMotion
+from musclerl.motion.readers import Reader, npz_kind, reader_for
+from musclerl.motion.smpl import SMPL_JOINT_NAMES
+from musclerl.motion.storage import Table
+from musclerl.motion.trc import MarkerData
 
 
 def summarize_motion_file(
     path: str | os.PathLike, check_trajectory: Callable[[Any, Path], dict] | None = None
 ) -> dict:
-    """Summarise a ``.trc``, ``.mot``, ``.sto``, ``.npz`` (AMASS, Trajectory, reference) or DeepMimic
-    clip; a Trajectory's summary gets ``plausibility = check_trajectory(trajectory, path)`` when given
-    (inside the summary, so the check's warnings are listed with the others)."""
+    """Summarise any file :data:`~musclerl.motion.readers.READERS` reads (``.trc``, ``.mot``,
+    ``.sto``, ``.npz`` (AMASS, Trajectory, reference), DeepMimic clips); a Trajectory's summary gets
+    ``plausibility = check_trajectory(trajectory, path)`` when given (inside the summary, so the
+    check's warnings are listed with the others)."""
     path = existing_file(path, "motion file")
-    suffix = path.suffix.lower()
+    reader = reader_for(path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if suffix == ".trc":
-            info = _trc(path)
-        elif suffix in (".mot", ".sto"):
-            info = _storage(path)
-        elif suffix == ".npz":
-            info = _npz(path, check_trajectory)
-        elif suffix in (".txt", ".json"):
-            info = _deepmimic(path)
-        else:
-            raise InputError(path, f"unsupported motion file type '{suffix}'")
+        info = _SUMMARIES[reader.kind](path, reader, reader.read(path), check_trajectory)
     notes = [str(w.message).replace(f"{path}: ", "") for w in caught]
     if notes:
         info["warnings"] = notes
@@ -59,11 +53,8 @@ def _base(kind: str, frames: int, rate_hz: float | None, columns, units: str) ->
     }
 
 
-def _trc(path: Path) -> dict:
-    from musclerl.motion.trc import read_trc
-
-    data = read_trc(path)
-    info = _base("trc", data.num_frames, data.rate_hz, data.names, data.units_in)
+def _markers(path: Path, reader: Reader, data: MarkerData, check: Any) -> dict:
+    info = _base(reader.name, data.num_frames, data.rate_hz, data.names, data.units_in)
     info["duration_s"] = data.duration_s
     missing = data.missing_fraction()
     gaps = {n: round(float(f), 4) for n, f in zip(data.names, missing, strict=True) if f > 0}
@@ -76,12 +67,9 @@ def _trc(path: Path) -> dict:
     return info
 
 
-def _storage(path: Path) -> dict:
-    from musclerl.motion.storage import read_storage
-
-    table = read_storage(path)
+def _table(path: Path, reader: Reader, table: Table, check: Any) -> dict:
     units = "degrees" if table.in_degrees else "radians"
-    info = _base(path.suffix.lower().lstrip("."), table.num_rows, table.rate_hz, table.columns, units)
+    info = _base(reader.name, table.num_rows, table.rate_hz, table.columns, units)
     if table.num_rows > 1:
         info["duration_s"] = float(table.time_s[-1] - table.time_s[0])
     info.update(
@@ -92,33 +80,10 @@ def _storage(path: Path) -> dict:
     return info
 
 
-def npz_kind(path: str | os.PathLike) -> str:
-    """``"reference"``, ``"trajectory"`` or ``"amass"``, from the keys of an ``.npz`` alone (its
-    arrays are not read); an unreadable or unrecognised file raises :class:`InputError`."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            keys = set(z.files)
-    except Exception as err:
-        raise InputError(path, f"not a readable .npz file ({type(err).__name__})") from err
-    if {"joint_angle", "joint_torque"} <= keys:
-        return "reference"
-    if "qpos" in keys:
-        return "trajectory"
-    if keys & {"poses", "root_orient", "pose_body", "mocap_framerate", "mocap_frame_rate"}:
-        return "amass"
-    raise InputError(
-        path,
-        "unrecognised .npz: not a Trajectory (qpos), reference (joint_angle, "
-        "joint_torque) or AMASS/SMPL (poses / root_orient) file",
-    )
-
-
-def _npz(path: Path, check_trajectory: Callable[[Any, Path], dict] | None) -> dict:
+def _npz(path: Path, reader: Reader, data: Any, check_trajectory: Callable[[Any, Path], dict] | None) -> dict:
     kind = npz_kind(path)
     if kind == "reference":
-        from musclerl.motion.reference import read_reference
-
-        ref = read_reference(path)
+        ref = data
         info = _base(
             "reference",
             ref.num_frames,
@@ -143,9 +108,7 @@ def _npz(path: Path, check_trajectory: Callable[[Any, Path], dict] | None) -> di
         )
         return info
     if kind == "trajectory":
-        from musclerl.motion.trajectory import Trajectory
-
-        traj = Trajectory.load(path)
+        traj = data
         info = _base(
             "trajectory", traj.num_frames, traj.rate_hz, traj.joint_names, "qpos (m, rad; free root quat)"
         )
@@ -160,9 +123,7 @@ def _npz(path: Path, check_trajectory: Callable[[Any, Path], dict] | None) -> di
         if check_trajectory is not None:
             info["plausibility"] = check_trajectory(traj, path)
         return info
-    from musclerl.motion.smpl import SMPL_JOINT_NAMES, read_amass
-
-    motion = read_amass(path)
+    motion = data
     info = _base("amass", motion.num_frames, motion.rate_hz, SMPL_JOINT_NAMES, "m (Z up), axis-angle rad")
     info.update(
         model_type=motion.model_type,
@@ -174,10 +135,16 @@ def _npz(path: Path, check_trajectory: Callable[[Any, Path], dict] | None) -> di
     return info
 
 
-def _deepmimic(path: Path) -> dict:
-    from musclerl.motion.deepmimic import read_deepmimic
-
-    motion = read_deepmimic(path)
-    info = _base("deepmimic", motion.num_frames, motion.rate_hz, motion.names, "m (Z up)")
+def _keypoints(path: Path, reader: Reader, motion: KeypointMotion, check: Any) -> dict:
+    info = _base(reader.name, motion.num_frames, motion.rate_hz, motion.names, "m (Z up)")
     info.update(loop=motion.loop, keypoints=len(motion.names))
     return info
+
+
+#: reader kind -> summary(path, reader, what it read, check_trajectory).
+_SUMMARIES: dict[str, Callable[[Path, Reader, Any, Any], dict]] = {
+    "markers": _markers,
+    "table": _table,
+    "keypoints": _keypoints,
+    "npz": _npz,
+}

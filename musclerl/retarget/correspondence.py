@@ -1,17 +1,18 @@
 """Keypoint correspondence: which model point each source keypoint (SMPL, DeepMimic) stands for.
 
-The one table of the project. A *landmark* is an anatomical point both sides share (``hip_l``,
-``knee_l``, ...). :data:`MODEL_LANDMARKS` says where a landmark sits on each registered model
-(a body and a point in its frame: ``None`` = the body origin, which is the joint centre in the
-MyoSuite models); :data:`SOURCE_LANDMARKS` says which keypoint of each source skeleton it is.
+A *landmark* is an anatomical point both sides share (``hip_l``, ``knee_l``, ...). The model's
+side is its profile (:func:`model_profile`: the :class:`~musclerl.models.profiles.ModelProfile`
+on its registry entry: landmark -> a body and a point in its frame, ``None`` = the body origin,
+which is the joint centre in the MyoSuite models; its feet, trunk body and segments);
+:data:`SOURCE_LANDMARKS` says which keypoint of each source skeleton a landmark is.
 
 Landmarks that no body origin marks are derived from the model's geometry when the model is
 prepared (:mod:`musclerl.retarget.keypoints.pipeline`):
 
 * ``heel_l``/``toe_tip_l`` (and right): the back and front of the foot's sole, from its collision
   geoms — DeepMimic's heel and toe keypoints lie on the bottom of its foot box;
-* ``trunk``: a point on ``TRUNK_BODY`` straight above the hip midpoint at the height the source
-  puts its trunk keypoint above its hips (the MyoSuite torso has no joints of its own in
+* ``trunk``: a point on the profile's ``trunk`` body straight above the hip midpoint at the height
+  the source puts its trunk keypoint above its hips (the MyoSuite torso has no joints of its own in
   ``myolegs``, so this point only orients the pelvis + torso).
 
 Side conventions: SMPL's and DeepMimic's ``left_*`` are the body's left, as the models' ``*_l``.
@@ -31,8 +32,8 @@ elbow_l, _r      left_elbow, ...       left_elbow, ...        ulna_l, _r (myoful
 wrist_l, _r      left_wrist, ...       left_wrist, ...        lunate_l, _r (myofullbody only)
 ===============  ====================  =====================  ===================================
 
-``musclemimic-fullbody`` is built from the same MyoSuite body tree as ``myofullbody`` and uses its
-table; the ``tiny`` test model maps hips/knees/ankles to its ``femur``/``tibia``/``foot`` bodies.
+``musclemimic-fullbody`` is built from the same MyoSuite body tree as ``myofullbody`` and has its
+profile; the ``tiny`` test model maps hips/knees/ankles to its ``femur``/``tibia``/``foot`` bodies.
 """
 
 from __future__ import annotations
@@ -42,44 +43,10 @@ import dataclasses
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.models.profiles import SIDES, ModelProfile
+from musclerl.models.registry import model_profiles
 
-SIDES = ("l", "r")
 SIDE_WORD = {"l": "left", "r": "right"}
-
-_LEG = {
-    **{f"hip_{s}": (f"femur_{s}", None) for s in SIDES},
-    **{f"knee_{s}": (f"tibia_{s}", None) for s in SIDES},
-    **{f"ankle_{s}": (f"talus_{s}", None) for s in SIDES},
-    **{f"toe_{s}": (f"toes_{s}", None) for s in SIDES},
-}
-_ARM = {
-    **{f"shoulder_{s}": (f"humerus_{s}", None) for s in SIDES},
-    **{f"elbow_{s}": (f"ulna_{s}", None) for s in SIDES},
-    **{f"wrist_{s}": (f"lunate_{s}", None) for s in SIDES},
-}
-_TINY = {
-    **{f"hip_{s}": (f"femur_{s}", None) for s in SIDES},
-    **{f"knee_{s}": (f"tibia_{s}", None) for s in SIDES},
-    **{f"ankle_{s}": (f"foot_{s}", None) for s in SIDES},
-    **{f"toe_{s}": (f"foot_{s}", (0.13, 0.0, -0.03)) for s in SIDES},
-}
-
-#: landmark -> (body, point in the body frame in metres or None for the origin), per model.
-MODEL_LANDMARKS: dict[str, dict[str, tuple[str, tuple[float, float, float] | None]]] = {
-    "myolegs": _LEG,
-    "myofullbody": {**_LEG, **_ARM},
-    "musclemimic-fullbody": {**_LEG, **_ARM},
-    "tiny": _TINY,
-}
-#: Per model: the feet (``calcn``+``toes`` bodies, or the tiny foot) whose geoms give the sole.
-FOOT_BODIES: dict[str, dict[str, tuple[str, ...]]] = {
-    "myolegs": {s: (f"calcn_{s}", f"toes_{s}") for s in SIDES},
-    "myofullbody": {s: (f"calcn_{s}", f"toes_{s}") for s in SIDES},
-    "musclemimic-fullbody": {s: (f"calcn_{s}", f"toes_{s}") for s in SIDES},
-    "tiny": {s: (f"foot_{s}",) for s in SIDES},
-}
-#: Body carrying the derived ``trunk`` landmark.
-TRUNK_BODY = {"myolegs": "torso", "myofullbody": "torso", "musclemimic-fullbody": "torso", "tiny": "pelvis"}
 
 #: landmark -> source keypoint name, per source skeleton.
 SOURCE_LANDMARKS: dict[str, dict[str, str]] = {
@@ -102,26 +69,6 @@ SOURCE_LANDMARKS: dict[str, dict[str, str]] = {
 CONTACT_KEYPOINTS: dict[str, dict[str, tuple[str, str]]] = {
     "smpl": {s: (f"{SIDE_WORD[s]}_ankle", f"{SIDE_WORD[s]}_foot") for s in SIDES},
     "deepmimic": {s: (f"{SIDE_WORD[s]}_heel", f"{SIDE_WORD[s]}_toe") for s in SIDES},
-}
-#: Segments whose world orientation a source gives (:attr:`KeypointMotion.rotations`), per model:
-#: segment -> the model body rigidly attached to it. The feet are left out: a model foot turns
-#: about fewer axes than a source's 3-DOF ankle, so a foot target would twist the whole leg
-#: to follow the source's foot roll; the sole points and toe keypoints place the feet.
-_LEG_SEGMENTS = {
-    "pelvis": "pelvis",
-    "trunk": "torso",
-    **{f"thigh_{s}": f"femur_{s}" for s in SIDES},
-    **{f"shank_{s}": f"tibia_{s}" for s in SIDES},
-}
-MODEL_SEGMENTS: dict[str, dict[str, str]] = {
-    "myolegs": _LEG_SEGMENTS,
-    "myofullbody": _LEG_SEGMENTS,
-    "musclemimic-fullbody": _LEG_SEGMENTS,
-    "tiny": {
-        "pelvis": "pelvis",
-        **{f"thigh_{s}": f"femur_{s}" for s in SIDES},
-        **{f"shank_{s}": f"tibia_{s}" for s in SIDES},
-    },
 }
 #: segment -> the source keypoint whose joint frame turns that segment, per source skeleton.
 SOURCE_SEGMENTS: dict[str, dict[str, str]] = {
@@ -189,13 +136,13 @@ class Correspondence:
         return positions_m[:, idx]
 
 
-def table_key(model_name: str) -> str:
-    """The table row for a registry name (MJCF paths are not covered)."""
-    if model_name not in MODEL_LANDMARKS:
-        raise InputError(
-            model_name, f"no keypoint correspondence for this model; known: {sorted(MODEL_LANDMARKS)}"
-        )
-    return model_name
+def model_profile(model_name: str) -> ModelProfile:
+    """The profile on ``model_name``'s registry entry (MJCF paths and models without one are
+    refused in one line listing the models that have one)."""
+    found = model_profiles()
+    if model_name not in found:
+        raise InputError(model_name, f"no keypoint correspondence for this model; known: {sorted(found)}")
+    return found[model_name]
 
 
 def source_kind(keypoint_names: tuple[str, ...]) -> str:
@@ -212,7 +159,7 @@ def correspondence(
 ) -> Correspondence:
     """Landmarks present on both sides: the model's table entries plus ``derived`` ones
     (sole points, trunk), and the source's keypoints."""
-    model_side = set(MODEL_LANDMARKS[table_key(model_name)]) | set(derived)
+    model_side = set(model_profile(model_name).landmarks) | set(derived)
     pairs = [
         (lm, kp) for lm, kp in SOURCE_LANDMARKS[kind].items() if lm in model_side and kp in keypoint_names
     ]

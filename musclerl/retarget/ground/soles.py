@@ -21,8 +21,8 @@ SOLE_POINTS = ("heel", "toe_tip", "lateral", "medial")
 
 
 def rest_points(model: mujoco.MjModel, key: str) -> dict[str, np.ndarray]:
-    """World positions (3,) at ``qpos0`` of the landmarks of table row ``key``."""
-    table = corr.MODEL_LANDMARKS[key]
+    """World positions (3,) at ``qpos0`` of the landmarks of registered model ``key``'s profile."""
+    table = corr.model_profile(key).landmarks
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
     out = {}
@@ -47,7 +47,7 @@ def sole_points(
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
     out = {}
-    for side, bodies in corr.FOOT_BODIES[key].items():
+    for side, bodies in corr.model_profile(key).feet.items():
         ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in bodies]
         geoms = collision_geoms(model, [i for i in ids if i >= 0])
         if len(geoms) == 0:
@@ -81,8 +81,9 @@ def sole_site_name(point: str, side: str) -> str:
 
 
 def model_soles(model: mujoco.MjModel, key: str) -> tuple[tuple[str, ...], np.ndarray, list]:
-    """The sole points of ``model`` (correspondence row ``key``), foot-major (left, then right):
-    names (P,), foot index (P,) (0 left, 1 right) and (body id, (3,) point in the body frame)."""
+    """The sole points of ``model`` (the registered model ``key``, for its profile), foot-major
+    (left, then right): names (P,), foot index (P,) (0 left, 1 right) and (body id, (3,) point in
+    the body frame)."""
     soles = sole_points(model, key, rest_points(model, key))
     names, foot, points = [], [], []
     for f, side in enumerate(corr.SIDES):

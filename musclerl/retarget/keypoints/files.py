@@ -1,4 +1,5 @@
-"""One keypoint motion file (AMASS .npz, DeepMimic .txt) retargeted onto a model, with its quality
+"""One keypoint motion file (AMASS .npz, DeepMimic .txt, any keypoint format of
+:data:`musclerl.motion.readers.READERS`) retargeted onto a model, with its quality
 report: what ``musclerl retarget smpl`` (:mod:`musclerl.cli.retarget_smpl`) and the bundled
 motions (:mod:`.bundled`) run per file."""
 
@@ -7,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-MOTION_SUFFIXES = (".npz", ".txt")
+#: The reader kinds (:mod:`musclerl.motion.readers`) ``retarget smpl`` reads: keypoints, AMASS .npz.
+MOTION_KINDS = ("keypoints", "npz")
 MIN_FRAMES = 3
 
 
@@ -21,20 +23,13 @@ class SmplOptions:
 
 
 def read_motion(path: Path, y_up: bool = False):
-    """A :class:`~musclerl.motion.keypoints.KeypointMotion` from an AMASS .npz or a DeepMimic .txt,
-    with at least :data:`MIN_FRAMES` frames (foot contact is found from velocities)."""
+    """A :class:`~musclerl.motion.keypoints.KeypointMotion` from any keypoint file of
+    :data:`~musclerl.motion.readers.READERS` (DeepMimic .txt / .json) or an AMASS .npz, with at
+    least :data:`MIN_FRAMES` frames (foot contact is found from velocities)."""
     from musclerl.errors import InputError
+    from musclerl.motion.readers import read_keypoints
 
-    if path.suffix.lower() == ".npz":
-        from musclerl.motion.smpl import read_amass
-
-        motion = read_amass(path, y_up=y_up).keypoints()
-    elif path.suffix.lower() in (".txt", ".json"):
-        from musclerl.motion.deepmimic import read_deepmimic
-
-        motion = read_deepmimic(path)
-    else:
-        raise InputError(path, "unknown motion format: expected an AMASS .npz or a DeepMimic .txt")
+    motion = read_keypoints(path, y_up)
     if motion.num_frames < MIN_FRAMES:
         raise InputError(
             path,

@@ -78,10 +78,11 @@ def prepare_model(
     model_name: str, motion: KeypointMotion, scale: bool = True, contact: ContactParams | None = None
 ) -> tuple[PreparedModel, corr.Correspondence]:
     """Scale ``model_name`` to the skeleton of ``motion`` and add landmark and sole sites."""
-    key = corr.table_key(model_name)
+    profile = corr.model_profile(model_name)
+    key = model_name
     kind = corr.source_kind(motion.names)
     corr.check_upright(kind, motion.names, motion.positions_m, motion.source)
-    table = corr.MODEL_LANDMARKS[key]
+    table = profile.landmarks
     spec = load_spec(model_name)
     base = compile_spec(spec, model_name)
     factors: dict[str, float] = {}
@@ -115,7 +116,7 @@ def prepare_model(
     soles = sole_points(scaled, key, rest)
     # The trunk point: above the hip midpoint at the source's trunk height.
     src = corr.SOURCE_LANDMARKS[kind]
-    trunk_body = mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, corr.TRUNK_BODY[key])
+    trunk_body = mujoco.mj_name2id(scaled, mujoco.mjtObj.mjOBJ_BODY, profile.trunk)
     sites: dict[str, tuple[int, np.ndarray]] = {}
     data = mujoco.MjData(scaled)
     mujoco.mj_kinematics(scaled, data)
@@ -137,7 +138,7 @@ def prepare_model(
     sole_names = tuple(sole_site_name(p, s) for s in corr.SIDES for p in SOLE_POINTS)
     foot_ids = [
         mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b)
-        for bodies in corr.FOOT_BODIES[key].values()
+        for bodies in profile.feet.values()
         for b in bodies
     ]
     prepared = PreparedModel(
@@ -225,7 +226,7 @@ def _calibrated_toes(
         forward /= np.linalg.norm(forward)
         down = np.array([0.0, 0.0, -1.0])
         point = rest[f"ankle_{side}"] + length * (np.cos(drop) * forward + np.sin(drop) * down)
-        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, corr.FOOT_BODIES[key][side][0])
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, corr.model_profile(key).feet[side][0])
         out[f"toe_{side}"] = (body, data.xmat[body].reshape(3, 3).T @ (point - data.xpos[body]))
     return out
 

@@ -50,7 +50,7 @@ def segments(model: mujoco.MjModel, model_name: str, motion: KeypointMotion, kin
         return Segments((), (), np.zeros(0, np.int64))
     names, bodies, index, paths = [], [], [], set()
     source = corr.SOURCE_SEGMENTS[kind]
-    for seg, body in corr.MODEL_SEGMENTS[corr.table_key(model_name)].items():
+    for seg, body in corr.model_profile(model_name).segments.items():
         b = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
         if b < 0 or source.get(seg) not in motion.names:
             continue

@@ -50,6 +50,7 @@ from musclerl.ground.belt import belt_velocity_mps
 from musclerl.ground.contact import ContactParams, detect_contacts
 from musclerl.ground.surface import GeomSurface, penetration_m
 from musclerl.models.geoms import collision_geoms
+from musclerl.models.registry import model_profiles
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget import correspondence as corr
 from musclerl.retarget.ground.soles import SOLE_POINTS, model_soles, point_positions_m
@@ -191,7 +192,7 @@ def ground_clip(
     rate_hz: float,
     options: GroundOptions | None = None,
 ) -> GroundedClip:
-    """The clip ``qpos`` (T, nq) of ``model`` (correspondence row ``model_key``, for its feet)
+    """The clip ``qpos`` (T, nq) of ``model`` (registered as ``model_key``, whose profile names its feet)
     corrected for a treadmill belt and placed on its floor (module docstring)."""
     options = options or GroundOptions()
     root = free_root_qposadr(model)
@@ -312,13 +313,15 @@ def bend_toes_off_floor(
     Why: a marker set without toe markers (OpenCap's ``r_toe`` rides on the calcaneus) leaves the
     toe joint at its rest angle, so at toe-off the rigid toes sink through the floor (4 cm on the
     OpenCap walks) and lifting the whole body out of it makes the stance foot hop. A toe joint is
-    the one hinge of a foot body beyond the first (:data:`correspondence.FOOT_BODIES`); the bend
-    goes whichever way lowers the penetration, found by bisection (depth falls monotonically as
-    the toes lift).
+    the one hinge of a foot body beyond the first (the profile's ``feet``,
+    :mod:`musclerl.models.profiles`); the bend goes whichever way lowers the penetration, found by
+    bisection (depth falls monotonically as the toes lift).
     """
     q = np.array(qpos, dtype=float, copy=True)
     bend = np.zeros(len(q))
-    for bodies in corr.FOOT_BODIES.get(model_key, {}).values():
+    profile = model_profiles().get(model_key)
+    feet = profile.feet if profile is not None else {}
+    for bodies in feet.values():
         for name in bodies[1:]:
             body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
             hinges = (
@@ -371,9 +374,9 @@ def ground_trial(
     model: mujoco.MjModel, model_name: str, qpos: np.ndarray, rate_hz: float, options: GroundOptions
 ) -> GroundedClip | str:
     """:func:`ground_clip` for a marker trial, or why it cannot run (a model without a free root,
-    or whose feet the correspondence tables do not name: an MJCF path)."""
-    if model_name not in corr.FOOT_BODIES:
-        return f"no sole points for model {model_name!r} (feet known for {sorted(corr.FOOT_BODIES)})"
+    or whose feet no registered profile names: an MJCF path)."""
+    if model_name not in model_profiles():
+        return f"no sole points for model {model_name!r} (feet known for {sorted(model_profiles())})"
     if free_root_qposadr(model) is None:
         return "the model has no free root joint"
-    return ground_clip(model, corr.table_key(model_name), qpos, rate_hz, options)
+    return ground_clip(model, model_name, qpos, rate_hz, options)

@@ -49,9 +49,10 @@ from musclerl.models.markers import MarkerSet, read_marker_set
 from musclerl.models.opensim_coordinates import opensim_coordinates
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup, read_ik_setup, read_scale_setup
 from musclerl.models.registry import load_model
+from musclerl.motion.readers import read_motion_file
 from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory
-from musclerl.motion.trc import MarkerData, read_trc
+from musclerl.motion.trc import MarkerData
 from musclerl.retarget.ik.clip import start_pose
 from musclerl.retarget.markers.calibration import (
     CalibratedModel,
@@ -259,7 +260,7 @@ def load_inputs(
 ) -> tuple[MarkerSet, MarkerData | None, IKSetup | None, ScaleSetup | None]:
     """Read the marker set, static trial and setup files named in ``options``."""
     marker_set = read_marker_set(options.markers)
-    static = read_trc(options.static) if options.static else None
+    static = read_motion_file(options.static, ("markers",), "static trial") if options.static else None
     ik_setup = read_ik_setup(options.setup) if options.setup else None
     scale_setup = read_scale_setup(options.scale_setup) if options.scale_setup else None
     return marker_set, static, ik_setup, scale_setup
@@ -273,7 +274,7 @@ def retarget_markers(
     marker_set, static, ik_setup, scale_setup = load_inputs(options)
     if calibrated is None:
         calibrated = calibrate(options.model, marker_set, static, scale_setup, ik_setup)
-    markers = read_trc(trc)
+    markers = read_motion_file(trc, ("markers",), "marker trial")
     start = (
         options.start_s
         if options.start_s is not None
