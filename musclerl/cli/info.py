@@ -6,14 +6,14 @@ import argparse
 import json
 from pathlib import Path
 
-MOTION_SUFFIXES = (".trc", ".mot", ".sto", ".npz", ".txt", ".json")
+MOTION_SUFFIXES = (".trc", ".mot", ".sto", ".npz", ".txt", ".json", ".bvh")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
         help="model name (myolegs, tiny, ...), MJCF .xml path, motion file "
-        "(.trc, .mot, .sto, .npz, DeepMimic .txt), or a folder of reference NPZ (a dataset root)",
+        "(.trc, .mot, .sto, .npz, DeepMimic .txt, .bvh), or a folder of reference NPZ (a dataset root)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument(
@@ -51,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from musclerl.errors import InputError
 
-        raise InputError(args.plot, "--plot draws motion files only (.trc, .mot, .sto, .npz, .txt, .json)")
+        raise InputError(
+            args.plot, "--plot draws motion files only (.trc, .mot, .sto, .npz, .txt, .json, .bvh)"
+        )
     from musclerl.models import load_model
     from musclerl.models.introspect import describe
 

@@ -2,7 +2,7 @@
 
 * ``.trc``: side view (x-z, metres, Z up) of every marker's path, and marker heights over time.
 * ``.mot`` / ``.sto``: every column over time (up to 24, grouped 8 per panel).
-* AMASS ``.npz`` / DeepMimic: stick figures (side view) at 8 evenly spaced frames, and the feet's
+* AMASS ``.npz`` / DeepMimic / BVH: stick figures (side view) at 8 evenly spaced frames, and the feet's
   heights over time.
 * reference ``.npz``: joint angles and torques over time. Trajectory ``.npz``: qpos over time.
 """
@@ -40,6 +40,10 @@ def plot_motion_file(path: str | os.PathLike, out_png: str | os.PathLike) -> Pat
             from musclerl.motion.deepmimic import read_deepmimic
 
             _keypoints(read_deepmimic(path), axes, ("left_heel", "right_heel", "left_toe", "right_toe"))
+        elif suffix == ".bvh":
+            from musclerl.motion.bvh import read_bvh
+
+            _keypoints(read_bvh(path), axes, ("left_ankle", "right_ankle", "left_foot", "right_foot"))
         elif suffix == ".npz":
             _npz(path, axes)
         else:

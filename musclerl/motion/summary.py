@@ -24,7 +24,7 @@ from musclerl.fileio import existing_file
 def summarize_motion_file(
     path: str | os.PathLike, check_trajectory: Callable[[Any, Path], dict] | None = None
 ) -> dict:
-    """Summarise a ``.trc``, ``.mot``, ``.sto``, ``.npz`` (AMASS, Trajectory, reference) or DeepMimic
+    """Summarise a ``.trc``, ``.mot``, ``.sto``, ``.npz`` (AMASS, Trajectory, reference), BVH or DeepMimic
     clip; a Trajectory's summary gets ``plausibility = check_trajectory(trajectory, path)`` when given
     (inside the summary, so the check's warnings are listed with the others)."""
     path = existing_file(path, "motion file")
@@ -39,6 +39,8 @@ def summarize_motion_file(
             info = _npz(path, check_trajectory)
         elif suffix in (".txt", ".json"):
             info = _deepmimic(path)
+        elif suffix == ".bvh":
+            info = _bvh(path)
         else:
             raise InputError(path, f"unsupported motion file type '{suffix}'")
     notes = [str(w.message).replace(f"{path}: ", "") for w in caught]
@@ -180,4 +182,14 @@ def _deepmimic(path: Path) -> dict:
     motion = read_deepmimic(path)
     info = _base("deepmimic", motion.num_frames, motion.rate_hz, motion.names, "m (Z up)")
     info.update(loop=motion.loop, keypoints=len(motion.names))
+    return info
+
+
+def _bvh(path: Path) -> dict:
+    from musclerl.motion.bvh import parse_bvh, read_bvh, unit_scale
+
+    motion = read_bvh(path)
+    joints, _, _ = parse_bvh(path)
+    info = _base("bvh", motion.num_frames, motion.rate_hz, motion.names, "m (Z up)")
+    info.update(joints=len(motion.names), metres_per_unit=unit_scale(path, joints))
     return info

@@ -1,4 +1,4 @@
-"""One keypoint motion file (AMASS .npz, DeepMimic .txt) retargeted onto a model, with its quality
+"""One keypoint motion file (AMASS .npz, DeepMimic .txt, BVH) retargeted onto a model, with its quality
 report: what ``musclerl retarget smpl`` (:mod:`musclerl.cli.retarget_smpl`) and the bundled
 motions (:mod:`.bundled`) run per file."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-MOTION_SUFFIXES = (".npz", ".txt")
+MOTION_SUFFIXES = (".npz", ".txt", ".bvh")
 MIN_FRAMES = 3
 
 
@@ -18,11 +18,13 @@ class SmplOptions:
     ground: bool = True
     y_up: bool = False
     balance: bool = False
+    units: str = "auto"  # BVH files: metres per file unit, or a unit name (musclerl.motion.bvh)
 
 
-def read_motion(path: Path, y_up: bool = False):
-    """A :class:`~musclerl.motion.keypoints.KeypointMotion` from an AMASS .npz or a DeepMimic .txt,
-    with at least :data:`MIN_FRAMES` frames (foot contact is found from velocities)."""
+def read_motion(path: Path, y_up: bool = False, units: str = "auto"):
+    """A :class:`~musclerl.motion.keypoints.KeypointMotion` from an AMASS .npz, a DeepMimic .txt
+    or a BVH file (``units``: :func:`musclerl.motion.bvh.read_bvh`'s), with at least
+    :data:`MIN_FRAMES` frames (foot contact is found from velocities)."""
     from musclerl.errors import InputError
 
     if path.suffix.lower() == ".npz":
@@ -33,8 +35,12 @@ def read_motion(path: Path, y_up: bool = False):
         from musclerl.motion.deepmimic import read_deepmimic
 
         motion = read_deepmimic(path)
+    elif path.suffix.lower() == ".bvh":
+        from musclerl.motion.bvh import read_bvh
+
+        motion = read_bvh(path, units)
     else:
-        raise InputError(path, "unknown motion format: expected an AMASS .npz or a DeepMimic .txt")
+        raise InputError(path, "unknown motion format: expected an AMASS .npz, a DeepMimic .txt or a .bvh")
     if motion.num_frames < MIN_FRAMES:
         raise InputError(
             path,
@@ -53,7 +59,7 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     from musclerl.retarget.keypoints.pipeline import PipelineParams, retarget_keypoints
     from musclerl.retarget.report import quality_report
 
-    motion = read_motion(path, options.y_up)
+    motion = read_motion(path, options.y_up, options.units)
     start = time.perf_counter()
     params = PipelineParams(scale=options.scale, ground=options.ground)
     result = retarget_keypoints(motion, options.model, params, solvers)
