@@ -192,3 +192,65 @@ def write_small_reference(path: Path, **overrides) -> None:
     write_reference(path, small_reference())
     if overrides:
         rewrite_npz(path, **overrides)
+
+
+# A BVH test skeleton (cm, Y up, facing +Z, left at +X as in CMU's files): (name, parent,
+# offset in cm), parents before children; "End" marks an End Site.
+BVH_SKELETON = (
+    ("Hips", None, (0.0, 0.0, 0.0)),
+    ("LeftUpLeg", "Hips", (9.0, -6.0, 0.0)),
+    ("LeftLeg", "LeftUpLeg", (0.0, -42.0, 1.0)),
+    ("LeftFoot", "LeftLeg", (0.0, -41.0, -1.0)),
+    ("LeftToeBase", "LeftFoot", (0.0, -5.0, 13.0)),
+    ("End", "LeftToeBase", (0.0, 0.0, 5.0)),
+    ("RightUpLeg", "Hips", (-9.0, -6.0, 0.0)),
+    ("RightLeg", "RightUpLeg", (0.0, -42.0, 1.0)),
+    ("RightFoot", "RightLeg", (0.0, -41.0, -1.0)),
+    ("RightToeBase", "RightFoot", (0.0, -5.0, 13.0)),
+    ("End", "RightToeBase", (0.0, 0.0, 5.0)),
+    ("Spine", "Hips", (0.0, 12.0, 0.0)),
+    ("Spine1", "Spine", (0.0, 20.0, 0.0)),
+    ("Neck", "Spine1", (0.0, 20.0, 0.0)),
+    ("Head", "Neck", (0.0, 10.0, 0.0)),
+    ("End", "Head", (0.0, 12.0, 0.0)),
+)
+_BVH_ROOT_CHANNELS = ("Xposition", "Yposition", "Zposition")
+
+
+def bvh_text(
+    frames: np.ndarray,
+    order: str = "ZYX",
+    scale: float = 1.0,
+    frame_time: float = 0.025,
+    skeleton=BVH_SKELETON,
+) -> str:
+    """A BVH file of ``skeleton`` (offsets times ``scale``); every joint has rotation channels
+    in ``order``, the root its positions first; ``frames`` (T, C) are written as given."""
+    children: dict[str | None, list[int]] = {}
+    for i, (_, parent, _) in enumerate(skeleton):
+        children.setdefault(parent, []).append(i)
+    lines = ["HIERARCHY"]
+
+    def block(i: int, depth: int) -> None:
+        name, parent, offset = skeleton[i]
+        pad = "  " * depth
+        head = "End Site" if name == "End" else ("ROOT " if parent is None else "JOINT ") + name
+        lines.extend(
+            [pad + head, pad + "{", pad + "  OFFSET " + " ".join(f"{scale * v:.12g}" for v in offset)]
+        )
+        if name != "End":
+            channels = (_BVH_ROOT_CHANNELS if parent is None else ()) + tuple(f"{a}rotation" for a in order)
+            lines.append(pad + f"  CHANNELS {len(channels)} " + " ".join(channels))
+            for child in children.get(name, []):
+                block(child, depth + 1)
+        lines.append(pad + "}")
+
+    block(0, 0)
+    lines += ["MOTION", f"Frames: {len(frames)}", f"Frame Time: {frame_time}"]
+    lines += [" ".join(f"{v:.12g}" for v in row) for row in frames]
+    return "\n".join(lines) + "\n"
+
+
+def bvh_width(skeleton=BVH_SKELETON) -> int:
+    """Channels per frame of :func:`bvh_text`'s file."""
+    return 3 + 3 * sum(name != "End" for name, _, _ in skeleton)

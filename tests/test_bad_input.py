@@ -15,6 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from motion_samples import (
+    BVH_SKELETON,
+    bvh_text,
+    bvh_width,
     rewrite_npz,
     simple_trc_rows,
     storage_text,
@@ -134,6 +137,9 @@ TRC_NO_LABELS = _replace_line(GOOD_TRC, 3, "Name\tA\t\t\tB")
 TRC_BACKWARDS = GOOD_TRC.replace("\n2\t0.010000\t", "\n2\t-0.010000\t")
 MOT_LINES = GOOD_MOT.splitlines()
 DM_FRAME = [1 / 30] + [0.0] * 43
+GOOD_BVH = bvh_text(np.zeros((3, bvh_width())))
+BVH_LINES = GOOD_BVH.splitlines()
+BVH_NO_LEGS = tuple(s for s in BVH_SKELETON if not any(w in f"{s[0]} {s[1]}" for w in ("Left", "Right")))
 
 CASES: list[tuple[str, str, Callable[[Path], None], str]] = [
     # ---------------------------------------------------------------- TRC
@@ -235,6 +241,34 @@ CASES: list[tuple[str, str, Callable[[Path], None], str]] = [
         _text('{"Loop": "none", "Frames": [' + str(DM_FRAME[:43] + ["x"]).replace("'", '"') + "]}"),
         "non-numeric",
     ),
+    # ---------------------------------------------------------------- BVH
+    (
+        "bvh_truncated_motion",
+        ".bvh",
+        _text("\n".join(BVH_LINES[:-1]) + "\n"),
+        "MOTION says 3 frames, the file has 2",
+    ),
+    ("bvh_frame_width", ".bvh", _text(_replace_line(GOOD_BVH, -1, "0 " * (bvh_width() - 1))), "frame 2 has"),
+    (
+        "bvh_unknown_channel",
+        ".bvh",
+        _text(GOOD_BVH.replace("Xrotation", "Wrotation", 1)),
+        "unknown or repeated",
+    ),
+    (
+        "bvh_nan",
+        ".bvh",
+        _text(_replace_line(GOOD_BVH, -2, "nan " + "0 " * (bvh_width() - 1))),
+        "frame 1, value 0: NaN",
+    ),
+    (
+        "bvh_no_legs",
+        ".bvh",
+        _text(bvh_text(np.zeros((2, bvh_width(BVH_NO_LEGS))), skeleton=BVH_NO_LEGS)),
+        "skeleton lacks pelvis, left_hip, left_knee, left_ankle, left_foot, right_hip",
+    ),
+    ("bvh_no_motion", ".bvh", _text(GOOD_BVH.split("MOTION")[0]), "expected HIERARCHY ... MOTION"),
+    ("bvh_giant", ".bvh", _text(bvh_text(np.zeros((2, bvh_width())), scale=30.0)), "give the units"),
     # ---------------------------------------------------------------- MJCF
     ("mjcf_truncated", ".xml", _text("<mujoco><worldbody><body>"), "not a valid MJCF"),
     ("mjcf_not_mujoco", ".xml", _text("<html><body/></html>"), "not a valid MJCF"),

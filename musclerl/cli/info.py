@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
         help="model name (myolegs, tiny, ...), MJCF .xml path, motion file "
-        "(.trc, .mot, .sto, .npz, DeepMimic .txt), or a folder of reference NPZ (a dataset root)",
+        "(.trc, .mot, .sto, .npz, DeepMimic .txt, .bvh), or a folder of reference NPZ (a dataset root)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument(

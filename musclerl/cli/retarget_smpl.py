@@ -1,4 +1,4 @@
-"""``musclerl retarget smpl``: SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model Trajectory.
+"""``musclerl retarget smpl``: SMPL/AMASS (.npz), DeepMimic (.txt) or BVH motion -> model Trajectory.
 
 The model is scaled per segment to the motion's skeleton, keypoints are fitted by IK, foot
 contact and the support surface (flat, slopes, steps) are recovered from the motion, and a second
@@ -32,7 +32,7 @@ from musclerl.retarget.keypoints.files import MOTION_KINDS, SmplOptions, retarge
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "motion", nargs="+", help="AMASS/SMPL .npz or DeepMimic .txt file(s), or a folder of them"
+        "motion", nargs="+", help="AMASS/SMPL .npz, DeepMimic .txt or .bvh file(s), or a folder of them"
     )
     parser.add_argument(
         "--model",
@@ -53,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--y-up", action="store_true", help="AMASS file in SMPL's Y-up frame (not AMASS's Z-up)"
+    )
+    parser.add_argument(
+        "--units",
+        default="auto",
+        help="BVH files: m, cm, mm, inch, cmu (1/0.45 inch) or metres per file unit; default auto: "
+        "the unit giving the skeleton human-length legs (docs/inputs.md)",
     )
     parser.add_argument(
         "--balance",
@@ -170,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
         ground=not args.no_ground,
         y_up=args.y_up,
         balance=args.balance,
+        units=args.units,
     )
     motions = expand_motions(args.motion)
     inputs = [*motions, *args.motion]

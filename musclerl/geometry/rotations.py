@@ -45,3 +45,13 @@ def matrix_to_axis_angle(matrix: np.ndarray) -> np.ndarray:
     matrix = np.asarray(matrix, dtype=float)
     flat = matrix.reshape(-1, 3, 3)
     return Rotation.from_matrix(flat).as_rotvec().reshape(*matrix.shape[:-2], 3)
+
+
+def intrinsic_euler_to_matrix(angles: np.ndarray, axes: str, degrees: bool = False) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) from Euler angles (..., len(axes)) about intrinsic
+    (moving) axes in the order given: ``axes="ZXY"`` is ``Rz(a) @ Rx(b) @ Ry(c)`` (BVH's
+    channel convention). ``axes`` is 1-3 of X, Y, Z."""
+    angles = np.asarray(angles, dtype=float)
+    flat = angles.reshape(-1, len(axes))
+    matrices = Rotation.from_euler(axes.upper(), flat, degrees=degrees).as_matrix()
+    return matrices.reshape(*angles.shape[:-1], 3, 3)

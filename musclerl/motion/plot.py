@@ -2,7 +2,7 @@
 
 * ``.trc``: side view (x-z, metres, Z up) of every marker's path, and marker heights over time.
 * ``.mot`` / ``.sto``: every column over time (up to 24, grouped 8 per panel).
-* AMASS ``.npz`` / DeepMimic: stick figures (side view) at 8 evenly spaced frames, and the feet's
+* AMASS ``.npz`` / DeepMimic / BVH: stick figures (side view) at 8 evenly spaced frames, and the feet's
   heights over time.
 * reference ``.npz``: joint angles and torques over time. Trajectory ``.npz``: qpos over time.
 """
@@ -22,6 +22,9 @@ from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.readers import npz_kind, reader_for
 from musclerl.motion.storage import Table
 from musclerl.motion.trc import MarkerData
+
+#: The feet of SMPL-named keypoints (AMASS, BVH): ankles and feet (toes).
+SMPL_FEET = ("left_ankle", "right_ankle", "left_foot", "right_foot")
 
 
 def plot_motion_file(path: str | os.PathLike, out_png: str | os.PathLike) -> Path:
@@ -106,8 +109,7 @@ def _keypoints(motion, axes, feet: tuple[str, ...]) -> None:
 def _npz(data: Any, path: Path, axes) -> None:
     kind = npz_kind(path)
     if kind == "amass":
-        feet = ("left_ankle", "right_ankle", "left_foot", "right_foot")
-        _keypoints(data.keypoints(), axes, feet)
+        _keypoints(data.keypoints(), axes, SMPL_FEET)
     elif kind == "reference":
         ref = data
         _columns_over_time(axes[0], ref.time_sec, ref.joint_angle, ref.joint_angle_columns, "angle (deg) / m")
@@ -126,7 +128,8 @@ def _npz(data: Any, path: Path, axes) -> None:
 
 
 def _keypoint_file(motion: KeypointMotion, path: Path, axes) -> None:
-    _keypoints(motion, axes, ("left_heel", "right_heel", "left_toe", "right_toe"))
+    # DeepMimic clips name heels and toes; SMPL-named skeletons (BVH) ankles and feet (toes)
+    _keypoints(motion, axes, ("left_heel", "right_heel", "left_toe", "right_toe", *SMPL_FEET))
 
 
 #: reader kind -> draw(what it read, path, the two axes).

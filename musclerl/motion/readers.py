@@ -8,7 +8,7 @@ kind           ``read(path)`` returns                             suffixes
 =============  =================================================  ==================
 ``markers``    :class:`~musclerl.motion.trc.MarkerData`           .trc
 ``table``      :class:`~musclerl.motion.storage.Table`            .mot, .sto
-``keypoints``  :class:`~musclerl.motion.keypoints.KeypointMotion` .txt, .json
+``keypoints``  :class:`~musclerl.motion.keypoints.KeypointMotion` .txt, .json, .bvh
 ``npz``        a Trajectory, ReferenceData or SmplMotion, told    .npz
                by the file's keys (:func:`npz_kind`)
 =============  =================================================  ==================
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.motion.bvh import bvh_details, read_bvh
 from musclerl.motion.deepmimic import read_deepmimic
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.reference import read_reference
@@ -47,13 +48,17 @@ class Reader:
 
     ``name`` is the format as ``musclerl info`` reports it (``trc``, ``deepmimic``);
     ``in_folders``: a folder given to a command yields the files of this suffix (``.json`` does
-    not: the reports written beside motions are JSON too)."""
+    not: the reports written beside motions are JSON too). ``options``: the keyword options
+    ``read`` takes beyond the path (e.g. a BVH file's ``units``), passed on by the commands that
+    offer them; ``details(path)``: format-specific entries ``musclerl info`` adds (or None)."""
 
     kind: str
-    read: Callable[[Path], Any]
+    read: Callable[..., Any]
     name: str
     label: str
     in_folders: bool = True
+    options: tuple[str, ...] = ()
+    details: Callable[[Path], dict] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -102,6 +107,7 @@ READERS: dict[str, Reader] = {
     ".npz": Reader("npz", read_npz, "npz", "Trajectory, reference or AMASS"),
     ".txt": Reader("keypoints", read_deepmimic, "deepmimic", "DeepMimic clip"),
     ".json": Reader("keypoints", read_deepmimic, "deepmimic", "DeepMimic clip", in_folders=False),
+    ".bvh": Reader("keypoints", read_bvh, "bvh", "BVH skeleton", options=("units",), details=bvh_details),
 }
 
 
@@ -132,10 +138,11 @@ def read_motion_file(
     return reader_for(path, kinds, what).read(Path(path))
 
 
-def read_keypoints(path: str | os.PathLike, y_up: bool = False) -> KeypointMotion:
+def read_keypoints(path: str | os.PathLike, y_up: bool = False, **options: Any) -> KeypointMotion:
     """Keypoints of a ``keypoints`` file or of an AMASS ``.npz`` (``y_up``: in SMPL's own Y-up
-    frame, turned to Z up)."""
+    frame, turned to Z up); ``options`` go to the reader when it takes them (``Reader.options``)
+    and are ignored by the others (one command line reads several formats)."""
     reader = reader_for(path, ("keypoints", "npz"), "keypoint motion")
     if reader.kind == "npz":
         return read_amass(path, y_up=y_up).keypoints()
-    return reader.read(Path(path))
+    return reader.read(Path(path), **{k: v for k, v in options.items() if k in reader.options})

@@ -138,6 +138,8 @@ def _npz(path: Path, reader: Reader, data: Any, check_trajectory: Callable[[Any,
 def _keypoints(path: Path, reader: Reader, motion: KeypointMotion, check: Any) -> dict:
     info = _base(reader.name, motion.num_frames, motion.rate_hz, motion.names, "m (Z up)")
     info.update(loop=motion.loop, keypoints=len(motion.names))
+    if reader.details is not None:
+        info.update(reader.details(path))
     return info
 
 

@@ -20,16 +20,18 @@ class SmplOptions:
     ground: bool = True
     y_up: bool = False
     balance: bool = False
+    units: str = "auto"  # BVH files: metres per file unit, or a unit name (musclerl.motion.bvh)
 
 
-def read_motion(path: Path, y_up: bool = False):
+def read_motion(path: Path, y_up: bool = False, units: str = "auto"):
     """A :class:`~musclerl.motion.keypoints.KeypointMotion` from any keypoint file of
-    :data:`~musclerl.motion.readers.READERS` (DeepMimic .txt / .json) or an AMASS .npz, with at
-    least :data:`MIN_FRAMES` frames (foot contact is found from velocities)."""
+    :data:`~musclerl.motion.readers.READERS` (DeepMimic .txt / .json, BVH: ``units`` as
+    :func:`musclerl.motion.bvh.read_bvh` takes them) or an AMASS .npz, with at least
+    :data:`MIN_FRAMES` frames (foot contact is found from velocities)."""
     from musclerl.errors import InputError
     from musclerl.motion.readers import read_keypoints
 
-    motion = read_keypoints(path, y_up)
+    motion = read_keypoints(path, y_up, units=units)
     if motion.num_frames < MIN_FRAMES:
         raise InputError(
             path,
@@ -48,7 +50,7 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     from musclerl.retarget.keypoints.pipeline import PipelineParams, retarget_keypoints
     from musclerl.retarget.report import quality_report
 
-    motion = read_motion(path, options.y_up)
+    motion = read_motion(path, options.y_up, options.units)
     start = time.perf_counter()
     params = PipelineParams(scale=options.scale, ground=options.ground)
     result = retarget_keypoints(motion, options.model, params, solvers)
