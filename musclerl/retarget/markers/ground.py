@@ -1,10 +1,11 @@
-"""Stance, treadmill belt and floor of a marker trial, applied to the root translation only.
+"""Stance, treadmill belt and floor of a marker trial: the root translation, toes and trailing leg.
 
 Marker IK (:mod:`musclerl.retarget.markers.pipeline`) fits the markers wherever the lab put
 them: on a treadmill the subject walks in place while the stance feet ride the belt backwards,
 and the lab's z = 0 need not be the surface the feet stand on. :func:`ground_clip` turns such a
-clip into one a simulator can imitate, touching nothing but the free root's translation (the
-joint angles, and so the marker fit, are unchanged):
+clip into one a simulator can imitate, touching the free root's translation, the toe joints where
+they reach into the floor, and the leg of a non-supporting foot still in it (the supporting
+leg's joints, and so most of the marker fit, are unchanged):
 
 1. **Sole points** (:func:`musclerl.retarget.ground.soles.model_soles`), heel, toe tip and the two
    edges of each foot, follow the IK poses.
@@ -33,7 +34,14 @@ joint angles, and so the marker fit, are unchanged):
    (:func:`bend_toes_off_floor`), then the body is lifted frame by frame by whatever collision
    geom of a *supporting* foot, or outside the feet, still reaches below it (the root only;
    :func:`support_lift_m`: the trailing foot's toes do not lift the stance foot off the floor).
+5. **Trailing foot.** A foot that does not support but still reaches below the floor (the
+   trailing foot at toe-off, its toes at their bound) is taken out of it by the least change of
+   its own leg's joints, smooth over time (:func:`musclerl.retarget.markers.toe_off.lift_trailing_feet`);
+   the root, the other leg and the supporting foot stay as they are. The soles and their stance
+   flags are then taken again from the final poses (the stance flags, the slip and the soles
+   saved with the clip describe the motion as written).
 
+Steps 1-4 touch only the root translation and the toe joints; step 5 the unsupported leg.
 World frame: metres, Z up, as the IK's.
 """
 
@@ -61,6 +69,7 @@ from musclerl.retarget.ground.terrain import (
     recover_terrain,
     support_patches,
 )
+from musclerl.retarget.markers.toe_off import lift_trailing_feet
 
 #: Below this belt speed (m/s) an automatically examined trial is overground: stance feet of an
 #: overground walk are still to a few cm/s, a treadmill belt runs at walking speed.
@@ -126,6 +135,7 @@ class GroundedClip:
     floor_slope_p: float  # the slope test's p-value
     lift_m: np.ndarray  # (T,) extra per-frame lift against penetration
     toe_bend_rad: np.ndarray  # (T,) largest toe-joint bend that lifted the toes out of the floor
+    leg_change_rad: np.ndarray  # (T,) largest leg-joint change taking a trailing foot out of it
     stance_speed_mps: float | None  # mean horizontal speed of stance sole points after correction
 
     def report(self) -> dict:
@@ -152,6 +162,10 @@ class GroundedClip:
                 "lift_frac": float(np.mean(self.lift_m > 0)) if len(self.lift_m) else 0.0,
                 "toe_bend_max_deg": float(np.degrees(self.toe_bend_rad.max(initial=0.0))),
                 "toe_bend_frac": float(np.mean(self.toe_bend_rad > 0)) if len(self.toe_bend_rad) else 0.0,
+                "trailing_leg_change_max_deg": float(np.degrees(self.leg_change_rad.max(initial=0.0))),
+                "trailing_leg_frac": float(np.mean(self.leg_change_rad > 0))
+                if len(self.leg_change_rad)
+                else 0.0,
                 "stance_frac": float(self.flags.mean()) if self.flags.size else 0.0,
                 "stance_speed_mps": self.stance_speed_mps,
             },
@@ -194,6 +208,8 @@ def ground_clip(
 ) -> GroundedClip:
     """The clip ``qpos`` (T, nq) of ``model`` (registered as ``model_key``, whose profile names its feet)
     corrected for a treadmill belt and placed on its floor (module docstring)."""
+    from musclerl.dynamics.ground_support import model_feet
+
     options = options or GroundOptions()
     root = free_root_qposadr(model)
     if root is None:
@@ -231,6 +247,7 @@ def ground_clip(
     terrain, shift_z, slope_deg, sloped = None, 0.0, 0.0, False
     lift = np.zeros(len(q))
     toe_bend_rad = np.zeros(len(q))
+    leg_change = np.zeros(len(q))
     if plane is not None:
         slope_deg = float(np.degrees(np.arctan(np.linalg.norm(plane.slope))))
         sloped = p_value < SLOPE_TEST_ALPHA and slope_deg >= LEVEL_SLOPE_DEG
@@ -245,10 +262,14 @@ def ground_clip(
             slope=plane.slope if sloped else np.zeros(2),
         )
         terrain = recover_terrain([floor], None, options.terrain, extent_xy_m=sole[..., :2].reshape(-1, 2))
+        fitted = q.copy()  # the marker fit's poses: the trailing leg's reference
         q, toe_bend_rad = bend_toes_off_floor(model, model_key, q, terrain)
-        lift = support_lift_m(model, q, terrain)
+        lift, supporting = support_lift_m(model, q, terrain, with_support=True)
         q[:, root + 2] += lift
-        sole[..., 2] += lift[:, None]
+        q, leg_change = lift_trailing_feet(model, q, fitted, terrain, model_feet(model), supporting, rate_hz)
+        sole = point_positions_m(model, q, points)  # the soles, stance and slip of the final poses
+        if len(q) >= 3:
+            flags = detect_contacts(sole, rate_hz, params=options.contact)
     step = np.linalg.norm(np.diff(sole[..., :2], axis=0), axis=-1) * rate_hz  # (T-1, P)
     both = flags[1:] & flags[:-1]
     return GroundedClip(
@@ -267,13 +288,17 @@ def ground_clip(
         floor_slope_p=p_value,
         lift_m=lift,
         toe_bend_rad=toe_bend_rad,
+        leg_change_rad=leg_change,
         stance_speed_mps=float(step[both].mean()) if both.any() else None,
     )
 
 
-def support_lift_m(model: mujoco.MjModel, qpos: np.ndarray, terrain: Terrain) -> np.ndarray:
+def support_lift_m(
+    model: mujoco.MjModel, qpos: np.ndarray, terrain: Terrain, with_support: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Per frame (T,), how far (m, >= 0) the body must rise so that no supporting foot and no
-    geom outside the feet reaches below ``terrain``.
+    geom outside the feet reaches below ``terrain``; with ``with_support`` also which foot of
+    :func:`musclerl.dynamics.ground_support.model_feet` supports on each frame (T, F) bool.
 
     A foot supports when its soles are within a double support's height of the lowest soles
     (:func:`musclerl.dynamics.ground_support.supporting_shares` with ``soles``: judged by its
@@ -281,8 +306,8 @@ def support_lift_m(model: mujoco.MjModel, qpos: np.ndarray, terrain: Terrain) ->
     not support is left out: lifting the whole body for the trailing foot's toes (still in the
     floor with the toe joint at its limit) would lift the stance foot off the floor with it, a
     hop of a few centimetres over a tenth of a second that no body makes (accelerations of the
-    pelvis near 1 g, see docs/training_data.md); that foot keeps its penetration, which the
-    retarget report shows.
+    pelvis near 1 g, see docs/training_data.md); that foot's own leg takes it out of the floor
+    (:func:`musclerl.retarget.markers.toe_off.lift_trailing_feet`).
     """
     from musclerl.dynamics.ground_support import model_feet, supporting_shares
 
@@ -297,7 +322,7 @@ def support_lift_m(model: mujoco.MjModel, qpos: np.ndarray, terrain: Terrain) ->
         if len(geoms) and counted.any():
             depth = penetration_m(model, qpos, terrain, GeomSurface.of(model, geoms)).max(axis=1)
             lift = np.maximum(lift, np.where(counted, np.maximum(depth, 0.0), 0.0))
-    return lift
+    return (lift, shares > 0) if with_support else lift
 
 
 TOE_BEND_ITERATIONS = 30
