@@ -261,42 +261,30 @@ def lift_trailing_feet(
     ``supporting`` (T, F) bool: which foot bears load on each frame (those are left alone)."""
     from musclerl.dynamics.static_optimisation import single_threaded_blas
 
-    with single_threaded_blas():  # many small least-squares solves (see that function)
-        return _lift_trailing_feet(model, qpos, ref, terrain, feet, supporting, rate_hz)
-
-
-def _lift_trailing_feet(
-    model: mujoco.MjModel,
-    qpos: np.ndarray,
-    ref: np.ndarray,
-    terrain: Terrain,
-    feet: list[tuple[int, ...]],
-    supporting: np.ndarray,
-    rate_hz: float,
-) -> tuple[np.ndarray, np.ndarray]:
     q = np.array(qpos, dtype=float, copy=True)
     ramp = int(round(RAMP_S * rate_hz))
     seen: list[np.ndarray] = []
-    for f, foot in enumerate(feet):
-        chain = leg_chain(model, foot)
-        seen.append(chain.qpos_adr[chain.weights >= 1.0])
-        if len(chain.geoms) == 0 or len(chain.dofs) == 0:
-            continue
-        surface = GeomSurface.of(model, chain.geoms)
-        free = ~np.asarray(supporting[:, f], dtype=bool)
-        depth = penetration_m(model, q, terrain, surface).max(axis=1)
-        deep = free & (depth > TRIGGER_M)
-        if not deep.any():
-            continue
-        window = np.zeros(len(q), dtype=bool)
-        for t in np.flatnonzero(deep):
-            window[max(t - ramp, 0) : t + ramp + 1] = True
-        window &= free  # never into a supporting frame
-        # ramps stop at a supporting frame: split the window into its runs of consecutive frames
-        idx = np.flatnonzero(window)
-        for run in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1):
-            if deep[run].any():
-                _solve_run(model, q, ref, run, chain, surface, terrain, rate_hz)
+    with single_threaded_blas():  # many small least-squares solves (see that function)
+        for f, foot in enumerate(feet):
+            chain = leg_chain(model, foot)
+            seen.append(chain.qpos_adr[chain.weights >= 1.0])
+            if len(chain.geoms) == 0 or len(chain.dofs) == 0:
+                continue
+            surface = GeomSurface.of(model, chain.geoms)
+            free = ~np.asarray(supporting[:, f], dtype=bool)
+            depth = penetration_m(model, q, terrain, surface).max(axis=1)
+            deep = free & (depth > TRIGGER_M)
+            if not deep.any():
+                continue
+            window = np.zeros(len(q), dtype=bool)
+            for t in np.flatnonzero(deep):
+                window[max(t - ramp, 0) : t + ramp + 1] = True
+            window &= free  # never into a supporting frame
+            # ramps stop at a supporting frame: split the window into its runs of consecutive frames
+            idx = np.flatnonzero(window)
+            for run in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1):
+                if deep[run].any():
+                    _solve_run(model, q, ref, run, chain, surface, terrain, rate_hz)
     legs = np.concatenate(seen).astype(int) if seen else np.zeros(0, int)
     change = np.abs(q[:, legs] - np.asarray(qpos)[:, legs]).max(axis=1, initial=0.0)
     return q, change
