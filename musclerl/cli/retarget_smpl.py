@@ -147,7 +147,8 @@ def write_outputs(
 
 
 def expand_motions(inputs: list[str]) -> list[Path]:
-    """Motion files from files and folders (folders: their .npz/.txt, sorted)."""
+    """Motion files from files and folders (folders: their files of every keypoint reader's
+    suffix that folders yield, and .npz, sorted)."""
     from musclerl.motion.readers import suffixes
     from musclerl.retarget.batch import expand_inputs
 

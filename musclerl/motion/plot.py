@@ -19,7 +19,9 @@ import numpy as np
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path, existing_file
 from musclerl.motion.keypoints import KeypointMotion
-from musclerl.motion.readers import npz_kind, reader_for
+from musclerl.motion.readers import reader_for
+from musclerl.motion.reference import ReferenceData
+from musclerl.motion.smpl import SmplMotion
 from musclerl.motion.storage import Table
 from musclerl.motion.trc import MarkerData
 
@@ -107,10 +109,9 @@ def _keypoints(motion, axes, feet: tuple[str, ...]) -> None:
 
 
 def _npz(data: Any, path: Path, axes) -> None:
-    kind = npz_kind(path)
-    if kind == "amass":
+    if isinstance(data, SmplMotion):  # what read_npz made of the file's keys
         _keypoints(data.keypoints(), axes, SMPL_FEET)
-    elif kind == "reference":
+    elif isinstance(data, ReferenceData):
         ref = data
         _columns_over_time(axes[0], ref.time_sec, ref.joint_angle, ref.joint_angle_columns, "angle (deg) / m")
         _columns_over_time(

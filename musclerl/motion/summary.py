@@ -17,9 +17,11 @@ from typing import Any
 
 from musclerl.fileio import existing_file
 from musclerl.motion.keypoints import KeypointMotion
-from musclerl.motion.readers import Reader, npz_kind, reader_for
+from musclerl.motion.readers import Reader, reader_for
+from musclerl.motion.reference import ReferenceData
 from musclerl.motion.smpl import SMPL_JOINT_NAMES
 from musclerl.motion.storage import Table
+from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import MarkerData
 
 
@@ -81,8 +83,7 @@ def _table(path: Path, reader: Reader, table: Table, check: Any) -> dict:
 
 
 def _npz(path: Path, reader: Reader, data: Any, check_trajectory: Callable[[Any, Path], dict] | None) -> dict:
-    kind = npz_kind(path)
-    if kind == "reference":
+    if isinstance(data, ReferenceData):  # what read_npz made of the file's keys
         ref = data
         info = _base(
             "reference",
@@ -107,7 +108,7 @@ def _npz(path: Path, reader: Reader, data: Any, check_trajectory: Callable[[Any,
             qc_notes=ref.qc_notes,
         )
         return info
-    if kind == "trajectory":
+    if isinstance(data, Trajectory):
         traj = data
         info = _base(
             "trajectory", traj.num_frames, traj.rate_hz, traj.joint_names, "qpos (m, rad; free root quat)"

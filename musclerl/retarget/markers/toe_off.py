@@ -46,7 +46,7 @@ import numpy as np
 import scipy.optimize
 
 from musclerl.ground.surface import GeomSurface, penetration_m
-from musclerl.models.couplings import couplings
+from musclerl.models.couplings import apply_couplings, couplings
 from musclerl.models.geoms import collision_geoms
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget.ground.constraint import ground_planes
@@ -219,7 +219,7 @@ def _pose(
     """Poses ``q[frames]`` (k, nq) with the leg's joints ``adr`` (n,) set to ``x`` (k * n,)."""
     out = q[frames].copy()
     out[:, adr] = x.reshape(len(frames), len(adr))
-    return _coupled(model, out)
+    return apply_couplings(model, out)
 
 
 def _linear_floor(model, data, poses, chain, surface, terrain):
@@ -232,15 +232,6 @@ def _linear_floor(model, data, poses, chain, surface, terrain):
         heights[i * g : (i + 1) * g] = height - CLEARANCE_M
         jac[i * g : (i + 1) * g, i * n : (i + 1) * n] = grad
     return heights, jac
-
-
-def _coupled(model: mujoco.MjModel, q: np.ndarray) -> np.ndarray:
-    """Copy of poses ``q`` (..., nq) with every dependent joint set from its driver."""
-    out = np.array(q, dtype=float, copy=True)
-    for c in couplings(model):
-        if c.x_qpos >= 0:
-            out[..., c.y_qpos] = c.value(out[..., c.x_qpos])
-    return out
 
 
 def lift_trailing_feet(
