@@ -68,7 +68,7 @@ def test_the_clip_has_a_trailing_foot_in_the_floor_with_its_toes_at_their_bound(
     assert penetration_m(model, fitted, FLOOR, _foot(model, "l")).max() > 0.015
     assert penetration_m(model, bent, FLOOR, _foot(model, "l")).max() > 0.003
     assert np.isclose(bent[:, mtp], model.jnt_range[model.joint("mtp_angle_l").id, 0]).sum() >= 10
-    _, supporting = support_lift_m(model, bent, FLOOR, with_support=True)
+    _, supporting = support_lift_m(model, bent, FLOOR)
     feet = model_feet(model)
     right, left = _side(model, feet, "r"), _side(model, feet, "l")
     assert supporting[:, right].all() and not supporting[:, left].any()  # the left foot trails
@@ -77,7 +77,7 @@ def test_the_clip_has_a_trailing_foot_in_the_floor_with_its_toes_at_their_bound(
 def test_trailing_leg_leaves_the_floor_with_the_stance_foot_and_limits_untouched(toe_off):
     model, fitted, bent = toe_off
     feet = model_feet(model)
-    _, supporting = support_lift_m(model, bent, FLOOR, with_support=True)
+    _, supporting = support_lift_m(model, bent, FLOOR)
     out, change = lift_trailing_feet(model, bent, fitted, FLOOR, feet, supporting, RATE_HZ)
     # Out of the floor (the quality report's measure, all geoms).
     every = GeomSurface.of(model, collision_geoms(model))

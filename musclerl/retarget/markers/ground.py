@@ -264,7 +264,7 @@ def ground_clip(
         terrain = recover_terrain([floor], None, options.terrain, extent_xy_m=sole[..., :2].reshape(-1, 2))
         fitted = q.copy()  # the marker fit's poses: the trailing leg's reference
         q, toe_bend_rad = bend_toes_off_floor(model, model_key, q, terrain)
-        lift, supporting = support_lift_m(model, q, terrain, with_support=True)
+        lift, supporting = support_lift_m(model, q, terrain)
         q[:, root + 2] += lift
         q, leg_change = lift_trailing_feet(model, q, fitted, terrain, model_feet(model), supporting, rate_hz)
         sole = point_positions_m(model, q, points)  # the soles, stance and slip of the final poses
@@ -294,10 +294,10 @@ def ground_clip(
 
 
 def support_lift_m(
-    model: mujoco.MjModel, qpos: np.ndarray, terrain: Terrain, with_support: bool = False
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    model: mujoco.MjModel, qpos: np.ndarray, terrain: Terrain
+) -> tuple[np.ndarray, np.ndarray]:
     """Per frame (T,), how far (m, >= 0) the body must rise so that no supporting foot and no
-    geom outside the feet reaches below ``terrain``; with ``with_support`` also which foot of
+    geom outside the feet reaches below ``terrain``; and which foot of
     :func:`musclerl.dynamics.ground_support.model_feet` supports on each frame (T, F) bool.
 
     A foot supports when its soles are within a double support's height of the lowest soles
@@ -322,7 +322,7 @@ def support_lift_m(
         if len(geoms) and counted.any():
             depth = penetration_m(model, qpos, terrain, GeomSurface.of(model, geoms)).max(axis=1)
             lift = np.maximum(lift, np.where(counted, np.maximum(depth, 0.0), 0.0))
-    return (lift, shares > 0) if with_support else lift
+    return lift, shares > 0
 
 
 TOE_BEND_ITERATIONS = 30
