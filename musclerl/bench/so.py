@@ -107,6 +107,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the OpenSim model the --other-lab trials were solved on (e.g. "
         "opencap_expert1/hand_scaled.osim)",
     )
+    parser.add_argument(
+        "--locked",
+        nargs="+",
+        default=[],
+        metavar="COORDINATE",
+        help="coordinates locked in our inverse dynamics and static optimisation (musclerl reference "
+        "--locked), e.g. mtp_angle_r mtp_angle_l",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
 
 
@@ -118,6 +126,7 @@ def our_activations(
     mass_kg: float | None = None,
     ground_estimate: bool = True,
     subject_model: str | None = None,
+    locked: tuple[str, ...] = (),
 ):
     """Our static optimisation of ``motion``: the ``_muscle_activation.sto`` Table ``musclerl
     reference`` writes (its console output swallowed; an error is raised as it would print), on
@@ -138,6 +147,8 @@ def our_activations(
             argv.append("--no-ground-estimate")
         if subject_model:
             argv += ["--subject-model", subject_model]
+        if locked:
+            argv += ["--locked", *locked]
         parser = argparse.ArgumentParser()
         command_reference.add_arguments(parser)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -274,7 +285,9 @@ def run(args: argparse.Namespace) -> int:
     subject = None if args.no_subject_model else args.subject_model
     if subject and not Path(subject).is_file():
         raise InputError("--subject-model", f"{subject} not found (the default is in ../shared/data)")
-    ours = our_activations(args.motion, *plates, args.model, args.mass, not args.no_ground_estimate, subject)
+    ours = our_activations(
+        args.motion, *plates, args.model, args.mass, not args.no_ground_estimate, subject, tuple(args.locked)
+    )
     r = group_correlations(ours, opensim)
     result = {f"r {g} {s}": v for (g, s), v in r.items()}
     result.update(summary(r))
@@ -294,7 +307,14 @@ def run(args: argparse.Namespace) -> int:
         pooled: dict[str, list[float]] = {m: [] for m in OTHER_LAB_MUSCLES}
         for trial in args.other_lab:
             other = our_activations(
-                trial, None, None, args.model, None, not args.no_ground_estimate, args.other_lab_subject_model
+                trial,
+                None,
+                None,
+                args.model,
+                None,
+                not args.no_ground_estimate,
+                args.other_lab_subject_model,
+                tuple(args.locked),
             )
             found = around_heel_strikes(other, sole_heel_strikes(args.model, trial), opensim, opensim_strikes)
             for m, values in found.items():

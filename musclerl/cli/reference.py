@@ -67,6 +67,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="strength of the weak reserve actuators in static optimisation (N·m)",
     )
     parser.add_argument(
+        "--locked",
+        nargs="+",
+        default=[],
+        metavar="COORDINATE",
+        help="coordinates locked as in OpenSim (Gait120 locks subtalar_angle_* and mtp_angle_*): held "
+        "at the model's default in inverse dynamics and static optimisation, their moment carried by "
+        "the joint (no torque column, no muscle asked to hold it); joint_angle keeps the raw values",
+    )
+    parser.add_argument(
         "--no-static-optimisation", action="store_true", help="inverse dynamics only (no .sto outputs)"
     )
     parser.add_argument(
@@ -213,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
 
     from musclerl.dynamics import inverse_dynamics as idyn
     from musclerl.dynamics.static_optimisation import static_optimisation
-    from musclerl.models.couplings import independent_coordinates
+    from musclerl.models.couplings import hold_coordinates, independent_coordinates
     from musclerl.models.introspect import total_mass_kg
     from musclerl.models.opensim_coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
     from musclerl.models.registry import load_model
@@ -251,6 +260,18 @@ def run(args: argparse.Namespace) -> int:
         notes.append(f"segments scaled to {args.subject_model}")
     mass_kg = float(args.mass) if args.mass is not None else total_mass_kg(model)
     coords = independent_coordinates(model)
+    unknown = [c for c in args.locked if c not in coords]
+    if unknown:
+        raise InputError(
+            "--locked", f"model {args.model!r} has no independent coordinate {', '.join(map(repr, unknown))}"
+        )
+    raw_qpos = qpos
+    if args.locked:
+        qpos = hold_coordinates(model, qpos, args.locked)
+        notes.append(
+            f"locked (held at the model's default, moment carried by the joint): {', '.join(args.locked)}"
+        )
+    free = [c for c in coords if c not in args.locked]
 
     loads = None
     grf_valid = np.ones(len(time_s), dtype=bool)
@@ -278,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(args.grf, "GRF time range does not overlap the motion")
         if not grf_valid.all():
             notes.append(f"{int((~grf_valid).sum())} frames outside the GRF time range marked invalid")
-    result = idyn.inverse_dynamics(model, qpos, time_s, coords, loads)
+    result = idyn.inverse_dynamics(model, qpos, time_s, free, loads)
     rms_res = np.sqrt(np.mean(result.residual**2, axis=0))
     notes.append(
         "root residuals RMS (force N world x,y,z; moment N·m body x,y,z): "
@@ -292,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
         if feet and result.residual.shape[1] == 6:  # a free root whose residual the feet can take
             estimated = residual_on_feet(model, result, feet, at_contact=True)
             result = idyn.inverse_dynamics(
-                model, qpos, time_s, coords, estimated, qvel=result.qvel, qacc=result.qacc
+                model, qpos, time_s, free, estimated, qvel=result.qvel, qacc=result.qacc
             )
             notes.append(
                 "no ground reaction forces given: the ground's force is estimated from the motion (the "
@@ -307,14 +328,14 @@ def run(args: argparse.Namespace) -> int:
 
     slide = int(mujoco.mjtJoint.mjJNT_SLIDE)
     torque_cols = tuple(
-        f"{c}_force" if int(model.jnt_type[model.joint(c).id]) == slide else f"{c}_moment" for c in coords
+        f"{c}_force" if int(model.jnt_type[model.joint(c).id]) == slide else f"{c}_moment" for c in free
     )
     valid = np.isfinite(result.moments) & grf_valid[:, None]
     torque = np.where(valid, result.moments / mass_kg, np.nan)
-    _, angles = qpos_to_coordinates(model, qpos, coords)
+    _, angles = qpos_to_coordinates(model, raw_qpos, coords)
     has_pelvis = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0
     pelvis_cols = PELVIS_COLUMNS if has_pelvis else ()
-    joint_angle = np.hstack([qpos_to_pelvis(model, qpos), angles]) if has_pelvis else angles
+    joint_angle = np.hstack([qpos_to_pelvis(model, raw_qpos), angles]) if has_pelvis else angles
 
     weight_n = mass_kg * STANDARD_GRAVITY
     if loads is not None:
@@ -331,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
     so = None
     if not args.no_static_optimisation:
         so = static_optimisation(
-            model, qpos, result.qvel, result.moments, coords, args.reserve_nm, progress=True
+            model, qpos, result.qvel, result.moments, free, args.reserve_nm, progress=True
         )
         worst = max(so.reserve_summary().items(), key=lambda kv: kv[1]["max_abs_nm"])
         notes.append(
@@ -390,8 +411,8 @@ def run(args: argparse.Namespace) -> int:
         )
     write_reference(out, ref)
     if args.save_trajectory:
-        _save_trajectory(args, generic, qpos, time_s, notes)
-    print(f"wrote {out} ({len(time_s)} frames, {len(coords)} coordinates, mass {mass_kg:.2f} kg)")
+        _save_trajectory(args, generic, raw_qpos, time_s, notes)
+    print(f"wrote {out} ({len(time_s)} frames, {len(free)} coordinates, mass {mass_kg:.2f} kg)")
     for note in notes:
         print(f"  note: {note}")
     return 0

@@ -124,6 +124,17 @@ def apply_couplings(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
     return q
 
 
+def hold_coordinates(model: mujoco.MjModel, qpos: np.ndarray, names: list[str]) -> np.ndarray:
+    """Copy of ``qpos`` (T, nq) with the scalar coordinates ``names`` held at their ``qpos0`` value
+    and the joints they drive set from them: OpenSim's locked coordinates, whose moment the joint
+    carries."""
+    q = np.array(qpos, dtype=float, copy=True)
+    for name in names:
+        adr = int(model.jnt_qposadr[model.joint(name).id])
+        q[..., adr] = model.qpos0[adr]
+    return apply_couplings(model, q)
+
+
 def coupling_matrix(model: mujoco.MjModel, qpos: np.ndarray, names: list[str]) -> np.ndarray:
     """P (K, nv) with ``tau_named = P @ tau_all`` for the scalar coordinates ``names`` at ``qpos`` (nq,).
 
