@@ -11,7 +11,7 @@ import pytest
 
 from musclerl.envs import EnvConfig, TrackingEnv
 from musclerl.envs.motions import sine_dataset, sine_gait
-from musclerl.envs.reference import lookup
+from musclerl.envs.reference import LIMIT_FIELDS, lookup
 from musclerl.envs.rewards import REWARD_TERMS, reward_terms, term_names, tracking_errors
 from musclerl.errors import InputError
 from musclerl.motion.trajectory import Terrain
@@ -92,6 +92,13 @@ def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, la
     out = {t: cfg.reward.weights[t] * np.exp(-cfg.reward.scales[t] * mse[t]) for t in term_names("tracking")}
     out["activation_energy"] = -cfg.reward.activation_energy * np.mean(act**2)
     out["action_rate"] = -cfg.reward.action_rate * np.mean((action - last) ** 2)
+    depth = []
+    for j in range(1, model.njnt):  # every hinge after the free root is limited and independent
+        low, high = model.jnt_range[j]
+        a = model.jnt_qposadr[j]
+        if min(ref_qpos[a] - low, high - ref_qpos[a]) > 0.1:
+            depth.append(np.clip(1 - min(qpos[a] - low, high - qpos[a]) / 0.1, 0, 1) ** 2)
+    out["joint_limit"] = -cfg.reward.weight("joint_limit") * max(depth, default=0.0)
     return out, float(np.mean(np.linalg.norm(pos - rpos, axis=1)))
 
 
@@ -332,6 +339,34 @@ def test_lookup_of_some_fields_equals_the_full_lookup(env):
     clip, t = np.array([0, 1, 2, 0]), np.array([0.0, 0.7, 3.1, 5.3])  # past the end: loops shift
     full = lookup(ref, clip, t, np)
     some = lookup(ref, clip, t, np, ("site_pos_m", "qpos"))
-    assert set(some) == {"site_pos_m", "qpos"}
+    assert set(some) == {"site_pos_m", "qpos", *LIMIT_FIELDS}  # the ranges come with every read
     for name, value in some.items():
         np.testing.assert_array_equal(value, full[name])
+
+
+def test_joint_limit_penalty_on_fixed_states(env):
+    """tiny's knees range over [0, 2.2] rad: a knee on its 0 bound where the reference bends it costs
+    the whole term, halfway into the margin a quarter, and nothing where the reference itself sits
+    on the bound (or with the weight at its default 0)."""
+    from musclerl.envs.rewards import LIMIT_MARGIN_RAD, joint_limit_error
+
+    state = env.reset(4, clip=np.zeros(8, int), time_s=np.full(8, 0.5))
+    kin = env.kinematics(state)
+    target = lookup(env.reference.as_arrays(np), state.info["clip"], state.info["time_s"], np)
+    knee = int(env.model.jnt_qposadr[env.model.joint("knee_angle_r").id])
+    assert knee in target["limit_qpos_adr"] and len(target["limit_qpos_adr"]) == 6
+    qpos, ref = kin.qpos.copy(), {**target, "qpos": target["qpos"].copy()}
+    ref["qpos"][:, 7:] = 0.5 * (target["limit_low"] + target["limit_high"])  # every joint mid-range
+    qpos[:, 7:] = ref["qpos"][:, 7:]
+    qpos[0, knee] = 0.0  # on the bound
+    qpos[1, knee] = 0.5 * LIMIT_MARGIN_RAD  # halfway into the margin
+    qpos[2, knee] = -0.02  # pushed past it (MuJoCo's soft limit)
+    qpos[3, knee] = 0.0
+    ref["qpos"][3, knee] = 0.01  # the reference is there too: no cost
+    error = joint_limit_error(kin.replace(qpos=qpos), ref, kin.ctrl, np)
+    np.testing.assert_allclose(error, [1.0, 0.25, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0], atol=1e-12)
+    terms = reward_terms(tracking_errors(kin.replace(qpos=qpos), ref, kin.ctrl, np), env.config.reward, np)
+    np.testing.assert_array_equal(terms["reward/joint_limit"], 0.0)
+    weighted = EnvConfig.from_dict({"reward": {"weights": {"joint_limit": 0.3}}}).reward
+    terms = reward_terms(tracking_errors(kin.replace(qpos=qpos), ref, kin.ctrl, np), weighted, np)
+    np.testing.assert_allclose(terms["reward/joint_limit"][:4], [-0.3, -0.075, -0.3, 0.0], atol=1e-12)

@@ -3,6 +3,7 @@ of it: the observation of a mirrored state on the mirrored clip is the mirrored 
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -125,6 +126,7 @@ def test_ppo_batch_gets_the_mirrored_copy_of_every_sample():
         advantage=jnp.asarray(rng.normal(size=(5, 4)), jnp.float32),
         target=jnp.asarray(rng.normal(size=(5, 4)), jnp.float32),
         original=jnp.ones((5, 4)),
+        mirror_obs=jnp.zeros((5, 4, 0)),
     )
     raw_both, both = learner._with_mirrored(state, raw, batch)
     assert both.obs.shape == (5, 8, 3) and raw_both.shape == (5, 8, 3)
@@ -133,6 +135,9 @@ def test_ppo_batch_gets_the_mirrored_copy_of_every_sample():
     for field in ("log_prob", "advantage", "target"):
         np.testing.assert_array_equal(getattr(both, field)[:, 4:], getattr(batch, field))
     np.testing.assert_array_equal(both.original[:, 4:], 0.0)
+    # each sample knows its partner's observation (the mirror loss compares the two)
+    np.testing.assert_array_equal(both.mirror_obs[:, :4], both.obs[:, 4:])
+    np.testing.assert_array_equal(both.mirror_obs[:, 4:], both.obs[:, :4])
     # the statistics learn from both halves, so they are themselves symmetric
     stats = norm.update(state.obs_stats, raw_both)
     np.testing.assert_allclose(stats.mean[0], stats.mean[1], rtol=1e-5)
@@ -155,10 +160,93 @@ def test_approx_kl_counts_the_collected_samples_only():
         advantage=jnp.ones(4),
         target=jnp.zeros(4),
         original=jnp.array([1.0, 1.0, 0.0, 0.0]),
+        mirror_obs=jnp.zeros((4, 0)),
     )
     _, aux = ppo.ppo_loss(params, apply_fn, batch, cfg.ppo)
     assert float(aux["loss/approx_kl"]) == pytest.approx(0.0, abs=1e-6)
     assert float(aux["loss/clip_frac"]) == pytest.approx(0.5)
+    assert float(aux["loss/mirror_log_ratio"]) == pytest.approx(np.log(3.0), rel=1e-5)
+
+
+def test_symmetry_loss_by_hand():
+    """mu(o) = W o on 2 actions that swap under the mirror, obs (x, y) -> (y, x): W = [[a, b], [c, d]]
+    gives mu(g o) = (a y + b x, c y + d x) and g mu(o) = (c x + d y, a x + b y), so the per-action
+    differences are (b - c) x + (a - d) y and (d - a) x + (c - b) y."""
+    swap = SignedPermutation(np.array([1, 0]), np.ones(2))
+    log_std = jnp.log(jnp.array([0.5, 0.5]))
+
+    def dist(w, obs):
+        return networks.Gaussian(obs @ w.T, log_std)
+
+    obs = jnp.array([[1.0, 2.0], [-1.0, 0.5]])
+    mirrored = swap.apply(obs)
+    symmetric = jnp.array([[1.0, 0.3], [0.3, 1.0]])  # a = d, b = c
+    assert float(ppo.symmetry_loss(dist(symmetric, obs), dist(symmetric, mirrored), swap.apply)) < 1e-12
+    w = jnp.array([[1.0, 0.5], [0.1, 2.0]])
+    diff = np.stack([0.4 * obs[:, 0] - 1.0 * obs[:, 1], 1.0 * obs[:, 0] - 0.4 * obs[:, 1]], -1)
+    expected = np.mean((diff / 0.5) ** 2)
+    got = ppo.symmetry_loss(dist(w, obs), dist(w, mirrored), swap.apply)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_symmetry_loss_makes_an_asymmetric_policy_symmetric():
+    """A PPO update whose policy term is zero (all advantages 0) moves an asymmetric policy
+    towards symmetry through the mirror loss alone, and leaves it where it is without it."""
+
+    def asymmetry(coef: float) -> tuple[float, float]:
+        cfg = load_config(
+            None,
+            [
+                "ppo.num_envs=8",
+                "ppo.mirror_augment=true",
+                f"ppo.symmetry_coef={coef}",
+                "ppo.target_kl=0",
+                "ppo.ent_coef=0",
+                "ppo.normalize_advantages=false",  # rounding noise in the zero advantages stays noise
+                "optimizer.learning_rate=0.01",
+            ],
+        )
+        learner = _learner_with_swap(cfg)
+        state = learner.init(jax.random.PRNGKey(1))
+        inner = dict(state.params["params"])
+        policy = jax.tree_util.tree_map(lambda x: x, inner["policy"])
+        last = max(policy, key=lambda k: int(k.split("_")[-1]))
+        policy[last] = {**policy[last], "bias": jnp.array([0.5, -0.5])}  # one leg pushed, the other held
+        state = state.replace(params={"params": {**inner, "policy": policy}})
+        rng = np.random.default_rng(0)
+        raw = jnp.asarray(rng.normal(size=(16, 8, 3)), jnp.float32)
+
+        def measure(s):
+            obs = learner.normalize(s, raw.reshape(-1, 3))
+            mirror_obs = learner.normalize(s, learner.mirror.observation.apply(raw.reshape(-1, 3)))
+            d, _ = learner.network.apply(s.params, obs)
+            dm, _ = learner.network.apply(s.params, mirror_obs)
+            return float(ppo.symmetry_loss(d, dm, learner.mirror.action.apply))
+
+        d, v = learner.network.apply(state.params, learner.normalize(state, raw))
+        traj = ppo.Transition(
+            obs=learner.normalize(state, raw),
+            action=d.mean,
+            log_prob=d.log_prob(d.mean),
+            value=v,
+            reward=jnp.zeros((16, 8)),
+            done=jnp.zeros((16, 8), bool),
+            terminated=jnp.zeros((16, 8), bool),
+            next_value=v / cfg.ppo.gamma,  # every TD error 0: no advantage anywhere
+        )
+        before = measure(state)
+        new, metrics = learner.learn(state, traj, raw)
+        return before, measure(new.replace(obs_stats=state.obs_stats))
+
+    before, after = asymmetry(1.0)
+    assert before > 1.0 and after < 0.5 * before
+    before_off, after_off = asymmetry(0.0)
+    assert after_off == pytest.approx(before_off, rel=0.05)
+
+
+def test_symmetry_coef_needs_mirrored_batches():
+    with pytest.raises(InputError, match="ppo.symmetry_coef"):
+        load_config(None, ["ppo.symmetry_coef=1.0"])
 
 
 def _train_tiny_with_mirror(tmp_path, backend: str):

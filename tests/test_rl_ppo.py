@@ -80,6 +80,7 @@ def test_clipped_policy_loss_and_value_loss_by_hand():
         advantage=jnp.array([2.0, -1.0]),
         target=jnp.array([0.5, 0.0]),
         original=jnp.ones(2),
+        mirror_obs=jnp.zeros((2, 0)),
     )
     loss, aux = ppo.ppo_loss(params, apply_fn, batch, cfg.ppo)
     # policy: -mean(min(1.5*2, 1.2*2), min(0.5*-1, 0.8*-1)) = -mean(2.4, -0.8) = -0.8

@@ -54,6 +54,9 @@ class Reference:
     site_names: tuple[str, ...]
     clip_names: tuple[str, ...]
     coordinate_names: tuple[str, ...]  # the K independent coordinates of muscle_jacobian
+    limit_qpos_adr: np.ndarray  # (L,) int qpos address of each independent coordinate with a range
+    limit_low: np.ndarray  # (L,) its lower bound (rad, or m for slide joints)
+    limit_high: np.ndarray  # (L,) its upper bound
 
     @property
     def num_clips(self) -> int:
@@ -112,6 +115,7 @@ def build_reference(
         for i, sid in enumerate(world.site_ids):
             mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, int(sid), vel6, 0)
             site_vel[t, i] = vel6[3:]
+    limited = [model.joint(c).id for c in coords if model.jnt_limited[model.joint(c).id]]
     starts = np.asarray(traj.clip_starts, dtype=int)
     lengths = np.asarray(traj.clip_ends, dtype=int) - starts
     adr = world.root_qpos_adr  # 0: build_world requires the free root to be the first joint
@@ -144,6 +148,9 @@ def build_reference(
         site_names=world.site_names,
         clip_names=tuple(traj.clip_names),
         coordinate_names=tuple(coords),
+        limit_qpos_adr=np.asarray(model.jnt_qposadr[limited], dtype=np.int32),
+        limit_low=np.asarray(model.jnt_range[limited, 0], dtype=float),
+        limit_high=np.asarray(model.jnt_range[limited, 1], dtype=float),
     )
 
 
@@ -158,6 +165,8 @@ LOOKUP_FIELDS = (
     "muscle_jacobian",
     "activation",
 )
+#: The model's joint ranges, the same for every frame: ``lookup`` always returns them, unbatched.
+LIMIT_FIELDS = ("limit_qpos_adr", "limit_low", "limit_high")
 
 
 def frame_index(ref: dict[str, Any], clip: Any, time_s: Any, xp: Any) -> tuple[Any, Any]:
@@ -182,7 +191,8 @@ def lookup(
     site_vel_mps (N, S, 3), muscle_length_m and muscle_velocity_mps (N, nu), muscle_jacobian
     (N, nu, K), activation (N, na); positions of looping clips shifted by their completed periods.
     ``fields`` names the ones to gather (default all): a step reads the reference several times
-    (next frame, goal frames), and each read needs only a few of them.
+    (next frame, goal frames), and each read needs only a few of them. The joint ranges of
+    :data:`LIMIT_FIELDS` ((L,) each, unbatched) come with every read.
     """
     frame, cycles = frame_index(ref, clip, time_s, xp)
     shift = ref["cycle_shift_m"][clip] * cycles[:, None]  # (N, 3)
@@ -194,4 +204,5 @@ def lookup(
         elif name == "site_pos_m":
             value = value + shift[:, None, :]
         out[name] = value
+    out.update({name: ref[name] for name in LIMIT_FIELDS})
     return out

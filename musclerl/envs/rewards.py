@@ -17,6 +17,10 @@ config validation, the metric names and the total follow the table. The terms:
 - ``activation_energy``: ``mean(act^2)``, act in [0, 1]
 - ``action_rate``: ``mean((e_t - e_{t-1})^2)`` of the excitations e in [0, 1] the action
   commanded (so in [0, 1] in every action space)
+- ``joint_limit``: how far the joint coordinate nearest its range bound has gone into the last
+  :data:`LIMIT_MARGIN_RAD` before it, squared, in [0, 1] — where the reference stays clear of that
+  bound. A policy that locks a knee on its limit lets the limit constraint carry the body (a
+  torque no muscle makes, and a stance no person walks with); off (weight 0) by default
 
 Each term appears once; ``metrics['reward/<term>']`` is its weighted contribution and the reward
 is their sum, in table order. ``mse`` is the mean of squared components over the term's
@@ -40,7 +44,8 @@ if TYPE_CHECKING:
     from musclerl.envs.state import Kinematics
 
 #: ``error(kin, target, last_ctrl, xp) -> (N,)``: ``kin`` the state after the step, ``target`` the
-#: reference at the new clip time (``reference.lookup``'s dict), ``last_ctrl`` (N, nu) the
+#: reference at the new clip time (``reference.lookup``'s dict, with the model's joint ranges
+#: ``limit_qpos_adr``, ``limit_low``, ``limit_high`` (L,)), ``last_ctrl`` (N, nu) the
 #: excitations of the previous control step, ``xp`` numpy or jax.numpy.
 ErrorFn = Callable[["Kinematics", dict[str, Any], Any, Any], Any]
 KINDS = ("tracking", "penalty")
@@ -113,6 +118,26 @@ def action_rate_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, x
     return _mse(kin.ctrl - last_ctrl, xp)
 
 
+#: Width of the band before a joint's range bound that ``joint_limit`` penalises (about 6 deg):
+#: MuJoCo's limit constraint acts at the bound, so the band is the approach to it.
+LIMIT_MARGIN_RAD = 0.1
+
+
+def _limit_clearance(qpos: Any, target: dict[str, Any], xp: Any) -> Any:
+    """Distance (N, L) of each limited coordinate of ``qpos`` (N, nq) to its nearer range bound
+    (negative beyond it)."""
+    q = qpos[:, target["limit_qpos_adr"]]
+    return xp.minimum(q - target["limit_low"], target["limit_high"] - q)
+
+
+def joint_limit_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    depth = xp.clip(1.0 - _limit_clearance(kin.qpos, target, xp) / LIMIT_MARGIN_RAD, 0.0, 1.0)
+    free = _limit_clearance(target["qpos"], target, xp) > LIMIT_MARGIN_RAD  # the reference stays clear
+    if depth.shape[1] == 0:
+        return xp.zeros(depth.shape[0], dtype=depth.dtype)
+    return xp.max(xp.where(free, depth * depth, 0.0), axis=-1)
+
+
 #: name -> term, in the order they are reported and summed. The default scales put a tracking
 #: term at exp(-1) for the error of a visibly wrong pose (see :class:`RewardConfig`).
 REWARD_TERMS: dict[str, RewardTerm] = {
@@ -125,6 +150,7 @@ REWARD_TERMS: dict[str, RewardTerm] = {
     "site_vel": RewardTerm("tracking", site_vel_error, 0.15, 2.0),
     "activation_energy": RewardTerm("penalty", activation_energy_error, 0.02),
     "action_rate": RewardTerm("penalty", action_rate_error, 0.02),
+    "joint_limit": RewardTerm("penalty", joint_limit_error, 0.0),
 }
 #: Penalties whose weight is a field of :class:`RewardConfig` (``reward.activation_energy``), as
 #: configs have always set them; every other term's weight is an entry of ``reward.weights``.
@@ -148,8 +174,9 @@ class RewardConfig:
     is still far off, softer ones pay for standing still. Standing still while the reference
     walks earns under half a perfect step (``tests/test_envs_learning.py``). Penalties are
     ``-w * mean(x^2)`` over muscles with x in [0, 1] (activation, change of excitation between
-    control steps), so each lies in [-w, 0]. ``weights`` holds every term's weight but those of
-    :data:`WEIGHT_FIELDS`, which are fields of their own.
+    control steps) and ``-w * e`` for ``joint_limit`` (e in [0, 1]), so each lies in [-w, 0].
+    ``weights`` holds every term's weight but those of :data:`WEIGHT_FIELDS`, which are fields of
+    their own.
     """
 
     weights: dict[str, float] = dataclasses.field(

@@ -63,6 +63,11 @@ class PpoConfig:
     # add the left/right mirror of every sample to each PPO batch (musclerl.envs.symmetry):
     # twice the data for a symmetric motion set, for a larger batch in the update only
     mirror_augment: bool = False
+    # weight of the mirror loss (Mittal et al. 2024): mean over actions of the squared difference,
+    # in policy standard deviations, between the action mean at a sample's mirrored observation
+    # and the mirror of its action mean. Mirrored copies are only learnt from while the policy is
+    # near symmetric (their PPO ratio is pi(g_a u | g_o o) / pi_old(u | o)); needs mirror_augment
+    symmetry_coef: float = 0.0
     obs_clip: float = 5.0  # normalised observations are clipped to +-obs_clip
 
 
@@ -204,6 +209,7 @@ class TrainConfig:
             "reward_scale",
             "obs_clip",
             "target_kl",
+            "symmetry_coef",
         ):
             value = getattr(ppo, key)
             need(
@@ -231,6 +237,11 @@ class TrainConfig:
             "network.init_log_std",
             math.isfinite(net.init_log_std),
             f"must be a finite number, got {net.init_log_std!r}",
+        )
+        need(
+            "ppo.symmetry_coef",
+            ppo.symmetry_coef == 0 or ppo.mirror_augment,
+            "needs ppo.mirror_augment: true (the loss compares each sample with its mirrored copy)",
         )
         need("ppo.lr_max", math.isfinite(ppo.lr_max) and ppo.lr_max > 0, f"must be > 0, got {ppo.lr_max!r}")
         need("ppo.lr_min", 0 < ppo.lr_min <= ppo.lr_max, f"must be > 0 and <= ppo.lr_max, got {ppo.lr_min!r}")

@@ -2,7 +2,8 @@
 
 Read top to bottom: :class:`Transition` (one env step of a rollout), :func:`gae` (advantages with
 time-limit truncation), :func:`scale_rewards` (rewards over the running std of the discounted return),
-:func:`ppo_loss` (clipped policy loss, value loss — clipped only on request —, entropy bonus),
+:func:`ppo_loss` (clipped policy loss, value loss — clipped only on request —, entropy bonus, and
+with mirrored batches the mirror loss of :func:`symmetry_loss`),
 :func:`clip_actor_critic` and :func:`adapt_learning_rate` (gradient norms clipped apart; the
 step size adapted per minibatch to a target KL),
 :func:`make_learner` (minibatch epochs over one rollout: the part shared by both backends) and
@@ -120,10 +121,31 @@ class Batch(NamedTuple):
     advantage: jax.Array  # (B,)
     target: jax.Array  # (B,) value target (returns)
     original: jax.Array  # (B,) 1 for collected samples, 0 for their mirrored copies
+    mirror_obs: jax.Array  # (B, D) the normalised observation of each sample's mirror image ((B, 0): none)
 
 
-def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: PpoConfig):
-    """Clipped surrogate + (clipped) value loss - entropy bonus. Returns (loss, aux metrics)."""
+def symmetry_loss(dist, mirror_dist, mirror_action: Callable) -> jax.Array:
+    """Mirror loss (Mittal et al. 2024): ``mean((mu(g_o o) - g_a mu(o))^2 / sigma^2)`` over samples
+    and actions, ``dist`` the policy at the observations o (B, D), ``mirror_dist`` at their mirror
+    images g_o o; the target ``g_a mu(o)`` and the std sigma (of the mirrored policy's independent
+    noise) carry no gradient. In stds so that its size does not depend on the action's units:
+    1 means the mirrored mean is one std away, a KL of A/2 between the two action distributions.
+
+    Why: a mirrored copy's PPO ratio is ``pi(g_a u | g_o o) / pi_old(u | o)``, the right importance
+    weight for a sample of the mirrored old policy. On an asymmetric policy it is ~0 (the shipped
+    walker: log-ratio median -41) and the copy's gradient with it: the augmentation then teaches
+    nothing. The loss keeps the policy near the symmetry the augmentation needs."""
+    target = jax.lax.stop_gradient(mirror_action(dist.mean))
+    std = jax.lax.stop_gradient(jnp.exp(mirror_dist.log_std))
+    return jnp.mean(jnp.square((mirror_dist.mean - target) / std))
+
+
+def ppo_loss(
+    params, apply_fn: Callable, batch: Batch, ppo_cfg: PpoConfig, mirror_action: Callable | None = None
+):
+    """Clipped surrogate + (clipped) value loss - entropy bonus (+ ``ppo_cfg.symmetry_coef`` times
+    :func:`symmetry_loss` when ``mirror_action``, the action mirror g_a, is given). Returns (loss,
+    aux metrics)."""
     dist, value = apply_fn(params, batch.obs)
     log_prob = dist.log_prob(batch.action)
     log_ratio = log_prob - batch.log_prob
@@ -151,7 +173,16 @@ def ppo_loss(params, apply_fn: Callable, batch: Batch, ppo_cfg: PpoConfig):
         / jnp.maximum(jnp.sum(batch.original), 1.0),
         "loss/clip_frac": jnp.mean((jnp.abs(ratio - 1.0) > eps).astype(jnp.float32)),
         "policy/std": dist.mean_std(),
+        # how near the collected samples' mirrored copies are to the policy: log pi(g_a u | g_o o)
+        # - log pi_old(u | o) on the copies (0 without a mirror); below about -1 they teach little
+        "loss/mirror_log_ratio": jnp.sum(log_ratio * (1.0 - batch.original))
+        / jnp.maximum(jnp.sum(1.0 - batch.original), 1.0),
     }
+    if mirror_action is not None and ppo_cfg.symmetry_coef > 0:
+        mirror_dist, _ = apply_fn(params, batch.mirror_obs)
+        sym = symmetry_loss(dist, mirror_dist, mirror_action)
+        loss = loss + ppo_cfg.symmetry_coef * sym
+        aux["loss/symmetry"] = sym
     return loss, aux
 
 
@@ -296,10 +327,13 @@ class Learner:
         the mirrored action under the mirrored policy is the sample's own); the PPO ratio of the
         copy, pi(g_a u | g_o o) / pi_old(u | o), then also pulls the policy towards symmetry."""
         raw_mirror = self.mirror.observation.apply(raw_obs)
+        mirror_obs = self.normalize(state, raw_mirror)
+        batch = batch._replace(mirror_obs=mirror_obs)
         copy = batch._replace(
-            obs=self.normalize(state, raw_mirror),
+            obs=mirror_obs,
             action=self.mirror.action.apply(batch.action),
             original=jnp.zeros_like(batch.original),
+            mirror_obs=batch.obs,
         )
         both = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b], axis=1), batch, copy)
         return jnp.concatenate([raw_obs, raw_mirror], axis=1), both
@@ -323,6 +357,7 @@ class Learner:
             advantage=adv,
             target=target,
             original=jnp.ones_like(adv),
+            mirror_obs=jnp.zeros((*adv.shape, 0), traj.obs.dtype),
         )
         if self.mirror is not None:
             raw_obs, flat = self._with_mirrored(state, raw_obs, flat)
@@ -330,11 +365,12 @@ class Learner:
         n_mb = ppo.num_minibatches
         size = flat.obs.shape[0] // n_mb
         grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
+        mirror_action = self.mirror.action.apply if self.mirror is not None else None
 
         def minibatch_step(carry, mb: Batch):
             params, opt_state, lr = carry
             mb = shard_envs(mb, self.mesh)
-            (_, aux), grads = grad_fn(params, self.network.apply, mb, ppo)
+            (_, aux), grads = grad_fn(params, self.network.apply, mb, ppo, mirror_action)
             grads, aux["loss/grad_norm_actor"], aux["loss/grad_norm_critic"] = clip_actor_critic(
                 grads, ppo.max_grad_norm, ppo.max_grad_norm_critic
             )
