@@ -329,7 +329,11 @@ def test_missing_and_unsupported_files(tmp_path, capsys):
     assert "nothere.trc: motion file not found" in capsys.readouterr().err
     (tmp_path / "clip.c3d").write_bytes(b"\x00" * 10)
     assert main(["info", str(tmp_path / "clip.c3d")]) == 2
-    assert "clip.c3d: unknown model" in capsys.readouterr().err
+    assert "clip.c3d: not a C3D file or truncated: 10 bytes" in capsys.readouterr().err
+    (tmp_path / "clip.fbx").write_bytes(b"\x00" * 10)
+    assert main(["info", str(tmp_path / "clip.fbx")]) == 2
+    err = capsys.readouterr().err
+    assert "clip.fbx: unsupported file type '.fbx'" in err and ".c3d" in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize(
