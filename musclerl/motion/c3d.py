@@ -192,7 +192,9 @@ def _declared_frames(path: Path) -> int | None:
         param_offset = (head[0] - 1) * 512
         if head[0] < 2 or param_offset + 4 > size:
             raise InputError(
-                path, f"not a C3D file (parameter section at block {head[0]}, file has {size} bytes)"
+                path,
+                f"not a C3D file or truncated (parameter section at block {head[0]}, "
+                f"the file has {size} bytes)",
             )
         f.seek(param_offset)
         processor = f.read(4)[3]
