@@ -293,8 +293,9 @@ def run(args: argparse.Namespace) -> int:
         for f in forces:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.body) < 0:
                 raise InputError(
-                    args.loads,
-                    f"ExternalForce '{f.name}' acts on body '{f.body}', which model '{args.model}' lacks",
+                    args.loads or args.grf,
+                    f"ExternalForce '{f.name}' acts on body '{f.body}', which model '{args.model}' lacks"
+                    + ("; name the feet's bodies with --loads" if not args.loads else ""),
                 )
         loads = idyn.loads_from_table(forces, list(grf.columns), grf.data, grf.time_s, time_s, args.grf)
         if subject_root is not None:

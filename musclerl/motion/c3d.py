@@ -45,7 +45,7 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.fileio import existing_file
-from musclerl.motion.trc import MAX_ABS_M, MAX_SPAN_M, UNITS, MarkerData
+from musclerl.motion.trc import MAX_ABS_M, MAX_SPAN_M, MIN_SPAN_M, UNITS, MarkerData
 
 #: ``POINT`` groups listing the labels of modelled outputs (not markers) that Vicon stores as points.
 NON_MARKER_GROUPS = ("ANGLES", "FORCES", "MOMENTS", "POWERS", "REACTIONS", "SCALARS")
@@ -66,6 +66,9 @@ _LENGTH_UNITS = {"mm": 1e-3, "cm": 1e-2, "m": 1.0}
 _MOMENT_UNITS = {"Nmm": 1e-3, "Nm": 1.0}
 #: First byte of the parameter section's processor type: Intel, DEC (little-endian), MIPS (big).
 _PROCESSORS = {84: "<", 85: "<", 86: ">"}
+#: Processor type -> the header byte holding the sign bit of POINT:SCALE (bytes 12-15; DEC floats
+#: swap their 16-bit halves, MIPS is big-endian).
+_SIGN_BYTE = {84: 15, 85: 13, 86: 12}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,8 +183,11 @@ def _first_line(err: Exception) -> str:
 
 
 def _declared_frames(path: Path) -> int | None:
-    """Frames the header declares (last - first + 1), or None when the 16-bit field overflowed;
-    :class:`InputError` when the first 512-byte header and the parameter section are not C3D's."""
+    """Frames the header declares (last - first + 1), or None when the 16-bit field overflowed.
+
+    :class:`InputError` when the 512-byte header and the parameter section are not C3D's, or the
+    file ends before the parameter blocks or the frames its header declares (ezc3d reads a file cut
+    inside its data as the frames present, and can stall on one cut inside its parameters)."""
     size = path.stat().st_size
     with path.open("rb") as f:
         head = f.read(512)
@@ -197,14 +203,23 @@ def _declared_frames(path: Path) -> int | None:
                 f"the file has {size} bytes)",
             )
         f.seek(param_offset)
-        processor = f.read(4)[3]
+        _, _, param_blocks, processor = f.read(4)
     order = _PROCESSORS.get(processor)
     if order is None:
         raise InputError(path, f"not a C3D file (processor type {processor}, expected 84, 85 or 86)")
-    first, last = struct.unpack(order + "HH", head[6:10])
-    if last == 0xFFFF or last < first:  # long files store the count elsewhere (TRIAL:ACTUAL_END_FIELD)
-        return None
-    return last - first + 1
+    n_points, n_analog, first, last = struct.unpack(order + "HHHH", head[2:10])
+    (data_block,) = struct.unpack(order + "H", head[16:18])
+    floats = head[_SIGN_BYTE[processor]] & 0x80  # a negative POINT:SCALE: 4-byte floats, else 2-byte ints
+    frames = None if last == 0xFFFF or last < first else last - first + 1
+    data_bytes = (frames or 0) * (4 * n_points + n_analog) * (4 if floats else 2)
+    needed = max(param_offset + 512 * param_blocks, (data_block - 1) * 512 + data_bytes)
+    if size < needed:
+        raise InputError(
+            path,
+            f"truncated while copied? the header declares {512 * param_blocks} bytes of parameters and "
+            f"{frames} frames of data ending at byte {needed}, the file has {size} bytes",
+        )
+    return frames
 
 
 def _param(params: dict, group: str, name: str):
@@ -271,11 +286,11 @@ def _markers(
     with warnings.catch_warnings(), np.errstate(invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # frames with every marker missing
         span_m = np.nanmedian(np.max(np.nanmax(xyz, axis=1) - np.nanmin(xyz, axis=1), axis=-1))
-    if span_m > MAX_SPAN_M:
+    if span_m > MAX_SPAN_M or (span_m < MIN_SPAN_M and len(names) >= 3):
         raise InputError(
             path,
             f"the markers of one frame span {span_m:.3g} m (median) with POINT:UNITS "
-            f"'{units_text}': wrong units",
+            f"'{units_text}': a body spans {MIN_SPAN_M:g}-{MAX_SPAN_M:g} m, so the values are in other units",
         )
     empty = [names[m] for m in range(len(names)) if gap[:, m].all()]
     if empty:
