@@ -30,7 +30,7 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (
         ("retarget", "markers"),
         "musclerl.cli.retarget_markers",
-        "marker trajectories (.trc) -> model coordinates by scaled, constrained IK",
+        "marker trajectories (.trc, .c3d) -> model coordinates by scaled, constrained IK",
     ),
     (
         ("retarget", "smpl"),
