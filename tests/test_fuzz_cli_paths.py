@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fuzz_c3d import c3d_base
 from fuzz_harness import check_call
 from fuzz_inputs import (
     MYOLEGS_WALK,
@@ -21,7 +22,6 @@ from fuzz_inputs import (
     TINY_WALK,
     YAML_BASE,
     amass_base,
-    c3d_base,
     mot_base,
     trc_base,
 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fuzz_c3d import c3d_variants
 from fuzz_harness import check_call
 from fuzz_inputs import (
     MYOLEGS_WALK,
@@ -22,7 +23,6 @@ from fuzz_inputs import (
     TINY_WALK,
     Variant,
     amass_variants,
-    c3d_variants,
     deepmimic_variants,
     grf_base,
     loads_xml,
