@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from c3d_samples import write_c3d
 from motion_samples import (
     BVH_SKELETON,
     bvh_text,
@@ -141,7 +142,33 @@ GOOD_BVH = bvh_text(np.zeros((3, bvh_width())))
 BVH_LINES = GOOD_BVH.splitlines()
 BVH_NO_LEGS = tuple(s for s in BVH_SKELETON if not any(w in f"{s[0]} {s[1]}" for w in ("Left", "Right")))
 
+
+def _c3d(names=("RHEE", "LHEE", "C7"), scale: float = 1.0, cut: float | None = None, **options):
+    """A 3-marker, 10-frame C3D (mm), positions times ``scale``; ``cut``: only that share of its bytes."""
+
+    def write(path: Path) -> None:
+        rng = np.random.default_rng(0)
+        positions = rng.uniform(0.0, 1000.0, (10, len(names), 3)) * scale
+        write_c3d(path, list(names), positions, 100.0, **options)
+        if cut is not None:
+            data = path.read_bytes()
+            path.write_bytes(data[: int(len(data) * cut)])
+
+    return write
+
+
 CASES: list[tuple[str, str, Callable[[Path], None], str]] = [
+    # ---------------------------------------------------------------- C3D
+    ("c3d_garbage", ".c3d", _text(b"\x02\x13" + bytes(range(256)) * 4), "not a C3D file"),
+    ("c3d_text", ".c3d", _text("PathFileType\t4\n" * 40), "not a C3D file"),
+    ("c3d_header_only", ".c3d", _c3d(cut=0.25), "truncated"),
+    ("c3d_truncated_data", ".c3d", _c3d(cut=0.9), "truncated while copied"),
+    ("c3d_no_markers", ".c3d", _c3d(names=()), "no marker trajectories"),
+    ("c3d_unknown_units", ".c3d", _c3d(units="inch"), "unknown POINT:UNITS 'inch'"),
+    ("c3d_units_lie", ".c3d", _c3d(scale=1e4), "so the values are in other units"),
+    ("c3d_every_residual_negative", ".c3d", _c3d(residuals=-np.ones((10, 3))), "every marker is missing"),
+    ("c3d_screen_axes_parallel", ".c3d", _c3d(screen=("+Z", "-Z")), "do not name two axes"),
+    ("c3d_duplicate_labels", ".c3d", _c3d(names=("RHEE", "RHEE", "C7")), "duplicate marker labels: RHEE"),
     # ---------------------------------------------------------------- TRC
     ("trc_empty", ".trc", _text(""), "empty"),
     ("trc_truncated_header", ".trc", _text("\n".join(GOOD_TRC.splitlines()[:3])), "truncated"),
@@ -305,7 +332,7 @@ def _argv(path: Path) -> list[str]:
 
 def test_table_is_large_enough():
     kinds = {suffix for _, suffix, _, _ in CASES}
-    assert len(CASES) >= 25 and {".trc", ".mot", ".sto", ".npz", ".xml", ".yaml"} <= kinds
+    assert len(CASES) >= 25 and {".trc", ".c3d", ".mot", ".sto", ".npz", ".xml", ".yaml"} <= kinds
     assert len({name for name, *_ in CASES}) == len(CASES)
 
 
@@ -329,7 +356,11 @@ def test_missing_and_unsupported_files(tmp_path, capsys):
     assert "nothere.trc: motion file not found" in capsys.readouterr().err
     (tmp_path / "clip.c3d").write_bytes(b"\x00" * 10)
     assert main(["info", str(tmp_path / "clip.c3d")]) == 2
-    assert "clip.c3d: unknown model" in capsys.readouterr().err
+    assert "clip.c3d: not a C3D file or truncated: 10 bytes" in capsys.readouterr().err
+    (tmp_path / "clip.fbx").write_bytes(b"\x00" * 10)
+    assert main(["info", str(tmp_path / "clip.fbx")]) == 2
+    err = capsys.readouterr().err
+    assert "clip.fbx: unsupported file type '.fbx'" in err and ".c3d" in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,7 @@ def test_a_registered_motion_format_is_read_by_info(monkeypatch, tmp_path, capsy
     info = json.loads(capsys.readouterr().out)
     assert info["kind"] == "toy" and info["frames"] == 4 and info["rate_hz"] == 25.0
     assert info["columns"] == ["hip", "knee"] and info["duration_s"] == pytest.approx(3 / 25)
-    with pytest.raises(InputError, match=r"known: \.trc$"):  # a command asking for markers only
+    with pytest.raises(InputError, match=r"known: \.trc, \.c3d$"):  # a command asking for markers only
         read_motion_file(path, ("markers",))
     monkeypatch.undo()
     assert ".kpt" not in READERS

@@ -1,11 +1,11 @@
 """Fuzz: every command that writes, given output paths it cannot or must not write.
 
-For each writing option of each command (``info --plot``, ``reference --out/--save-trajectory``,
-``retarget smpl|markers --out/--report/--plot/--mot``, ``evaluate --out``, ``train --out``,
-``bench learn --out/--video``) and each kind of bad path (the input itself, a parent that is a
-file, an existing folder where a file is asked, an existing file where a folder is asked, an
-unwritable place, the input folder as an output folder), the command must refuse before any
-work: exit 2, one line naming the output, the input untouched, nothing written.
+For each writing option of each command (``info --plot``, ``convert --out``, ``reference
+--out/--save-trajectory``, ``retarget smpl|markers --out/--report/--plot/--mot``, ``evaluate
+--out``, ``train --out``, ``bench learn --out/--video``) and each kind of bad path (the input
+itself, a parent that is a file, an existing folder where a file is asked, an existing file where
+a folder is asked, an unwritable place, the input folder as an output folder), the command must
+refuse before any work: exit 2, one line naming the output, the input untouched, nothing written.
 """
 
 from __future__ import annotations
@@ -14,8 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fuzz_c3d import c3d_base
 from fuzz_harness import check_call
-from fuzz_inputs import MYOLEGS_WALK, SHIPPED_POLICY, TINY_WALK, YAML_BASE, amass_base, mot_base, trc_base
+from fuzz_inputs import (
+    MYOLEGS_WALK,
+    SHIPPED_POLICY,
+    TINY_WALK,
+    YAML_BASE,
+    amass_base,
+    mot_base,
+    trc_base,
+)
 from markers_fixtures import write_case
 
 #: A place no process can create files in, root included (procfs).
@@ -41,8 +50,10 @@ def _inputs(folder: Path, marker_case: dict[str, Path]) -> dict[str, Path]:
         "coords": folder / "coords.mot",
         "amass": folder / "motion.npz",
         "config": folder / "train.yaml",
+        "c3d": folder / "walk.c3d",
     }
     paths["trc"].write_text(trc_base())
+    paths["c3d"].write_bytes(c3d_base())
     paths["coords"].write_text(mot_base())
     amass_base(paths["amass"])
     paths["config"].write_text(YAML_BASE.format(motion=TINY_WALK))
@@ -56,6 +67,9 @@ def _inputs(folder: Path, marker_case: dict[str, Path]) -> dict[str, Path]:
 Builder = Callable[[dict[str, Path], dict[str, Path]], list]
 COMMANDS: dict[str, tuple[Builder, dict[str, tuple[str, str]], str]] = {
     "info": (lambda i, o: ["info", i["trc"], "--plot", o["--plot"]], {"--plot": ("plot.png", "file")}, "trc"),
+    "convert": (
+        lambda i, o: ["convert", i["c3d"], "--out", o["--out"]], {"--out": ("converted", "folder")}, "c3d",
+    ),
     "reference": (
         lambda i, o: [
             "reference", i["coords"], "--model", "tiny", "--no-static-optimisation",
@@ -127,7 +141,7 @@ def _cases():
                     continue
                 if bad in ("same_as_input", "input_folder") and not main_input:
                     continue
-                if bad == "input_folder" and (kind != "folder" or command != "train"):
+                if bad == "input_folder" and (kind != "folder" or command not in ("train", "convert")):
                     continue
                 yield command, option, bad
 

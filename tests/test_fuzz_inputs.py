@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fuzz_c3d import c3d_variants
 from fuzz_harness import check_call
 from fuzz_inputs import (
     MYOLEGS_WALK,
@@ -97,6 +98,7 @@ def _info(path: Path, folder: Path):
 
 
 TRC = list(trc_variants())
+C3D = list(c3d_variants())
 MOT = list(mot_variants())
 DEEPMIMIC = list(deepmimic_variants())
 AMASS = list(amass_variants())
@@ -108,6 +110,7 @@ YAML = list(yaml_variants(TINY_WALK))
 COORDS = list(mot_coordinate_variants())
 SUFFIX = {
     "trc": ".trc",
+    "c3d": ".c3d",
     "mot": ".mot",
     "deepmimic": ".txt",
     "amass": ".npz",
@@ -116,7 +119,7 @@ SUFFIX = {
 }
 INFO_CASES = [
     (kind, v) for kind, vs in (
-        ("trc", TRC), ("mot", MOT), ("deepmimic", DEEPMIMIC), ("amass", AMASS),
+        ("trc", TRC), ("c3d", C3D), ("mot", MOT), ("deepmimic", DEEPMIMIC), ("amass", AMASS),
         ("trajectory", TRAJECTORY), ("reference", REFERENCE),
     ) for v in vs
 ]  # fmt: skip
@@ -153,6 +156,48 @@ def test_retarget_markers_refuses_bad_trc(variant, role, valid_inputs, room, cap
         return [*cmd, "--out", out, "--report", folder / "r.json"], [out, folder / "r.json"], path
 
     _run(variant, ".trc", argv, room, capsys, monkeypatch, extra_inputs=[case["walk"], case["static"]])
+
+
+@pytest.mark.parametrize("variant", _refused(C3D), ids=_ids(_refused(C3D)))
+@pytest.mark.parametrize("role", ["trial", "static"])
+def test_retarget_markers_refuses_bad_c3d(variant, role, valid_inputs, room, capsys, monkeypatch):
+    """A C3D trial or static trial goes through the same READERS table as a .trc."""
+    case = valid_inputs
+
+    def argv(path: Path, folder: Path):
+        trial, static = (path, case["static"]) if role == "trial" else (case["walk"], path)
+        out = folder / "out.npz"
+        cmd = [
+            "retarget",
+            "markers",
+            trial,
+            "--model",
+            "tiny",
+            "--markers",
+            case["markers"],
+            "--static",
+            static,
+        ]
+        return [*cmd, "--out", out], [out], path
+
+    _run(variant, ".c3d", argv, room, capsys, monkeypatch, extra_inputs=[case["walk"], case["static"]])
+
+
+@pytest.mark.parametrize("variant", _refused(C3D), ids=_ids(_refused(C3D)))
+def test_convert_and_reference_refuse_bad_c3d(variant, valid_inputs, room, capsys, monkeypatch):
+    def convert(path: Path, folder: Path):
+        out = folder / "converted"
+        return ["convert", path, "--out", out], [out], path
+
+    def reference(path: Path, folder: Path):
+        out = folder / "ref.npz"
+        cmd = ["reference", valid_inputs["coords"], "--model", "tiny", "--grf", path]
+        return [*cmd, "--no-static-optimisation", "--out", out], [out], path
+
+    _run(variant, ".c3d", convert, room, capsys, monkeypatch)
+    for leftover in room[0].iterdir():
+        leftover.unlink()
+    _run(variant, ".c3d", reference, room, capsys, monkeypatch, extra_inputs=[valid_inputs["coords"]])
 
 
 MOT_FOR_REFERENCE = _refused(MOT) + COORDS
@@ -295,7 +340,7 @@ def test_every_kind_is_fuzzed():
     """The suite covers each input kind with refused and accepted variants."""
     total = len(INFO_CASES) + len(XML) + len(POLICY) + len(YAML) + len(COORDS) + len(SHORT)
     assert total >= 300, total
-    for variants in (TRC, MOT, DEEPMIMIC, AMASS, TRAJECTORY, REFERENCE, XML):
+    for variants in (TRC, C3D, MOT, DEEPMIMIC, AMASS, TRAJECTORY, REFERENCE, XML):
         kinds = {v.expect for v in variants}
         assert {"refuse", "accept"} <= kinds
 
@@ -305,6 +350,7 @@ SLOW_RANDOM = [
     for seed in range(1, 9)
     for kind, variants in (
         ("trc", trc_variants(seed, 24)),
+        ("c3d", c3d_variants(seed, 24)),
         ("mot", mot_variants(seed, 24)),
         ("deepmimic", deepmimic_variants(seed, 12)),
     )

@@ -1,6 +1,6 @@
 """``musclerl`` command line.
 
-Subcommands: ``info``, ``retarget markers``, ``retarget smpl``, ``train``, ``evaluate``,
+Subcommands: ``info``, ``convert``, ``retarget markers``, ``retarget smpl``, ``train``, ``evaluate``,
 ``reference``, ``bench ik|so|accuracy|env|train|learn``. Each is a module of this package (the
 benchmarks: of :mod:`musclerl.bench`), which exposes ``add_arguments(parser)`` (cheap: no jax
 import) and ``run(args) -> int``.
@@ -30,13 +30,18 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (
         ("retarget", "markers"),
         "musclerl.cli.retarget_markers",
-        "marker trajectories (.trc) -> model coordinates by scaled, constrained IK",
+        "marker trajectories (.trc, .c3d) -> model coordinates by scaled, constrained IK",
     ),
     (
         ("retarget", "smpl"),
         "musclerl.cli.retarget_smpl",
         "SMPL/AMASS (.npz) or DeepMimic (.txt) motion -> model coordinates by keypoint IK "
         "with recovered terrain",
+    ),
+    (
+        ("convert",),
+        "musclerl.cli.convert",
+        "C3D trial -> OpenSim files: markers .trc, per-foot GRF .mot and its ExternalLoads .xml",
     ),
     (("train",), "musclerl.cli.train", "train a tracking policy with PPO"),
     (

@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
         help="model name (myolegs, tiny, ...), MJCF .xml path, motion file "
-        "(.trc, .mot, .sto, .npz, DeepMimic .txt, .bvh), or a folder of reference NPZ (a dataset root)",
+        "(.trc, .c3d, .mot, .sto, .npz, DeepMimic .txt, .bvh), or a folder of reference NPZ (a dataset root)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument(
@@ -53,6 +53,15 @@ def run(args: argparse.Namespace) -> int:
         from musclerl.errors import InputError
 
         raise InputError(args.plot, f"--plot draws motion files only ({', '.join(suffixes())})")
+    suffix = Path(target).suffix.lower()
+    if suffix and suffix != ".xml":
+        from musclerl.errors import InputError
+
+        raise InputError(
+            target,
+            f"unsupported file type '{suffix}': info reads models (a registry name or an MJCF .xml) "
+            f"and motion files ({', '.join(suffixes())})",
+        )
     from musclerl.models import load_model
     from musclerl.models.introspect import describe
 

@@ -32,7 +32,12 @@ MIN_FRAMES = 5
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("motion", help="Trajectory .npz or coordinates .mot (degrees, OpenSim names)")
     parser.add_argument("--model", default="myolegs")
-    parser.add_argument("--grf", help="ground reaction forces .mot")
+    parser.add_argument(
+        "--grf",
+        help="ground reaction forces .mot (with --loads), or a C3D trial whose force plates' loads go "
+        "to the nearer foot (calcn_r / calcn_l; --loads to name other bodies for its "
+        "ground_force_r_v ... columns)",
+    )
     parser.add_argument(
         "--loads",
         help="OpenSim ExternalLoads .xml naming the bodies the GRFs act on (its <datafile> is used "
@@ -217,6 +222,34 @@ def _subject_poses(args: argparse.Namespace, root, bodies: list[str]) -> dict:
     return body_poses_along(root, list(table.columns), values, table.in_degrees, bodies, args.subject_model)
 
 
+def _grf_loads(args: argparse.Namespace, c3d_grf: bool):
+    """(ExternalForces, GRF table): from ``--loads`` and its ``.mot`` (``--grf`` or the XML's
+    ``<datafile>``), or from a C3D's plates, each contact given to the nearer foot
+    (:mod:`musclerl.motion.foot_loads`), on ``calcn_r`` / ``calcn_l`` unless ``--loads`` names
+    the bodies of the columns ``ground_force_r_v`` ... ``ground_torque_l_``."""
+    from musclerl.dynamics.inverse_dynamics import ExternalForce, read_external_loads
+    from musclerl.motion.storage import read_storage
+
+    if c3d_grf:
+        from musclerl.motion.c3d import read_c3d
+        from musclerl.motion.foot_loads import FEET, foot_loads_table
+
+        grf = foot_loads_table(read_c3d(args.grf))
+        forces = [
+            ExternalForce(name, body, f"ground_force_{s}_v", f"ground_force_{s}_p", f"ground_torque_{s}_")
+            for s, (name, body) in FEET.items()
+        ]
+        if args.loads:
+            forces, _ = read_external_loads(args.loads)
+        return forces, grf
+    forces, datafile = read_external_loads(args.loads)
+    if not args.grf:
+        if not datafile or datafile == "Unassigned":
+            raise InputError(args.loads, "names no <datafile>; give the GRF file with --grf")
+        args.grf = str(Path(args.loads).parent / datafile)
+    return forces, read_storage(args.grf)
+
+
 def run(args: argparse.Namespace) -> int:
     import mujoco
 
@@ -227,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
     from musclerl.models.opensim_coordinates import PELVIS_COLUMNS, qpos_to_coordinates, qpos_to_pelvis
     from musclerl.models.registry import load_model
     from musclerl.motion.reference import STANDARD_GRAVITY, ReferenceData, muscle_rows_valid, write_reference
-    from musclerl.motion.storage import Table, read_storage, write_storage
+    from musclerl.motion.storage import Table, write_storage
 
     out = Path(args.out)
     if out.suffix != ".npz":
@@ -245,7 +278,8 @@ def run(args: argparse.Namespace) -> int:
         {"--out": out, **companions, "--save-trajectory": args.save_trajectory},
         inputs=[args.motion, args.grf, args.loads, args.subject_model],
     )
-    if args.grf and not args.loads:
+    c3d_grf = bool(args.grf) and Path(args.grf).suffix.lower() == ".c3d"
+    if args.grf and not args.loads and not c3d_grf:
         raise InputError(
             "--grf", "give both the GRF .mot and the ExternalLoads .xml (--loads) naming its bodies"
         )
@@ -275,19 +309,15 @@ def run(args: argparse.Namespace) -> int:
 
     loads = None
     grf_valid = np.ones(len(time_s), dtype=bool)
-    if args.loads:
-        forces, datafile = idyn.read_external_loads(args.loads)
-        if not args.grf:
-            if not datafile or datafile == "Unassigned":
-                raise InputError(args.loads, "names no <datafile>; give the GRF file with --grf")
-            args.grf = str(Path(args.loads).parent / datafile)
+    if args.loads or c3d_grf:
+        forces, grf = _grf_loads(args, c3d_grf)
         for f in forces:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.body) < 0:
                 raise InputError(
-                    args.loads,
-                    f"ExternalForce '{f.name}' acts on body '{f.body}', which model '{args.model}' lacks",
+                    args.loads or args.grf,
+                    f"ExternalForce '{f.name}' acts on body '{f.body}', which model '{args.model}' lacks"
+                    + ("; name the feet's bodies with --loads" if not args.loads else ""),
                 )
-        grf = read_storage(args.grf)
         loads = idyn.loads_from_table(forces, list(grf.columns), grf.data, grf.time_s, time_s, args.grf)
         if subject_root is not None:
             loads = idyn.loads_on_model_bodies(

@@ -1,4 +1,4 @@
-"""``musclerl retarget markers``: .trc markers -> scaled model -> constrained IK -> Trajectory.
+"""``musclerl retarget markers``: .trc (or .c3d) markers -> scaled model -> constrained IK -> Trajectory.
 
 One trial: ``--out OUT.npz`` plus optional ``--mot``, ``--report``, ``--plot`` files. Several
 trials (or a folder): ``--out`` is a folder receiving ``<trial>.npz/.json[/.mot/.png]`` and a
@@ -23,10 +23,10 @@ from musclerl.retarget import batch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trc", nargs="+", help="marker trial(s) (.trc) or a folder of them")
+    parser.add_argument("trc", nargs="+", help="marker trial(s) (.trc or .c3d) or a folder of them")
     parser.add_argument("--model", default="myolegs", help="registered model name or MJCF path")
     parser.add_argument("--markers", required=True, help="OpenSim model (.osim) or MarkerSet .xml")
-    parser.add_argument("--static", help="static trial (.trc) used to scale the model and place markers")
+    parser.add_argument("--static", help="static trial (.trc, .c3d) to scale the model and place markers")
     parser.add_argument("--setup", help="OpenSim IK setup XML (marker weights, coordinate tasks, time range)")
     parser.add_argument(
         "--scale-setup",

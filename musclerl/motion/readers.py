@@ -6,7 +6,7 @@
 =============  =================================================  ==================
 kind           ``read(path)`` returns                             suffixes
 =============  =================================================  ==================
-``markers``    :class:`~musclerl.motion.trc.MarkerData`           .trc
+``markers``    :class:`~musclerl.motion.trc.MarkerData`           .trc, .c3d
 ``table``      :class:`~musclerl.motion.storage.Table`            .mot, .sto
 ``keypoints``  :class:`~musclerl.motion.keypoints.KeypointMotion` .txt, .json, .bvh
 ``npz``        a Trajectory, ReferenceData or SmplMotion, told    .npz
@@ -31,6 +31,7 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.motion.bvh import bvh_details, read_bvh
+from musclerl.motion.c3d import c3d_details, read_c3d_markers
 from musclerl.motion.deepmimic import read_deepmimic
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.reference import read_reference
@@ -102,6 +103,7 @@ def read_npz(path: Path) -> Any:
 #: suffix (lower case, with the dot) -> its reader.
 READERS: dict[str, Reader] = {
     ".trc": Reader("markers", read_trc, "trc", "marker trajectories"),
+    ".c3d": Reader("markers", read_c3d_markers, "c3d", "C3D motion capture", details=c3d_details),
     ".mot": Reader("table", read_storage, "mot", "OpenSim motion"),
     ".sto": Reader("table", read_storage, "sto", "OpenSim storage"),
     ".npz": Reader("npz", read_npz, "npz", "Trajectory, reference or AMASS"),

@@ -62,10 +62,14 @@ def _markers(path: Path, reader: Reader, data: MarkerData, check: Any) -> dict:
     gaps = {n: round(float(f), 4) for n, f in zip(data.names, missing, strict=True) if f > 0}
     info.update(
         markers=len(data.names),
-        frame="z_up (converted from the Y-up lab frame)",
+        frame=f"z_up (from the lab frame: {data.header['LabFrame']})"
+        if "LabFrame" in data.header
+        else "z_up (converted from the Y-up lab frame)",
         start_time_s=float(data.time_s[0]),
         markers_with_gaps=gaps,
     )
+    if reader.details is not None:
+        info.update(reader.details(path))
     return info
 
 

@@ -1,0 +1,44 @@
+"""Small C3D files written with ezc3d's own writer, for the C3D tests and the fuzz suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def write_c3d(
+    path: Path,
+    names: list[str],
+    positions: np.ndarray,
+    rate_hz: float,
+    units: str = "mm",
+    residuals: np.ndarray | None = None,
+    screen: tuple[str, str] = ("+X", "+Z"),
+    events: list[tuple[str, str, float]] = (),
+) -> None:
+    """``positions`` (T, M, 3) in ``units`` and the lab frame, written as a C3D marker file;
+    ``residuals`` (T, M) (default 0: every sample measured); ``events`` (context, label, time_s)."""
+    import ezc3d
+
+    c3d = ezc3d.c3d()
+    point = c3d["parameters"]["POINT"]
+    point["RATE"]["value"] = [float(rate_hz)]
+    point["LABELS"]["value"] = list(names)
+    point["UNITS"]["value"] = [units]
+    c3d.add_parameter("POINT", "X_SCREEN", [screen[0]])
+    c3d.add_parameter("POINT", "Y_SCREEN", [screen[1]])
+    n_frames, n_markers = positions.shape[:2]
+    points = np.ones((4, n_markers, n_frames))
+    points[:3] = np.asarray(positions, dtype=float).transpose(2, 1, 0)
+    c3d["data"]["points"] = points
+    res = np.zeros((n_frames, n_markers)) if residuals is None else np.asarray(residuals, dtype=float)
+    c3d["data"]["meta_points"]["residuals"] = res.T[None]
+    c3d["data"]["meta_points"]["camera_masks"] = np.zeros((7, n_markers, n_frames), dtype=bool)
+    if events:
+        times = np.array([[0.0, t] for _, _, t in events]).T
+        c3d.add_parameter("EVENT", "USED", [len(events)])
+        c3d.add_parameter("EVENT", "CONTEXTS", [c for c, _, _ in events])
+        c3d.add_parameter("EVENT", "LABELS", [label for _, label, _ in events])
+        c3d.add_parameter("EVENT", "TIMES", times)
+    c3d.write(str(path))
