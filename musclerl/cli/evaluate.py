@@ -76,7 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--time-offset-s", type=float, default=0.0, help="reference time = simulation clip time + this offset"
     )
-    parser.add_argument("--max-lag-s", type=float, default=0.1, help="window for the best-lag search")
+    parser.add_argument(
+        "--max-lag-s",
+        type=float,
+        default=0.3,
+        help="window for the best-lag search, s (a best lag at its bound is flagged in the report)",
+    )
     parser.add_argument(
         "--heel-strikes",
         help="reference heel-strike times (s), comma separated "

@@ -147,7 +147,9 @@ def emg_series(
     return out
 
 
-def series_metrics(series: list[Series], max_lag_s: float = 0.1) -> list[metrics.ColumnMetrics]:
+def series_metrics(
+    series: list[Series], max_lag_s: float = metrics.DEFAULT_MAX_LAG_S
+) -> list[metrics.ColumnMetrics]:
     """:func:`metrics.column_metrics` of every series (rate from its median sample interval)."""
     out = []
     for s in series:

@@ -50,7 +50,7 @@ class TrialOptions:
     max_steps: int | None = None
     all_clips: bool = False
     time_offset_s: float = 0.0
-    max_lag_s: float = 0.1
+    max_lag_s: float = 0.3  # metrics.DEFAULT_MAX_LAG_S
     heel_strikes_s: tuple[float, ...] | None = None
     signs: dict[str, float] = dataclasses.field(default_factory=dict)
     treadmill: bool = False  # reference kinematics: add the belt's motion (walk overground)
