@@ -74,7 +74,9 @@ def gait_events(
     A heel strike is the interpolated time the force rises through ``on``, a toe-off the time it
     falls through ``off``. A swing shorter than ``min_swing_s`` is merged into the stances around it,
     a stance shorter than ``min_stance_s`` is dropped. A stance already under way at the first
-    sample has no heel strike, one still under way at the last no toe-off. NaN force is unloaded.
+    sample has no heel strike, nor has one that starts less than ``min_swing_s`` after it (the swing
+    before it was not seen: a rollout's first frames settling onto the floor); one still under way
+    at the last sample has no toe-off. NaN force is unloaded.
     """
     t = np.asarray(time_s, dtype=float)
     f = np.nan_to_num(np.asarray(vertical_force, dtype=float), nan=-np.inf)
@@ -106,7 +108,7 @@ def gait_events(
         if t[min(b, len(t)) - 1] - t[a] < min_stance_s and 0 < a and b < len(t):
             continue
         stance[a:b] = True
-        if a > 0:
+        if a > 0 and (stance[:a].any() or t[a] - t[0] >= min_swing_s):  # after a swing we saw
             strikes.append(_crossing_s(t, np.where(np.isfinite(f), f, 0.0), a, on))
         if b < len(t):
             toe_offs.append(_crossing_s(t, np.where(np.isfinite(f), f, 0.0), b, off))

@@ -25,7 +25,7 @@ TRACKING_FIELDS = (
     "mean_site_error_m",
 )
 COLUMN_FIELDS = ("r", "rmse", "nrmse", "lag_s")
-KINDS = ("torque", "activation", "angle", "emg")
+KINDS = ("torque", "torque_muscle", "grf", "activation", "angle", "emg")
 
 
 def stats(values: list[float]) -> dict[str, float]:
