@@ -215,3 +215,42 @@ def test_rollout_grf_is_contact_force_per_foot():
         np.testing.assert_allclose(rec.grf_n[i], want, atol=1e-6 * rec.body_weight_n)
         loaded += want[:, 2].sum() > 0.2 * rec.body_weight_n
     assert loaded >= rec.num_frames // 2  # it stands on its feet: the check compared real forces
+
+
+def test_published_figures_computed_like_the_published_ones():
+    """The kinematics figure is the mean over the left hip, knee, ankle angle and vertical GRF of r
+    between the across-trial mean cycles; a trial without cycles does not enter it."""
+    from musclerl.evaluate.published import KINEMATICS_L, PUBLISHED, published_rows
+    from musclerl.evaluate.trial import TrialResult
+
+    x = np.linspace(0, 2 * np.pi, 101)
+    rng = np.random.default_rng(0)
+
+    def trial(name, with_cycles):
+        means = {
+            k: (np.sin(x + 0.3 * i) + 0.1 * rng.standard_normal(101), np.sin(x))
+            for i, k in enumerate(KINEMATICS_L)
+        }
+        columns = [
+            {
+                "kind": k.partition(":")[0],
+                "column": k.partition(":")[2],
+                "r": 0.5,
+                "cycle_r": 0.9 if with_cycles else np.nan,
+            }
+            for k in KINEMATICS_L
+        ]
+        return TrialResult(name, "S1", {}, columns, {}, "trial", [], {}, means if with_cycles else {})
+
+    results = [trial("a", True), trial("b", True), trial("c", False)]
+    rows = {(r["figure"], r["against"]): r for r in published_rows(results)}
+    fig = next(f for f in PUBLISHED if f.label == "kinematics r" and f.value == 0.94)
+    row = rows[(fig.label, fig.against)]
+    want = []
+    for k in KINEMATICS_L:
+        sim = np.mean([r.cycle_means[k][0] for r in results[:2]], axis=0)
+        want.append(np.corrcoef(sim, np.sin(x))[0, 1])
+    assert row["pooled_cycle_r"] == pytest.approx(np.mean(want)) and row["pooled_trials"] == 2
+    assert row["trial_cycle_r"] == pytest.approx(0.9) and row["trial_cycle_n"] == 2
+    assert row["trial_time_r"] == pytest.approx(0.5) and row["trial_time_n"] == 3
+    assert {f.value for f in PUBLISHED} >= {0.94, 0.71, 0.92, 0.46, 0.49, 0.77}
