@@ -114,6 +114,10 @@ def test_hysteresis_ignores_chatter():
     ev = gait_events.gait_events(t, f, gait_events.ON_BW, gait_events.OFF_BW)
     np.testing.assert_allclose(ev.heel_strikes_s, [0.5], atol=0.011)
     np.testing.assert_allclose(ev.toe_offs_s, [1.2], atol=0.011)
+    # a rollout's first frames settling onto the floor are no step; a reference's early strike is
+    early = np.where(t > 0.03, 0.9, 0.0)
+    assert len(gait_events.gait_events(t, early, gait_events.ON_BW, settle_s=0.1).heel_strikes_s) == 0
+    assert len(gait_events.gait_events(t, early, gait_events.ON_BW).heel_strikes_s) == 1
     # without hysteresis the dip would be a toe-off and a second strike
     plain = gait_events.gait_events(t, f, gait_events.ON_BW, gait_events.ON_BW, min_swing_s=0.0)
     assert len(plain.heel_strikes_s) == 2

@@ -125,6 +125,16 @@ def markdown(doc: dict, evaluated: int) -> str:
         )
     ends = next(r for r in doc["dataset"] if "count" in r)
     lines += ["", f"Tracked to the end: {ends['count']} of {ends['n']} trials.", ""]
+    compared = [c for c in doc["columns"] if c["r_applicable"] and c["n_valid"]]
+    at_bound = sorted({f"{c['kind']}:{c['column']}" for c in compared if c["lag_at_bound"]})
+    n_bound = sum(c["lag_at_bound"] for c in compared)
+    flat = sum(not c["r_applicable"] for c in doc["columns"])
+    which = f" ({', '.join(at_bound[:8])}); widen --max-lag-s" if at_bound else ""
+    lines += [
+        f"Best lag at the search's bound: {n_bound} of {len(compared)} compared columns{which}. "
+        f"Columns with no r (reference flatter than 1° or 0.02 N·m/kg): {flat}.",
+        "",
+    ]
     if doc.get("sign_flips"):
         lines += ["## Sign conventions", "", "| flip | trials |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in doc["sign_flips"].items()]

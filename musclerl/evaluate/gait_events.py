@@ -67,6 +67,7 @@ def gait_events(
     off: float | None = None,
     min_swing_s: float = MIN_SWING_S,
     min_stance_s: float = MIN_STANCE_S,
+    settle_s: float = 0.0,
 ) -> GaitEvents:
     """Heel strikes and toe-offs of one foot from its vertical force (T,) on ``time_s`` (T,).
 
@@ -74,9 +75,9 @@ def gait_events(
     A heel strike is the interpolated time the force rises through ``on``, a toe-off the time it
     falls through ``off``. A swing shorter than ``min_swing_s`` is merged into the stances around it,
     a stance shorter than ``min_stance_s`` is dropped. A stance already under way at the first
-    sample has no heel strike, nor has one that starts less than ``min_swing_s`` after it (the swing
-    before it was not seen: a rollout's first frames settling onto the floor); one still under way
-    at the last sample has no toe-off. NaN force is unloaded.
+    sample has no heel strike, nor has a first stance that starts within ``settle_s`` of it (a
+    rollout's first frames settling onto the floor are not a step); one still under way at the
+    last sample has no toe-off. NaN force is unloaded.
     """
     t = np.asarray(time_s, dtype=float)
     f = np.nan_to_num(np.asarray(vertical_force, dtype=float), nan=-np.inf)
@@ -108,7 +109,7 @@ def gait_events(
         if t[min(b, len(t)) - 1] - t[a] < min_stance_s and 0 < a and b < len(t):
             continue
         stance[a:b] = True
-        if a > 0 and (stance[:a].any() or t[a] - t[0] >= min_swing_s):  # after a swing we saw
+        if a > 0 and (stance[:a].any() or t[a] - t[0] >= settle_s):
             strikes.append(_crossing_s(t, np.where(np.isfinite(f), f, 0.0), a, on))
         if b < len(t):
             toe_offs.append(_crossing_s(t, np.where(np.isfinite(f), f, 0.0), b, off))
@@ -135,6 +136,7 @@ class FootGRF:
     layout: str
     notes: tuple[str, ...] = ()
     valid: np.ndarray | None = None  # (T, 2) bool: where the foot's force is measured (None: finite)
+    settle_s: float = 0.0  # a first load within this of the start is no heel strike (a rollout's reset)
 
     def measured(self) -> np.ndarray:
         """(T, 2) bool: samples whose force is known for that foot (a foot off the plates is not)."""
@@ -143,7 +145,8 @@ class FootGRF:
 
     def events(self, side: str, on_bw: float = ON_BW, off_bw: float = OFF_BW) -> GaitEvents:
         """:func:`gait_events` of one foot's vertical force."""
-        return gait_events(self.time_s, self.vertical_bw[:, SIDES.index(side)], on_bw, off_bw)
+        k = SIDES.index(side)
+        return gait_events(self.time_s, self.vertical_bw[:, k], on_bw, off_bw, settle_s=self.settle_s)
 
 
 def _side_of_body(name: str) -> str | None:
@@ -265,7 +268,8 @@ def reference_foot_grf(ref) -> FootGRF | None:
 def sim_foot_grf(rec, offset_s: float = 0.0) -> FootGRF:
     """Per-foot GRF (BW) of a rollout :class:`Recording`, on reference time (clip time +
     ``offset_s``): the world z (vertical) and x (anterior-posterior) of ``grf_n`` summed over each
-    side's feet (names ending in ``_r`` / ``_l``), over the model's weight."""
+    side's feet (names ending in ``_r`` / ``_l``), over the model's weight. A foot landing in the
+    first ``MIN_SWING_S`` after the reset is settling, not striking (``settle_s``)."""
     vertical = np.full((rec.num_frames, 2), np.nan)
     ap = np.full((rec.num_frames, 2), np.nan)
     for k, side in enumerate(SIDES):
@@ -273,7 +277,7 @@ def sim_foot_grf(rec, offset_s: float = 0.0) -> FootGRF:
         if feet:
             vertical[:, k] = rec.grf_n[:, feet, 2].sum(axis=1) / rec.body_weight_n
             ap[:, k] = rec.grf_n[:, feet, 0].sum(axis=1) / rec.body_weight_n
-    return FootGRF(rec.time_s + offset_s, vertical, ap, "simulation")
+    return FootGRF(rec.time_s + offset_s, vertical, ap, "simulation", settle_s=MIN_SWING_S)
 
 
 def event_timing_errors_ms(sim_s: np.ndarray, ref_s: np.ndarray, window_s: float = 0.3) -> dict[str, float]:

@@ -87,6 +87,8 @@ def column_rows(results: list) -> list[dict]:
                     **{f: c[f] for f in COLUMN_FIELDS},
                     # a column without enough valid samples has no lag either
                     "lag_s": c["lag_s"] if np.isfinite(c["r"]) else float("nan"),
+                    "lag_at_bound": bool(c.get("lag_at_bound", False)),
+                    "r_applicable": bool(c.get("r_applicable", True)),
                 }
             )
     return rows
