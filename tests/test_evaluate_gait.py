@@ -258,3 +258,29 @@ def test_published_figures_computed_like_the_published_ones():
     assert row["trial_cycle_r"] == pytest.approx(0.9) and row["trial_cycle_n"] == 2
     assert row["trial_time_r"] == pytest.approx(0.5) and row["trial_time_n"] == 3
     assert {f.value for f in PUBLISHED} >= {0.94, 0.71, 0.92, 0.46, 0.49, 0.77}
+
+
+def test_gait_cycles_of_a_real_boo_trial(shared_data, tmp_path):
+    """The 2.5 s fixture trial in Boo's two-plate names: per foot the heel strikes of the raw plates
+    (found on the 600 Hz file) to a kinematics frame, so a gait cycle per foot."""
+    import sys
+
+    if not (shared_data / "opensim_gait10dof18musc").is_dir():
+        pytest.skip("../shared/data/opensim_gait10dof18musc absent")
+    sys.path.insert(0, str(REPO / "tests"))
+    from boo_fixtures import write_long_trial
+
+    from musclerl.evaluate import compare
+    from musclerl.motion.reference import read_reference
+    from musclerl.motion.storage import read_storage
+
+    ref = read_reference(write_long_trial(tmp_path, data=shared_data))
+    assert "ground_force_r_vy" in ref.computed_grf_columns
+    grf = read_storage(shared_data / "opensim_gait2354" / "subject01_walk1_grf.mot")
+    weight_n = 72.6 * 9.80665
+    for side, plate in (("r", "ground_force_vy"), ("l", "1_ground_force_vy")):
+        raw = gait_events.gait_events(grf.time_s, grf.column(plate), 0.05 * weight_n, 0.03 * weight_n)
+        want = raw.heel_strikes_s[raw.heel_strikes_s <= ref.time_sec[-1]]
+        found = compare.reference_heel_strikes(ref, side)
+        np.testing.assert_allclose(found, want, atol=1.0 / 60)
+        assert len(found) >= 2
