@@ -284,3 +284,20 @@ def test_gait_cycles_of_a_real_boo_trial(shared_data, tmp_path):
         found = compare.reference_heel_strikes(ref, side)
         np.testing.assert_allclose(found, want, atol=1.0 / 60)
         assert len(found) >= 2
+
+
+def test_each_column_is_cut_at_its_own_legs_strikes():
+    """A left column is cut at the left strikes, an EMG channel at its muscles' leg's."""
+    from musclerl.evaluate import compare
+
+    t = np.linspace(0, 4, 401)
+    strikes = {"r": np.array([0.0, 1.0, 2.0, 3.0]), "l": np.array([0.5, 1.5, 2.5, 3.5])}
+    sig = np.sin(2 * np.pi * (t - 0.5))  # phase-locked to the left strikes
+    series = [
+        compare.Series("angle", "knee_angle_l", "deg", t, 30 * sig, 30 * sig, np.ones_like(t, bool)),
+        compare.Series("emg", "TA (tibant_l)", "0-1", t, sig, sig, np.ones_like(t, bool)),
+    ]
+    for c in compare.cycle_comparisons(series, strikes, strikes):
+        assert c.sim.count == 3
+        np.testing.assert_allclose(c.sim.bounds_s[:, 0], strikes["l"][:-1])
+    assert compare.leg_of("SOL (soleus_r+gasmed_l)") is None and compare.leg_of("hip_flexion_r") == "r"

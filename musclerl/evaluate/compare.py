@@ -230,6 +230,15 @@ def reference_heel_strikes(ref, side: str = "r") -> np.ndarray:
     return np.zeros(0) if events is None else events[side].heel_strikes_s
 
 
+def leg_of(name: str) -> str | None:
+    """ "r" / "l" of a compared column: its own name's side, or for an EMG series
+    (``"SOL (soleus_r+gasmed_r)"``) the side of the muscles in brackets when they agree."""
+    if "(" in name:
+        sides = {side_of(m) for m in name[name.rindex("(") + 1 :].rstrip(")").split("+")}
+        return sides.pop() if len(sides) == 1 else None
+    return side_of(name)
+
+
 def cycle_comparisons(
     series: list[Series],
     sim_strikes_s: dict[str, np.ndarray] | np.ndarray,
@@ -245,7 +254,7 @@ def cycle_comparisons(
     """
     out = []
     for s in series:
-        side = side_of(s.name) or "r"
+        side = leg_of(s.name) or "r"
         sim_s = sim_strikes_s[side] if isinstance(sim_strikes_s, dict) else sim_strikes_s
         ref_s = ref_strikes_s[side] if isinstance(ref_strikes_s, dict) else ref_strikes_s
         ref_vals = np.where(s.valid, s.ref, np.nan)
