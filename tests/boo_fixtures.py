@@ -16,7 +16,12 @@ columns invalid (NaN) while the other leg and the lumbar columns stay valid, and
 muscles NaN in the ``_muscle_activation.sto``. Subjects differ in body mass (the ID scaled with
 it, so the per-kg torques are the walk's). ``ROOT/<subject>/<subject>_TrialNN_Step01_Step02.npz``.
 
-Run as a script to write a dataset root: ``python tests/boo_fixtures.py ROOT --subjects 4 --trials 5``.
+Each such trial spans less than a stride (one heel strike per foot). :func:`long_trial_arrays` adds
+one trial of the whole 2.5 s walk (OpenSim's 10-dof IK and ID of it), a gait cycle per foot, with the
+plates named the Boo way (``ground_force_r_vy``, ``ground_force_l_vy``).
+
+Run as a script to write a dataset root: ``python tests/boo_fixtures.py ROOT --subjects 4 --trials 5``
+(``--long``: also the long trial, in ``S990/``).
 """
 
 from __future__ import annotations
@@ -150,6 +155,67 @@ def trial_arrays(
     return arrays, muscles, act
 
 
+LONG_SOURCE = "opensim_gait10dof18musc"  # the same walk's IK and ID over the GRF's whole 2.5 s
+
+
+def long_trial_arrays(subject: str, mass_kg: float, data: Path = SHARED) -> dict[str, np.ndarray]:
+    """A trial long enough for a gait cycle per foot, in Boo's two-plate GRF names
+    (``ground_force_r_vy``, ...; plate 1 carries the right foot, plate 2 the left): the 2.5 s of
+    OpenSim's 10-dof (sagittal) IK and ID of the same walk, the coordinates that model lacks
+    (pelvis list/rotation/tz) at 0, the others absent. All columns valid."""
+    ik = read_storage(data / LONG_SOURCE / "subject01_walk_IK.mot")
+    inv = read_storage(data / LONG_SOURCE / "subject01_walk_ID.sto")
+    grf = read_storage(data / "opensim_gait2354" / "subject01_walk1_grf.mot")
+    t = np.asarray(ik.time_s, dtype=float)
+    angle_cols = list(ik.columns) + ["pelvis_list", "pelvis_rotation", "pelvis_tz"]
+    angles = np.column_stack([ik.data, np.zeros((len(t), 3))])
+    angles[:, angle_cols.index("pelvis_tx")] += BELT_MPS * (t - t[0])
+    torque_cols = [c for c in inv.columns if c.endswith(("_moment", "_force"))]
+    moments = np.column_stack([np.interp(t, inv.time_s, inv.column(c)) for c in torque_cols])
+    weight_n = mass_kg * GRAVITY
+    plate_side = {"": "r", "1_": "l"}
+    grf_cols, grf_vals = [], []
+    for c in grf.columns:
+        prefix = "1_" if c.startswith("1_") else ""
+        name = c.removeprefix(prefix)
+        part, _, axis = name.rpartition("_")  # ground_force_vy -> ground_force, vy
+        grf_cols.append(f"{part}_{plate_side[prefix]}_{axis}")
+        scale = (mass_kg / MASS_KG) / (weight_n if "_force_v" in c else 1.0)
+        grf_vals.append(np.interp(t, grf.time_s, grf.column(c)) * scale)
+    valid = np.ones((len(t), len(torque_cols)), dtype=bool)
+    return {
+        "subject": np.array(subject),
+        "trial": np.array("Trial90"),
+        "step_label": np.array("Step01_Step04"),
+        "timestep": np.arange(len(t)),
+        "time_sec": t - t[0],
+        "source_time_sec": t - t[0],
+        "original_kinematics_time_sec": t,
+        "id_source_time_sec": inv.time_s - t[0],
+        "original_id_source_time_sec": inv.time_s,
+        "joint_angle": angles,
+        "joint_angle_columns": np.array(angle_cols),
+        "joint_torque": moments / MASS_KG,
+        "joint_torque_columns": np.array(torque_cols),
+        "joint_torque_valid": valid.all(axis=1),
+        "joint_torque_column_valid": valid,
+        "joint_torque_sign_convention": np.array("torques follow each angle column's sign convention"),
+        "joint_torque_normalization": np.array("divided_by_subject_weight_kg"),
+        "joint_torque_units": np.array("original_ID_units_per_kg"),
+        "subject_weight_kg": np.array(mass_kg),
+        "subject_body_weight_n": np.array(weight_n),
+        "computed_grf": np.column_stack(grf_vals),
+        "computed_grf_columns": np.array(grf_cols),
+        "computed_grf_valid": np.ones(len(t), dtype=bool),
+        "computed_grf_normalization": np.array("force_vectors_divided_by_subject_body_weight_n"),
+        "computed_grf_units": np.array("force: BW; cop: m; torque: N*m"),
+        "qc_notes": np.array("sagittal model: hip adduction/rotation, subtalar and mtp not in joint_angle"),
+        "source_files": np.array(
+            [f"{subject}/long_ik.mot", f"{subject}/long_id.sto", f"{subject}/long_grf.mot"]
+        ),
+    }
+
+
 def write_dataset(root: Path, subjects: int = 2, trials: int = 3, data: Path = SHARED) -> list[Path]:
     """``subjects`` folders (S901, S902, ...) of ``trials`` trials each; returns the .npz paths."""
     paths = []
@@ -174,13 +240,30 @@ def write_dataset(root: Path, subjects: int = 2, trials: int = 3, data: Path = S
     return paths
 
 
+def write_long_trial(
+    root: Path, subject: str = "S990", mass_kg: float = MASS_KG, data: Path = SHARED
+) -> Path:
+    """One :func:`long_trial_arrays` trial under ``root/<subject>/``; returns the .npz path."""
+    arrays = long_trial_arrays(subject, mass_kg, data)
+    folder = Path(root) / subject
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{subject}_{arrays['trial']}_{arrays['step_label']}.npz"
+    np.savez(path, **arrays)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root")
     parser.add_argument("--subjects", type=int, default=2)
     parser.add_argument("--trials", type=int, default=3, help="trials per subject")
+    parser.add_argument(
+        "--long", action="store_true", help="also one 2.5 s trial (a gait cycle per foot) in S990/"
+    )
     args = parser.parse_args(argv)
     paths = write_dataset(Path(args.root), args.subjects, args.trials)
+    if args.long:
+        paths.append(write_long_trial(Path(args.root)))
     print(f"wrote {len(paths)} trials under {args.root}")
     return 0
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from musclerl.evaluate import alignment as A
+from musclerl.evaluate.gait_events import contact_events, gait_events
 
 
 def test_resample_linear_nan_outside_and_next_to_nan():
@@ -30,9 +31,9 @@ def test_heel_strikes_found_and_chatter_ignored():
     strikes = [0.3, 1.35, 2.4, 3.5]
     f = _gait_force(t, strikes)
     f[(t > 0.95) & (t < 0.97)] = 700.0  # a 20 ms blip 50 ms after lift-off: chatter
-    found = A.heel_strikes(t, f, threshold_n=20.0, min_swing_s=0.1)
+    found = gait_events(t, f, on=20.0, off=10.0, min_swing_s=0.1).heel_strikes_s
     np.testing.assert_allclose(found, strikes, atol=0.002)
-    contact = A.heel_strikes_from_contact(t, f > 0)
+    contact = contact_events(t, f > 0).heel_strikes_s
     np.testing.assert_allclose(contact, strikes, atol=0.002)
 
 

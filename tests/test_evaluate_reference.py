@@ -173,11 +173,14 @@ def test_reference_cli_end_to_end(gait2354, tmp_path):
     assert np.all((act.data >= 0) & (act.data <= 1))
     assert "reserve" in ref.qc_notes
     # right heel strike from the reference's GRF matches the raw plate data (trial starts at 0.4 s)
-    from musclerl.evaluate.alignment import heel_strikes
     from musclerl.evaluate.compare import reference_heel_strikes
+    from musclerl.evaluate.gait_events import OFF_BW, ON_BW, gait_events
 
     grf = read_storage(gait2354 / "subject01_walk1_grf.mot")
-    raw = heel_strikes(grf.time_s, grf.column("ground_force_vy"), 0.05 * 72.6 * 9.80665)
+    weight_n = 72.6 * 9.80665
+    raw = gait_events(
+        grf.time_s, grf.column("ground_force_vy"), ON_BW * weight_n, OFF_BW * weight_n
+    ).heel_strikes_s
     raw = raw[(raw >= 0.4) & (raw <= 1.6)] - 0.4
     found = reference_heel_strikes(ref)
     assert len(found) == len(raw) >= 1

@@ -211,7 +211,14 @@ def test_evaluate_a_dataset_root_and_resume(dataset, tmp_path, capsys):
     subjects = list(csv.DictReader(open(out / "subjects.csv")))
     assert [(r["subject"], r["trials"]) for r in subjects] == [("S901", "3"), ("S902", "3")]
     report = (out / "report.md").read_text()
-    assert "| kinematics r |" in report and "| 0.94 |" in report and "| 0.71 |" in report
+    assert (
+        "| kinematics r | level walking (Gait120) |" in report
+        and "| 0.94 |" in report
+        and "| 0.71 |" in report
+    )
+    assert (
+        "## Published figures beside the same computation" in report and "## Gait events per foot" in report
+    )
     assert "Tracked to the end: 0 of 6 trials." in report and "## Sign conventions" in report
     doc = json.loads((out / "summary.json").read_text())
     assert doc["sign_flips"] == {

@@ -209,8 +209,8 @@ def sole_heel_strikes(model_name: str, motion: str) -> dict[str, np.ndarray]:
 
     from musclerl.dynamics.ground_support import model_feet
     from musclerl.dynamics.inverse_dynamics import lowpass
-    from musclerl.evaluate.alignment import heel_strikes_from_contact
     from musclerl.evaluate.coordinates import coordinates_to_qpos
+    from musclerl.evaluate.gait_events import contact_events
     from musclerl.models.geoms import collision_geoms, geom_lowest_z
     from musclerl.models.registry import load_model
     from musclerl.motion.storage import read_storage
@@ -237,7 +237,7 @@ def sole_heel_strikes(model_name: str, motion: str) -> dict[str, np.ndarray]:
             swinging = (swinging or h > level + SWING_M) and not h < level + LANDED_M
             contact[t] = not swinging
         side = model.body(foot[0]).name.rpartition("_")[2]
-        out[side] = heel_strikes_from_contact(np.asarray(table.time_s, float), contact)
+        out[side] = contact_events(np.asarray(table.time_s, float), contact).heel_strikes_s
     return out
 
 
@@ -293,15 +293,15 @@ def run(args: argparse.Namespace) -> int:
     result.update(summary(r))
     if args.other_lab:
         from musclerl.dynamics.inverse_dynamics import read_external_loads
-        from musclerl.evaluate.alignment import heel_strikes
+        from musclerl.evaluate.gait_events import OFF_BW, ON_BW, gait_events
         from musclerl.motion.reference import STANDARD_GRAVITY
 
         grf = read_storage(args.grf)
-        threshold_n = 0.05 * args.mass * STANDARD_GRAVITY
+        weight_n = args.mass * STANDARD_GRAVITY
         opensim_strikes = {  # per side (the loaded body's suffix), from the plate's vertical (Y-up) force
-            f.body.rpartition("_")[2]: heel_strikes(
-                grf.time_s, grf.column(f"{f.force_identifier}y"), threshold_n
-            )
+            f.body.rpartition("_")[2]: gait_events(
+                grf.time_s, grf.column(f"{f.force_identifier}y"), ON_BW * weight_n, OFF_BW * weight_n
+            ).heel_strikes_s
             for f in read_external_loads(args.loads)[0]
         }
         pooled: dict[str, list[float]] = {m: [] for m in OTHER_LAB_MUSCLES}

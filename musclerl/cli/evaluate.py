@@ -76,11 +76,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--time-offset-s", type=float, default=0.0, help="reference time = simulation clip time + this offset"
     )
-    parser.add_argument("--max-lag-s", type=float, default=0.1, help="window for the best-lag search")
+    parser.add_argument(
+        "--max-lag-s",
+        type=float,
+        default=0.3,
+        help="window for the best-lag search, s (a best lag at its bound is flagged in the report)",
+    )
+    parser.add_argument(
+        "--sim-cycles",
+        choices=("own", "reference"),
+        default="own",
+        help="cut the policy's gait cycles at its own heel strikes (default, as published figures are) "
+        "or at the reference's (the same strides, time-locked: the rollout runs on the reference's clock)",
+    )
     parser.add_argument(
         "--heel-strikes",
         help="reference heel-strike times (s), comma separated "
-        "(default: from the reference's right-foot GRF)",
+        "(default: per foot from the reference's GRF, any layout; without GRF the policy's contacts)",
     )
     parser.add_argument(
         "--ref-sign",
@@ -161,6 +173,7 @@ def _options(args: argparse.Namespace):
         all_clips=args.all_clips,
         time_offset_s=args.time_offset_s,
         max_lag_s=args.max_lag_s,
+        sim_cycles=args.sim_cycles,
         heel_strikes_s=None if strikes is None else tuple(float(v) for v in strikes),
         signs=_signs(args.ref_sign),
         treadmill=args.treadmill,

@@ -6,9 +6,10 @@ Time alignment
     every metric instead of being extrapolated.
 
 Gait cycles
-    A cycle runs from one heel strike of a foot to its next one. Heel strikes are the rising edges
-    of foot contact: from the simulation's vertical contact force, from the reference's GRF, or
-    given as event times. Each cycle is resampled to 0–100 % at ``CYCLE_SAMPLES`` (101) points;
+    A cycle runs from one heel strike of a foot to its next one. Heel strikes come from
+    :mod:`musclerl.evaluate.gait_events` (the simulation's vertical contact force, the reference's
+    GRF in any layout, boolean contact flags) or are given as event times. Each cycle is
+    resampled to 0–100 % at ``CYCLE_SAMPLES`` (101) points;
     cycles whose duration differs from the median by more than ``tolerance`` (default 25 %) are
     dropped as outliers (a stumble, a trial edge).
 """
@@ -41,36 +42,6 @@ def resample(time_src_s: np.ndarray, values: np.ndarray, time_dst_s: np.ndarray)
         bad = np.interp(dst, t, (~finite).astype(float)) > 0
         out[:, c] = np.where(inside & ~bad, filled, np.nan)
     return out[:, 0] if squeeze else out
-
-
-def heel_strikes(
-    time_s: np.ndarray, vertical_force_n: np.ndarray, threshold_n: float = 20.0, min_swing_s: float = 0.1
-) -> np.ndarray:
-    """Times (H,) where the vertical force rises through ``threshold_n``; linear interpolation
-    between samples. A rise less than ``min_swing_s`` after the previous lift-off is contact
-    chatter, not a heel strike. NaN force counts as no contact.
-    """
-    t = np.asarray(time_s, dtype=float)
-    f = np.nan_to_num(np.asarray(vertical_force_n, dtype=float), nan=0.0)
-    loaded = f > threshold_n
-    strikes = []
-    last_off = -np.inf
-    for i in range(1, len(t)):
-        if loaded[i - 1] and not loaded[i]:
-            last_off = t[i - 1]
-        elif loaded[i] and not loaded[i - 1]:
-            frac = (threshold_n - f[i - 1]) / (f[i] - f[i - 1])
-            t_hs = t[i - 1] + frac * (t[i] - t[i - 1])
-            if t_hs - last_off >= min_swing_s:
-                strikes.append(t_hs)
-    return np.asarray(strikes)
-
-
-def heel_strikes_from_contact(
-    time_s: np.ndarray, contact: np.ndarray, min_swing_s: float = 0.1
-) -> np.ndarray:
-    """Heel strikes (H,) from boolean contact flags (T,): rising edges after ``min_swing_s`` off."""
-    return heel_strikes(time_s, np.asarray(contact, dtype=float), 0.5, min_swing_s)
 
 
 @dataclasses.dataclass(frozen=True)

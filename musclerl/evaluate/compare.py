@@ -13,6 +13,16 @@ match muscle names. A per-column sign map multiplies reference columns whose con
 
 Torques are compared in N·m/kg: simulation moments divided by the model's mass (or, on request, by
 the subject's ``subject_weight_kg``), the reference's as stored (divided by the subject's mass).
+The policy's moment is its *net* joint moment (muscles + joint springs/damping + joint-limit forces,
+:mod:`musclerl.dynamics.joint_moments`), what inverse dynamics reports; kind ``torque_muscle`` is
+the muscles' part alone, against the same reference, beside it.
+
+Ground reactions (kind ``grf``, BW): per foot the vertical and anterior-posterior force of the
+policy (``mj_contactForce`` per foot) against the reference's plates
+(:func:`musclerl.evaluate.gait_events.reference_foot_grf`), where the reference measured that foot.
+
+Gait cycles are cut per leg: a column of the left leg at left heel strikes, of the right leg (and
+of neither) at right ones; the simulation at its own strikes, the reference at its own.
 """
 
 from __future__ import annotations
@@ -22,7 +32,9 @@ import dataclasses
 import numpy as np
 
 from musclerl.evaluate import metrics
-from musclerl.evaluate.alignment import Cycles, heel_strikes, normalise_cycles, resample
+from musclerl.evaluate.alignment import Cycles, normalise_cycles, resample
+from musclerl.evaluate.gait_events import SIDES, FootGRF, GaitEvents, reference_foot_grf, sim_foot_grf
+from musclerl.motion.reference import side_of
 from musclerl.rl.rollout import Recording
 
 TORQUE_SUFFIXES = ("_moment", "_force")
@@ -56,13 +68,17 @@ def torque_series(
     offset_s: float = 0.0,
     signs: dict[str, float] | None = None,
     sim_mass_kg: float | None = None,
+    source: str = "net",
 ) -> list[Series]:
     """Torque columns (N·m/kg) shared by the recording and a :class:`ReferenceData`: the
-    simulation's moments over ``sim_mass_kg`` (default: the model's mass)."""
+    simulation's moments over ``sim_mass_kg`` (default: the model's mass). ``source`` "net"
+    (kind ``torque``: muscles + passive + limits) or "muscle" (kind ``torque_muscle``)."""
     signs = signs or {}
     out = []
     sim_t = rec.time_s + offset_s
-    per_kg = rec.torque_nm_per_kg if sim_mass_kg is None else rec.torque_nm / sim_mass_kg
+    moment_nm = rec.torque_nm if source == "net" else rec.muscle_torque_nm
+    per_kg = moment_nm / (rec.model_mass_kg if sim_mass_kg is None else sim_mass_kg)
+    kind = "torque" if source == "net" else "torque_muscle"
     for j, column in enumerate(ref.joint_torque_columns):
         coord = coordinate_of(column)
         if coord not in rec.coordinates:
@@ -70,17 +86,26 @@ def torque_series(
         k = rec.coordinates.index(coord)
         sim = resample(sim_t, per_kg[:, k], ref.time_sec)
         valid = ref.joint_torque_column_valid[:, j]
-        out.append(
-            Series(
-                "torque",
-                coord,
-                "N*m/kg",
-                ref.time_sec,
-                sim,
-                ref.joint_torque[:, j] * signs.get(column, 1.0),
-                valid,
-            )
-        )
+        unit = "N/kg" if column.endswith("_force") else "N*m/kg"
+        refcol = ref.joint_torque[:, j] * signs.get(column, 1.0)
+        out.append(Series(kind, coord, unit, ref.time_sec, sim, refcol, valid))
+    return out
+
+
+def grf_series(rec: Recording, ref_grf: FootGRF, offset_s: float = 0.0) -> list[Series]:
+    """Per foot vertical and anterior-posterior GRF (BW), the policy's (:func:`sim_foot_grf`)
+    resampled onto the reference's: ``vertical_r``, ``vertical_l``, ``ap_r``, ``ap_l``; valid where
+    the reference measured that foot."""
+    sim = sim_foot_grf(rec, offset_s)
+    measured = ref_grf.measured()
+    out = []
+    for what, sim_v, ref_v in (
+        ("vertical", sim.vertical_bw, ref_grf.vertical_bw),
+        ("ap", sim.ap_bw, ref_grf.ap_bw),
+    ):
+        for k, side in enumerate(SIDES):
+            s = resample(sim.time_s, sim_v[:, k], ref_grf.time_s)
+            out.append(Series("grf", f"{what}_{side}", "BW", ref_grf.time_s, s, ref_v[:, k], measured[:, k]))
     return out
 
 
@@ -147,7 +172,9 @@ def emg_series(
     return out
 
 
-def series_metrics(series: list[Series], max_lag_s: float = 0.1) -> list[metrics.ColumnMetrics]:
+def series_metrics(
+    series: list[Series], max_lag_s: float = metrics.DEFAULT_MAX_LAG_S
+) -> list[metrics.ColumnMetrics]:
     """:func:`metrics.column_metrics` of every series (rate from its median sample interval)."""
     out = []
     for s in series:
@@ -167,49 +194,87 @@ class CycleComparison:
     ref: Cycles
 
     def metrics(self) -> dict[str, float]:
+        """r and RMSE of the two cycle means (101,) (no r for a flat reference mean, as on time)."""
         a, b = self.sim.mean()[:, 0], self.ref.mean()[:, 0]
+        ok = metrics.r_applicable(metrics.reference_range(a, b), self.series.unit)
         return {
-            "cycle_r": metrics.pearson_r(a, b),
+            "cycle_r": metrics.pearson_r(a, b) if ok else float("nan"),
             "cycle_rmse": metrics.rmse(a, b),
             "sim_cycles": self.sim.count,
             "ref_cycles": self.ref.count,
         }
 
 
-def sim_heel_strikes(
-    rec: Recording, side: str = "r", offset_s: float = 0.0, threshold_bw: float = 0.05
-) -> np.ndarray:
-    """Heel strikes (reference time) of the feet whose names end in ``_<side>`` from contact force."""
-    feet = [k for k, f in enumerate(rec.feet) if f.endswith(f"_{side}")]
-    if not feet:
-        return np.zeros(0)
-    fz = rec.grf_n[:, feet, 2].sum(axis=1)
-    return heel_strikes(rec.time_s + offset_s, fz, threshold_bw * rec.body_weight_n)
+def sim_events(rec: Recording, offset_s: float = 0.0) -> dict[str, GaitEvents]:
+    """Per side, heel strikes and toe-offs (reference time) of the policy's feet from their
+    vertical contact force (:func:`musclerl.evaluate.gait_events.gait_events`, BW thresholds)."""
+    grf = sim_foot_grf(rec, offset_s)
+    return {side: grf.events(side) for side in SIDES}
 
 
-def reference_heel_strikes(ref, side: str = "r", threshold_bw: float = 0.05) -> np.ndarray:
-    """Heel strikes from the reference's ``computed_grf``: the ``*_<side>_force_z`` column (BW)."""
-    cols = [j for j, c in enumerate(ref.computed_grf_columns) if c.endswith(f"_{side}_force_z")]
-    if not cols:
-        return np.zeros(0)
-    fz = np.nan_to_num(np.where(ref.computed_grf_valid[:, None], ref.computed_grf[:, cols], 0.0)).sum(axis=1)
-    return heel_strikes(ref.time_sec, fz, threshold_bw)
+def reference_events(ref) -> dict[str, GaitEvents] | None:
+    """Per side, heel strikes and toe-offs from the reference's own GRF in any layout we read
+    (:func:`musclerl.evaluate.gait_events.reference_foot_grf`); None without GRF."""
+    grf = reference_foot_grf(ref)
+    return None if grf is None else {side: grf.events(side) for side in SIDES}
+
+
+def sim_heel_strikes(rec: Recording, side: str = "r", offset_s: float = 0.0) -> np.ndarray:
+    """Heel strikes (H,) of one side of the policy, in reference time."""
+    return sim_events(rec, offset_s)[side].heel_strikes_s
+
+
+def reference_heel_strikes(ref, side: str = "r") -> np.ndarray:
+    """Heel strikes (H,) of one side from the reference's GRF; empty without GRF."""
+    events = reference_events(ref)
+    return np.zeros(0) if events is None else events[side].heel_strikes_s
+
+
+def leg_of(name: str) -> str | None:
+    """ "r" / "l" of a compared column: its own name's side, or for an EMG series
+    (``"SOL (soleus_r+gasmed_r)"``) the side of the muscles in brackets when they agree."""
+    if "(" in name:
+        sides = {side_of(m) for m in name[name.rindex("(") + 1 :].rstrip(")").split("+")}
+        return sides.pop() if len(sides) == 1 else None
+    return side_of(name)
 
 
 def cycle_comparisons(
-    series: list[Series], sim_strikes_s: np.ndarray, ref_strikes_s: np.ndarray, tolerance: float = 0.25
+    series: list[Series],
+    sim_strikes_s: dict[str, np.ndarray] | np.ndarray,
+    ref_strikes_s: dict[str, np.ndarray] | np.ndarray,
+    tolerance: float = 0.25,
 ) -> list[CycleComparison]:
-    """Cycle-normalise each series: the simulation on its own strikes, the reference on its own.
+    """Cycle-normalise each series: the simulation on its own strikes, the reference on its own,
+    each column at its leg's strikes (``{"r": (H,), "l": (H,)}``; a column of no leg at the right
+    one's; one array: the same strikes for every column).
 
-    Reference samples outside ``valid`` are NaN before cutting, so they leave gaps, not values.
+    Reference samples outside ``valid`` are NaN before cutting, so they leave gaps, not values;
+    policy cycles less than :data:`MIN_CYCLE_COVERAGE` simulated (the rollout ended) are dropped.
     """
     out = []
     for s in series:
+        side = leg_of(s.name) or "r"
+        sim_s = sim_strikes_s[side] if isinstance(sim_strikes_s, dict) else sim_strikes_s
+        ref_s = ref_strikes_s[side] if isinstance(ref_strikes_s, dict) else ref_strikes_s
         ref_vals = np.where(s.valid, s.ref, np.nan)
-        ref_cycles = normalise_cycles(s.time_s, ref_vals, ref_strikes_s, tolerance)
-        sim_cycles = normalise_cycles(s.time_s, s.sim, sim_strikes_s, tolerance)
+        ref_cycles = normalise_cycles(s.time_s, ref_vals, ref_s, tolerance)
+        sim_cycles = complete_cycles(normalise_cycles(s.time_s, s.sim, sim_s, tolerance))
         out.append(CycleComparison(s, sim_cycles, ref_cycles))
     return out
+
+
+MIN_CYCLE_COVERAGE = 0.9  # a policy cycle with less of its 101 points simulated is not a cycle
+
+
+def complete_cycles(cycles: Cycles, min_coverage: float = MIN_CYCLE_COVERAGE) -> Cycles:
+    """The cycles with at least ``min_coverage`` of their points finite (a rollout that fell or
+    ended inside a cycle leaves it unfinished); the others join ``dropped_s``."""
+    covered = (
+        np.isfinite(cycles.values).mean(axis=(1, 2)) >= min_coverage if cycles.count else np.zeros(0, bool)
+    )
+    dropped = np.concatenate([cycles.dropped_s.reshape(-1, 2), cycles.bounds_s[~covered].reshape(-1, 2)])
+    return Cycles(cycles.values[covered], cycles.bounds_s[covered], dropped)
 
 
 def tracking_summary(recordings: list[Recording]) -> dict[str, float]:

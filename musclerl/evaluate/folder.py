@@ -283,7 +283,7 @@ def _write_tables(
     resumed: int = 0,
     sim_torque_mass: str = "model",
 ) -> None:
-    from musclerl.evaluate import dataset_report, plots, tables
+    from musclerl.evaluate import dataset_report, plots, published, tables
     from musclerl.evaluate.report import _clean
 
     doc = {
@@ -293,6 +293,9 @@ def _write_tables(
         "columns": tables.column_rows(results),
         "subject_columns": tables.subject_column_rows(results),
         "dataset": dataset_report.dataset_rows(results),
+        "headline": dataset_report.headline_across(results),
+        "published": published.published_rows(results),
+        "gait": dataset_report.gait_across(results),
         "sign_flips": dataset_report.sign_flip_counts(results),
         "failures": failures,
         "jobs": jobs,

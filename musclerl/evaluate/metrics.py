@@ -12,7 +12,13 @@ Conventions
 ``pearson_r``        Pearson correlation of the usable samples.
 ``best_lag``         the integer shift ``k`` (frames, |k| <= max_lag) maximising the Pearson r of
                      ``sim[t + k]`` against ``ref[t]``: a positive lag means the simulation
-                     *lags* (happens later than) the reference by ``k`` frames.
+                     *lags* (happens later than) the reference by ``k`` frames. A best lag at the
+                     search's bound is flagged (``lag_at_bound``): the window was too narrow.
+
+No r for a flat reference: a column whose reference range (max - min over the usable samples)
+is under :data:`MIN_RANGE_FOR_R` of its unit (1 degree for angles, 0.02 N·m/kg for moments, ...)
+gets no r (``r_applicable`` False, r NaN) and no nRMSE: a locked subtalar joint (range 1e-5°)
+correlates with noise, and that number says nothing about the policy. Its RMSE is still given.
 
 Also here: EMG envelopes (band-pass, full-wave rectify, low-pass; normalised to the peak or to a
 given reference value) and motion-tracking metrics as reported by MuscleMimic / PHC (success
@@ -27,6 +33,8 @@ import numpy as np
 
 MIN_SAMPLES = 3
 FLAT_RANGE = 1e-4  # a reference whose range is below this (x (1 + max|ref|)) is flat
+#: Smallest reference range (max - min, in the column's unit) for which r is reported.
+MIN_RANGE_FOR_R = {"deg": 1.0, "N*m/kg": 0.02, "N/kg": 0.2, "m": 0.01, "BW": 0.02, "0-1": 0.01}
 
 
 def usable(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
@@ -120,9 +128,30 @@ class ColumnMetrics:
     lag_frames: int
     lag_s: float
     r_at_lag: float
+    ref_range: float = float("nan")  # max - min of the reference over the usable samples
+    r_applicable: bool = True  # False: the reference range is under MIN_RANGE_FOR_R (r is NaN)
+    lag_at_bound: bool = False  # the best lag sits at the search's bound
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def reference_range(sim: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None) -> float:
+    """max - min of ``ref`` (T,) over the samples usable with ``sim``; NaN if too few."""
+    m = usable(sim, ref, valid)
+    if m.sum() < MIN_SAMPLES:
+        return float("nan")
+    r = np.asarray(ref, dtype=float)[m]
+    return float(r.max() - r.min())
+
+
+def r_applicable(ref_range: float, unit: str) -> bool:
+    """Whether a reference that spans ``ref_range`` (in ``unit``) varies enough for an r
+    (:data:`MIN_RANGE_FOR_R`; a unit not listed only needs a non-zero range)."""
+    return bool(np.isfinite(ref_range) and ref_range >= MIN_RANGE_FOR_R.get(unit, 0.0) and ref_range > 0)
+
+
+DEFAULT_MAX_LAG_S = 0.3  # about a quarter of a stride: wide enough for a late policy, not anti-phase
 
 
 def column_metrics(
@@ -131,22 +160,30 @@ def column_metrics(
     ref: np.ndarray,
     rate_hz: float,
     valid: np.ndarray | None = None,
-    max_lag_s: float = 0.1,
+    max_lag_s: float = DEFAULT_MAX_LAG_S,
     unit: str = "",
 ) -> ColumnMetrics:
-    """All metrics for one column sampled at ``rate_hz`` on a shared timeline."""
+    """All metrics for one column sampled at ``rate_hz`` on a shared timeline (no r, r at lag nor
+    nRMSE for a reference flatter than :data:`MIN_RANGE_FOR_R`)."""
     m = usable(sim, ref, valid)
-    lag, r_lag = best_lag(sim, ref, int(round(max_lag_s * rate_hz)), valid)
+    span = reference_range(sim, ref, m)
+    ok = r_applicable(span, unit)
+    max_lag = int(round(max_lag_s * rate_hz))
+    lag, r_lag = best_lag(sim, ref, max_lag, valid) if ok else (0, float("nan"))
+    nan = float("nan")
     return ColumnMetrics(
         column=column,
         unit=unit,
         n_valid=int(m.sum()),
         rmse=rmse(sim, ref, m),
-        nrmse=normalised_rmse(sim, ref, m),
-        r=pearson_r(sim, ref, m),
+        nrmse=normalised_rmse(sim, ref, m) if ok else nan,
+        r=pearson_r(sim, ref, m) if ok else nan,
         lag_frames=int(lag),
         lag_s=float(lag / rate_hz),
         r_at_lag=r_lag,
+        ref_range=span,
+        r_applicable=ok,
+        lag_at_bound=bool(ok and max_lag > 0 and abs(lag) == max_lag and np.isfinite(r_lag)),
     )
 
 

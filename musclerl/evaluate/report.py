@@ -1,9 +1,12 @@
 """Evaluation outputs: ``metrics.json``, ``metrics.csv`` (one row per column) and ``report.md``.
 
-``metrics.csv`` columns: kind (torque, angle, activation, emg), column, unit, n_valid, rmse,
-nrmse, r, lag_frames, lag_s, r_at_lag, cycle_r, cycle_rmse, sim_cycles, ref_cycles (cycle fields
-empty without gait cycles). ``metrics.json`` holds the same rows plus tracking metrics, per-kind
-summaries, inputs and notes. ``report.md`` summarises and links every plot (relative paths).
+``metrics.csv`` columns: kind (torque: net moment, torque_muscle, angle, grf, activation, emg),
+column, unit, n_valid, rmse, nrmse, r, lag_frames, lag_s, r_at_lag, ref_range, r_applicable (False:
+the reference is flatter than ``metrics.MIN_RANGE_FOR_R``, r empty), lag_at_bound, cycle_r,
+cycle_rmse, sim_cycles, ref_cycles (cycle fields empty without gait cycles). ``metrics.json`` holds
+the same rows plus tracking metrics, the gait events per foot (:func:`headline.gait_summary`),
+per-kind summaries, inputs and notes. ``report.md`` starts with the headline table (sagittal
+angles, moments and GRF per leg, on time and on gait cycles), then links every plot.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ CSV_FIELDS = (
     "lag_frames",
     "lag_s",
     "r_at_lag",
+    "ref_range",
+    "r_applicable",
+    "lag_at_bound",
     "cycle_r",
     "cycle_rmse",
     "sim_cycles",
@@ -101,13 +107,16 @@ def write_outputs(
     inputs: dict[str, Any],
     notes: list[str],
     plots: dict[str, list[Path]],
+    gait: dict[str, float] | None = None,
 ) -> None:
     """Write metrics.json, metrics.csv and report.md into ``folder`` (plots already there)."""
     folder = Path(folder)
     summary = summarise(table)
+    gait = gait or {}
     doc = {
         "inputs": inputs,
         "tracking": tracking,
+        "gait": gait,
         "summary": summary,
         "columns": table,
         "notes": notes,
@@ -119,7 +128,7 @@ def write_outputs(
         writer.writeheader()
         for row in table:
             writer.writerow({k: ("" if _clean(row.get(k)) is None else row.get(k)) for k in CSV_FIELDS})
-    (folder / "report.md").write_text(_markdown(folder, table, summary, tracking, inputs, notes, plots))
+    (folder / "report.md").write_text(_markdown(folder, table, summary, tracking, inputs, notes, plots, gait))
 
 
 def _markdown(
@@ -130,9 +139,11 @@ def _markdown(
     inputs: dict,
     notes: list[str],
     plots: dict[str, list[Path]],
+    gait: dict[str, float],
 ) -> str:
     lines = ["# musclerl evaluation", ""]
     lines += [f"- **{k}**: `{v}`" for k, v in inputs.items() if v is not None]
+    lines += ["", *headline_markdown(table, gait)]
     lines += ["", "## Tracking", "", "| metric | value |", "|---|---|"]
     lines += [f"| {k} | {_fmt(_clean(v))} |" for k, v in tracking.items()]
     if "tracking" in plots:
@@ -162,14 +173,70 @@ def _markdown(
         for r in (r for r in table if r["kind"] == kind):
             stem = f"{kind}_{_safe(r['column'])}"
             link = f"[png]({files[stem].relative_to(folder)})" if stem in files else ""
+            lag = _fmt(r["lag_s"]) + (" (at bound)" if r.get("lag_at_bound") else "")
             lines.append(
-                f"| {r['column']} | {r['unit']} | {r['n_valid']} | {_fmt(r['r'])} | {_fmt(r['rmse'])} | "
-                f"{_fmt(r['nrmse'])} | {_fmt(r['lag_s'])} | {_fmt(r['r_at_lag'])} | "
-                f"{_fmt(r.get('cycle_r'))} | {_fmt(r.get('cycle_rmse'))} | {link} |"
+                f"| {r['column']} | {r['unit']} | {r['n_valid']} | {_r(r, 'r')} | {_fmt(r['rmse'])} | "
+                f"{_fmt(r['nrmse'])} | {lag} | {_r(r, 'r_at_lag')} | "
+                f"{_r(r, 'cycle_r')} | {_fmt(r.get('cycle_rmse'))} | {link} |"
             )
     if notes:
         lines += ["", "## Notes", "", *[f"- {n}" for n in notes]]
     return "\n".join(lines) + "\n"
+
+
+NOT_APPLICABLE = "n/a (flat reference)"
+
+
+def _r(row: dict, field: str) -> str:
+    """An r of a metrics row: "n/a" where the reference is too flat for one, else the number."""
+    return NOT_APPLICABLE if row.get("r_applicable") is False else _fmt(row.get(field))
+
+
+def headline_markdown(table: list[dict], gait: dict[str, float]) -> list[str]:
+    """The trial's headline section (:mod:`musclerl.evaluate.headline`): sagittal angles, moments
+    and GRF per leg on time and on gait cycles, then the gait events per foot."""
+    from musclerl.evaluate.headline import KNEE_LIMIT_AIM, KNEE_LIMIT_MARGIN_DEG, headline_rows
+
+    lines = [
+        "## Headline: sagittal joints and ground reactions, per leg",
+        "",
+        "r and RMSE on time (valid reference samples) and of the gait-cycle means (101 points, each leg "
+        "cut at its own heel strikes; policy cycles / reference cycles). Moments: the policy's net joint "
+        "moment (muscles + passive + joint limits), the muscles' alone on the next rows.",
+        "",
+        "| quantity | leg | unit | r | RMSE | cycle r | cycle RMSE | cycles |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in headline_rows(table):
+        cycles = f"{r.get('sim_cycles', 0)} / {r.get('ref_cycles', 0)}"
+        lines.append(
+            f"| {r['quantity']} | {r['leg']} | {r['unit']} | {_r(r, 'r')} | {_fmt(r['rmse'])} | "
+            f"{_r(r, 'cycle_r')} | {_fmt(r.get('cycle_rmse'))} | {cycles} |"
+        )
+    if gait:
+        lines += [
+            "",
+            "| foot | heel strikes policy / ref | heel-strike error (ms) | toe-off error (ms) | "
+            "peak vertical GRF policy / ref (BW) | "
+            f"stance frames with the knee within {KNEE_LIMIT_MARGIN_DEG:g}° of a limit |",
+            "|---|---|---|---|---|---|",
+        ]
+        for side in ("r", "l"):
+            g = {k.removesuffix(f"_{side}"): v for k, v in gait.items() if k.endswith(f"_{side}")}
+            frac = g.get("knee_at_limit_stance_frac", float("nan"))
+            over = " (over the aim)" if isinstance(frac, float) and frac > KNEE_LIMIT_AIM else ""
+            knee = _fmt(100 * frac if isinstance(frac, float) else frac)
+            lines.append(
+                f"| {side} | {g['sim_heel_strikes']} / {g['ref_heel_strikes']} | "
+                f"{_fmt(g['heel_strike_error_ms'])} | {_fmt(g['toe_off_error_ms'])} | "
+                f"{_fmt(g['peak_vertical_sim_bw'])} / {_fmt(g['peak_vertical_ref_bw'])} | {knee} %{over} |"
+            )
+        lines.append("")
+        lines.append(
+            "Timing errors: policy minus reference (negative: the policy is early), events paired within "
+            f"0.3 s. Aim for the knee: at most {100 * KNEE_LIMIT_AIM:g} % of stance at its limit."
+        )
+    return lines
 
 
 def _safe(name: str) -> str:

@@ -25,7 +25,7 @@ TRACKING_FIELDS = (
     "mean_site_error_m",
 )
 COLUMN_FIELDS = ("r", "rmse", "nrmse", "lag_s")
-KINDS = ("torque", "activation", "angle", "emg")
+KINDS = ("torque", "torque_muscle", "grf", "activation", "angle", "emg")
 
 
 def stats(values: list[float]) -> dict[str, float]:
@@ -87,6 +87,8 @@ def column_rows(results: list) -> list[dict]:
                     **{f: c[f] for f in COLUMN_FIELDS},
                     # a column without enough valid samples has no lag either
                     "lag_s": c["lag_s"] if np.isfinite(c["r"]) else float("nan"),
+                    "lag_at_bound": bool(c.get("lag_at_bound", False)),
+                    "r_applicable": bool(c.get("r_applicable", True)),
                 }
             )
     return rows

@@ -50,12 +50,15 @@ class TrialOptions:
     max_steps: int | None = None
     all_clips: bool = False
     time_offset_s: float = 0.0
-    max_lag_s: float = 0.1
+    max_lag_s: float = 0.3  # metrics.DEFAULT_MAX_LAG_S
     heel_strikes_s: tuple[float, ...] | None = None
     signs: dict[str, float] = dataclasses.field(default_factory=dict)
     treadmill: bool = False  # reference kinematics: add the belt's motion (walk overground)
     column_plots: bool = True  # overview pages and one PNG per compared column (else tracking.png only)
     sim_torque_mass: str = "model"  # policy torques per kg of "model" mass or of "subject_weight_kg"
+    # the policy's gait cycles cut at its "own" heel strikes (as published figures are) or at the
+    # "reference"'s (the rollout runs on the reference's clock: the same strides, time-locked)
+    sim_cycles: str = "own"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +67,7 @@ class TrialResult:
 
     ``columns``: the rows of ``metrics.csv``; ``torque_cycles``: per torque coordinate the
     simulation and reference means over the trial's gait cycles, each (101,) (over the whole
-    compared span when the trial has too few heel strikes, see ``cycle_basis``).
+    compared span when no torque column has gait cycles, see ``cycle_basis``).
     """
 
     name: str
@@ -74,6 +77,10 @@ class TrialResult:
     torque_cycles: dict[str, tuple[np.ndarray, np.ndarray]]
     cycle_basis: str  # "gait cycle" | "trial"
     notes: list[str]
+    gait: dict = dataclasses.field(default_factory=dict)  # headline.gait_summary: events, peaks, knee
+    # per headline column ("kind:column", headline.headline_keys) with gait cycles on both sides:
+    # the policy's and the reference's cycle means, each (101,)
+    cycle_means: dict[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
 
 
 def load_inputs(inputs: TrialInputs):
@@ -154,11 +161,16 @@ def evaluate_trial(
         and rec.time_s[-1] - rec.time_s[0] >= tracking["trial_duration_s"] - 1.5 * rec.control_dt_s
     )
     groups: dict[str, list[compare.Series]] = {}
+    ref_grf = None
     if ref is not None:
+        from musclerl.evaluate.gait_events import reference_foot_grf
+
         mass = ref.subject_weight_kg if options.sim_torque_mass == "subject" else None
         groups["torque"] = compare.torque_series(rec, ref, offset_s, signs, mass)
+        groups["torque_muscle"] = compare.torque_series(rec, ref, offset_s, signs, mass, source="muscle")
         notes.append(
-            "policy torques divided by "
+            "policy torques: net joint moments (muscles + joint springs/damping + joint-limit forces; "
+            "'torque_muscle' the muscles alone) divided by "
             + (
                 f"the subject's weight {ref.subject_weight_kg:.1f} kg"
                 if mass
@@ -169,6 +181,10 @@ def evaluate_trial(
         groups["angle"] = compare.angle_series(rec, ref, offset_s, signs)
         if not groups["torque"]:
             notes.append("no reference torque column matches a model coordinate")
+        ref_grf = reference_foot_grf(ref)
+        if ref_grf is not None:
+            groups["grf"] = compare.grf_series(rec, ref_grf, offset_s)
+            notes += [f"reference GRF ({ref_grf.layout} layout): {n}" for n in ref_grf.notes]
     if act_table is not None:
         groups["activation"] = compare.activation_series(rec, act_table, offset_s)
     if emg is not None:
@@ -181,19 +197,41 @@ def evaluate_trial(
         groups["emg"] = compare.emg_series(
             rec, emg.time_s, envelope, list(emg.channels), emg_map.muscles, offset_s
         )
-    # gait cycles: reference strikes (given or from its GRF) and simulation strikes (its contacts)
-    ref_strikes = None if options.heel_strikes_s is None else np.asarray(options.heel_strikes_s)
-    if ref_strikes is None and ref is not None:
-        ref_strikes = compare.reference_heel_strikes(ref)
-    sim_strikes = compare.sim_heel_strikes(rec, offset_s=offset_s)
-    cycles: dict[str, list[compare.CycleComparison]] = {}
-    if ref_strikes is not None and len(ref_strikes) >= 2 and len(sim_strikes) >= 2:
-        cycles = {k: compare.cycle_comparisons(v, sim_strikes, ref_strikes) for k, v in groups.items()}
+    # gait cycles per leg: the reference's strikes (given, from its GRF, else the policy's contacts)
+    # and the policy's (its feet's contact force)
+    from musclerl.evaluate import headline
+    from musclerl.evaluate.gait_events import SIDES, sim_foot_grf
+
+    sim_grf = sim_foot_grf(rec, offset_s)
+    sim_events = {side: sim_grf.events(side) for side in SIDES}
+    ref_events = None if ref_grf is None else {side: ref_grf.events(side) for side in SIDES}
+    sim_strikes = {side: sim_events[side].heel_strikes_s for side in SIDES}
+    if options.heel_strikes_s is not None:
+        given = np.asarray(options.heel_strikes_s, dtype=float)
+        ref_strikes = {side: given for side in SIDES}
+        notes.append("reference gait cycles cut at the given --heel-strikes (both legs)")
+    elif ref_events is not None:
+        ref_strikes = {side: ref_events[side].heel_strikes_s for side in SIDES}
     else:
+        ref_strikes = sim_strikes
+        notes.append("the reference has no GRF: its gait cycles are cut at the policy's heel strikes")
+    if options.sim_cycles == "reference":
+        sim_strikes = ref_strikes
+        notes.append("the policy's gait cycles cut at the reference's heel strikes (--sim-cycles reference)")
+    counts = {side: (len(sim_strikes[side]), len(ref_strikes[side])) for side in SIDES}
+    cycles = {k: compare.cycle_comparisons(v, sim_strikes, ref_strikes) for k, v in groups.items()}
+    short = [side for side, (a, b) in counts.items() if min(a, b) < 2]
+    if short:
         notes.append(
-            f"gait cycles not used: {0 if ref_strikes is None else len(ref_strikes)} reference and "
-            f"{len(sim_strikes)} simulation right heel strikes (need >= 2 each); plots are against time"
+            "no gait cycle on the "
+            + " and ".join({"r": "right", "l": "left"}[s] for s in short)
+            + " leg: "
+            + ", ".join(
+                f"{s}: {counts[s][0]} policy and {counts[s][1]} reference heel strikes" for s in short
+            )
+            + " (a cycle needs two of each); those columns have time-domain figures only"
         )
+    gait = headline.gait_summary(rec, sim_grf, sim_events, ref_grf, ref_events)
     column_metrics = []
     cycle_metrics = {}
     for kind, series in groups.items():
@@ -209,11 +247,13 @@ def evaluate_trial(
         "emg": None if inputs.emg is None else str(inputs.emg),
         "emg_map": None if inputs.emg_map is None else str(inputs.emg_map),
         "time_offset_s": offset_s,
-        "ref_heel_strikes_s": None if ref_strikes is None else [float(v) for v in ref_strikes],
-        "sim_heel_strikes_s": [float(v) for v in sim_strikes],
+        "ref_heel_strikes_s": {side: [float(v) for v in ref_strikes[side]] for side in SIDES},
+        "sim_heel_strikes_s": {side: [float(v) for v in sim_strikes[side]] for side in SIDES},
+        "ref_grf_layout": None if ref_grf is None else ref_grf.layout,
     }
-    _write(out, rec, groups, cycles, table, tracking, inputs_doc, notes, options.column_plots)
+    _write(out, rec, groups, cycles, table, tracking, inputs_doc, notes, options.column_plots, gait)
     torque_cycles, basis = _torque_cycles(groups.get("torque", []), cycles.get("torque"))
+    keys = set(headline.headline_keys())
     return TrialResult(
         name=inputs.name,
         subject=ref.subject if ref is not None and ref.subject else inputs.name,
@@ -222,28 +262,42 @@ def evaluate_trial(
         torque_cycles=torque_cycles,
         cycle_basis=basis,
         notes=notes,
+        gait=gait,
+        cycle_means={
+            f"{kind}:{c.series.name}": (c.sim.mean()[:, 0], c.ref.mean()[:, 0])
+            for kind, comparisons in cycles.items()
+            for c in comparisons
+            if f"{kind}:{c.series.name}" in keys and c.sim.count and c.ref.count
+        },
     )
 
 
 def result_to_json(result: TrialResult) -> dict:
     """A :class:`TrialResult` as JSON-ready data (for ``--resume``: trials done are not redone)."""
     doc = dataclasses.asdict(result)
-    doc["torque_cycles"] = {k: [v[0].tolist(), v[1].tolist()] for k, v in result.torque_cycles.items()}
+    for field in ("torque_cycles", "cycle_means"):
+        doc[field] = {k: [v[0].tolist(), v[1].tolist()] for k, v in getattr(result, field).items()}
     return doc
 
 
 def result_from_json(doc: dict) -> TrialResult:
     """The inverse of :func:`result_to_json`."""
-    cycles = {k: (np.asarray(v[0], float), np.asarray(v[1], float)) for k, v in doc["torque_cycles"].items()}
-    return TrialResult(**{**doc, "torque_cycles": cycles})
+
+    def arrays(field: str) -> dict:
+        return {k: (np.asarray(v[0], float), np.asarray(v[1], float)) for k, v in doc.get(field, {}).items()}
+
+    return TrialResult(
+        **{**doc, "torque_cycles": arrays("torque_cycles"), "cycle_means": arrays("cycle_means")}
+    )
 
 
 def _torque_cycles(series, cycles) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], str]:
-    """Per torque column (sim mean (101,), ref mean (101,)): over gait cycles when there are any,
-    else the compared span (valid reference samples) resampled onto 0..100 %."""
+    """Per torque column (sim mean (101,), ref mean (101,)): over gait cycles for the columns that
+    have them (both sides), else (no column has) the compared span resampled onto 0..100 %."""
     out = {}
-    if cycles:
-        for c in cycles:
+    with_cycles = [c for c in cycles or [] if c.sim.count and c.ref.count]
+    if with_cycles:
+        for c in with_cycles:
             out[c.series.name] = (c.sim.mean()[:, 0], c.ref.mean()[:, 0])
         return out, "gait cycle"
     grid = np.linspace(0.0, 1.0, CYCLE_POINTS)
@@ -260,7 +314,9 @@ def _torque_cycles(series, cycles) -> tuple[dict[str, tuple[np.ndarray, np.ndarr
     return out, "trial"
 
 
-def _write(out: Path, rec, groups, cycles, table, tracking, inputs_doc, notes, column_plots: bool) -> None:
+def _write(
+    out: Path, rec, groups, cycles, table, tracking, inputs_doc, notes, column_plots: bool, gait: dict
+) -> None:
     from musclerl.evaluate import plots, report
     from musclerl.fileio import atomic_path
 
@@ -293,7 +349,7 @@ def _write(out: Path, rec, groups, cycles, table, tracking, inputs_doc, notes, c
                     )
                 )
         save_recording(tmp / "recording.npz", rec)
-        report.write_outputs(tmp, table, tracking, inputs_doc, notes, made)
+        report.write_outputs(tmp, table, tracking, inputs_doc, notes, made, gait)
 
 
 def save_recording(path: Path, rec) -> None:

@@ -16,8 +16,13 @@ field                  shape        meaning
 ``time_s``             (T,)         clip time, s
 ``angle``              (T, K)       independent model coordinates: degrees (hinge), m (slide)
 ``pelvis``             (T, 6)       pelvis tilt/list/rotation (deg), tx/ty/tz (m, OpenSim ground)
-``torque_nm``          (T, K)       muscle (actuator) generalised force projected on each
-                                    coordinate (couplings by virtual work), N·m (N for slides)
+``torque_nm``          (T, K)       net joint moment on each coordinate: muscle + passive + limit
+                                    (:mod:`musclerl.dynamics.joint_moments`), N·m (N for slides)
+``muscle_torque_nm``   (T, K)       its muscle (actuator) part; ``passive_torque_nm`` the joint
+                                    springs and damping; ``limit_torque_nm`` the joint-limit
+                                    constraint forces; each projected on the coordinates the same
+                                    way (couplings by virtual work)
+``coordinate_range``   (K, 2)       each coordinate's joint range (deg / m); NaN where unlimited
 ``excitation``         (T, N)       excitations of the last physics step that led here
 ``activation``         (T, N)       muscle activation state
 ``force_n``            (T, N)       muscle tension, N (positive pulls)
@@ -36,6 +41,7 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
+from musclerl.dynamics.joint_moments import joint_moments
 from musclerl.models.couplings import coupling_matrix, independent_coordinates
 from musclerl.models.introspect import total_mass_kg
 from musclerl.models.opensim_coordinates import qpos_to_coordinates, qpos_to_pelvis
@@ -66,11 +72,20 @@ class Recording:
     # the env ended the episode by truncation (time limit or clip end) on the last step taken: that
     # step was survived, but its state is not recorded (the env auto-reset it)
     truncated: bool = False
+    muscle_torque_nm: np.ndarray | None = None
+    passive_torque_nm: np.ndarray | None = None
+    limit_torque_nm: np.ndarray | None = None
+    coordinate_range: np.ndarray | None = None
 
     @property
     def torque_nm_per_kg(self) -> np.ndarray:
         """``torque_nm`` divided by the model mass (N*m/kg), same shape."""
         return self.torque_nm / self.model_mass_kg
+
+    @property
+    def muscle_torque_nm_per_kg(self) -> np.ndarray:
+        """``muscle_torque_nm`` divided by the model mass (N*m/kg), same shape."""
+        return self.muscle_torque_nm / self.model_mass_kg
 
     @property
     def body_weight_n(self) -> float:
@@ -113,6 +128,18 @@ def foot_forces(model: mujoco.MjModel, data: mujoco.MjData, owner: np.ndarray, n
     return out
 
 
+def coordinate_range(model: mujoco.MjModel, coords: list[str]) -> np.ndarray:
+    """(K, 2) joint range of each coordinate: degrees for hinges, metres for slides; NaN unlimited."""
+    out = np.full((len(coords), 2), np.nan)
+    hinge = int(mujoco.mjtJoint.mjJNT_HINGE)
+    for k, name in enumerate(coords):
+        j = model.joint(name).id
+        if model.jnt_limited[j]:
+            lo_hi = np.asarray(model.jnt_range[j], dtype=float)
+            out[k] = np.degrees(lo_hi) if int(model.jnt_type[j]) == hinge else lo_hi
+    return out
+
+
 def episode_steps(env, clip: int, start_time_s: float) -> int:
     """Control steps until the episode started at ``start_time_s`` of ``clip`` is truncated: the
     env's horizon, or the end of a clip that does not loop, whichever comes first."""
@@ -148,8 +175,9 @@ def rollout(
     ref_arrays = env.reference.as_arrays(np)
     adr = int(world.root_qpos_adr)
     rows: dict[str, list] = {
-        k: [] for k in ("time", "qpos", "torque", "exc", "act", "force", "grf", "err", "mpjpe", "local")
+        k: [] for k in ("time", "qpos", "muscle", "passive", "limit", "exc", "act", "force", "grf")
     }
+    rows |= {k: [] for k in ("err", "mpjpe", "local")}
 
     def record(data: mujoco.MjData, time_s: float) -> None:
         excitation = data.ctrl.copy()  # the last physics step's excitations, in every action space
@@ -163,7 +191,10 @@ def rollout(
         )
         rows["time"].append(time_s)
         rows["qpos"].append(data.qpos.copy())
-        rows["torque"].append(coupling_matrix(model, data.qpos, coords) @ data.qfrc_actuator)
+        moments = joint_moments(model, data, coupling_matrix(model, data.qpos, coords))
+        rows["muscle"].append(moments.muscle)
+        rows["passive"].append(moments.passive)
+        rows["limit"].append(moments.limit)
         rows["exc"].append(np.asarray(excitation, dtype=float)[muscle_ids])
         rows["act"].append(data.act[model.actuator_actadr[muscle_ids]].copy())
         rows["force"].append(-data.actuator_force[muscle_ids].copy())
@@ -196,12 +227,17 @@ def rollout(
     qpos = np.asarray(rows["qpos"])
     _, angle = qpos_to_coordinates(model, qpos, coords)
     has_pelvis = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "pelvis") >= 0
+    muscle, passive, limit = (np.asarray(rows[k]) for k in ("muscle", "passive", "limit"))
     return Recording(
         time_s=np.asarray(rows["time"]),
         coordinates=tuple(coords),
         angle=angle,
         pelvis=qpos_to_pelvis(model, qpos) if has_pelvis else np.zeros((len(qpos), 0)),
-        torque_nm=np.asarray(rows["torque"]),
+        torque_nm=muscle + passive + limit,
+        muscle_torque_nm=muscle,
+        passive_torque_nm=passive,
+        limit_torque_nm=limit,
+        coordinate_range=coordinate_range(model, coords),
         muscles=tuple(model.actuator(int(a)).name for a in muscle_ids),
         excitation=np.asarray(rows["exc"]),
         activation=np.asarray(rows["act"]),

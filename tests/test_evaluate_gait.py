@@ -1,0 +1,303 @@
+"""Gait events on every GRF layout, flat columns without r, net joint moments and per-foot GRF."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from musclerl.dynamics.joint_moments import joint_moments, limit_qfrc
+from musclerl.evaluate import gait_events, metrics
+from musclerl.models.couplings import coupling_matrix, independent_coordinates
+from musclerl.models.registry import load_model
+from musclerl.motion.reference import ReferenceData
+
+REPO = Path(__file__).resolve().parents[1]
+STRIDE_S = 1.1
+RATE_HZ = 100.0
+
+
+def _walk_grf(duration_s: float = 3.5):
+    """A synthetic two-foot vertical GRF (T, 2) in BW: stance 60 % of a 1.1 s stride, the left foot
+    half a stride later; and the true heel strikes per foot."""
+    t = np.arange(0.0, duration_s, 1.0 / RATE_HZ)
+    out = np.zeros((len(t), 2))
+    strikes = {}
+    for k, phase_s in enumerate((0.2, 0.2 + STRIDE_S / 2)):
+        u = ((t - phase_s) % STRIDE_S) / (0.6 * STRIDE_S)
+        out[:, k] = np.where(u < 1.0, 1.1 * np.sin(np.pi * np.clip(u, 0, 1)) ** 0.7, 0.0)
+        strikes["rl"[k]] = phase_s + STRIDE_S * np.arange(0, 4)
+    hips = np.stack([25 * np.cos(2 * np.pi * (t - p) / STRIDE_S) for p in (0.2, 0.2 + STRIDE_S / 2)], 1)
+    return t, out, strikes, hips
+
+
+def _reference(t, columns, grf, hips) -> ReferenceData:
+    T = len(t)
+    return ReferenceData(
+        subject="S1",
+        trial="Trial01",
+        step_label="",
+        time_sec=t,
+        joint_angle=hips,
+        joint_angle_columns=("hip_flexion_r", "hip_flexion_l"),
+        joint_torque=np.zeros((T, 0)),
+        joint_torque_columns=(),
+        joint_torque_column_valid=np.ones((T, 0), bool),
+        subject_weight_kg=70.0,
+        subject_body_weight_n=70.0 * 9.80665,
+        computed_grf=grf,
+        computed_grf_columns=tuple(columns),
+        computed_grf_valid=np.ones(T, bool),
+    )
+
+
+def _layouts(fz: np.ndarray) -> dict[str, tuple[list[str], np.ndarray]]:
+    """The same two feet's vertical force in each layout we read (plus a distracting AP column)."""
+    r, l = fz[:, 0], fz[:, 1]
+    zero = np.zeros_like(r)
+    return {
+        "boo": (
+            ["ground_force_r_vx", "ground_force_r_vy", "ground_force_l_vx", "ground_force_l_vy"],
+            np.stack([0.1 * r, r, 0.1 * l, l], 1),
+        ),
+        # plates: each foot lands on either plate; stance runs are assigned by hip flexion
+        "plates": (
+            ["ground_force_vx", "ground_force_vy", "1_ground_force_vx", "1_ground_force_vy"],
+            np.stack([zero, r, zero, l], 1),
+        ),
+        "plates_swapped": (["1_ground_force_vy", "ground_force_vy"], np.stack([r, l], 1)),
+        # one plate under one foot's path (the other foot lands beside it)
+        "single_plate": (["ground_force_vy"], r[:, None]),
+        "single_plate_1": (["1_ground_force_vy"], l[:, None]),
+        "musclerl": (
+            ["calcn_r_force_x", "calcn_r_force_z", "calcn_l_force_x", "calcn_l_force_z"],
+            np.stack([zero, r, zero, l], 1),
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "layout", ["boo", "plates", "plates_swapped", "single_plate", "single_plate_1", "musclerl"]
+)
+def test_heel_strikes_on_every_grf_layout(layout):
+    t, fz, strikes, hips = _walk_grf()
+    columns, grf = _layouts(fz)[layout]
+    foot = gait_events.reference_foot_grf(_reference(t, columns, grf, hips))
+    assert foot is not None
+    sides = {"single_plate": "r", "single_plate_1": "l"}.get(layout, "rl")
+    for side in sides:
+        ev = foot.events(side)
+        # the stride's strikes inside the data (the first may precede it), to a sample
+        want = [s for s in strikes[side] if 0.0 < s < t[-1] - 0.05]
+        np.testing.assert_allclose(ev.heel_strikes_s, want, atol=1.5 / RATE_HZ)
+        assert len(ev.heel_strikes_s) >= 2
+        # the force itself arrives at that foot
+        np.testing.assert_allclose(
+            foot.vertical_bw[:, "rl".index(side)], fz[:, "rl".index(side)], atol=gait_events.OFF_BW
+        )
+    for side in set("rl") - set(sides):  # the foot beside the single plate has no events
+        assert len(foot.events(side).heel_strikes_s) == 0
+
+
+def test_no_grf_column_gives_none():
+    t, fz, _, hips = _walk_grf()
+    assert gait_events.reference_foot_grf(_reference(t, ["pelvis_force_x"], fz[:, :1], hips)) is None
+
+
+def test_hysteresis_ignores_chatter():
+    t = np.arange(0, 2, 0.01)
+    f = np.where((t > 0.5) & (t < 1.2), 0.9, 0.0)
+    f[(t > 0.8) & (t < 0.83)] = 0.04  # dips under "on" but stays over "off": no new strike
+    f[(t > 1.5) & (t < 1.52)] = 0.06  # a touch: loaded twice for 20 ms, dropped
+    ev = gait_events.gait_events(t, f, gait_events.ON_BW, gait_events.OFF_BW)
+    np.testing.assert_allclose(ev.heel_strikes_s, [0.5], atol=0.011)
+    np.testing.assert_allclose(ev.toe_offs_s, [1.2], atol=0.011)
+    # a rollout's first frames settling onto the floor are no step; a reference's early strike is
+    early = np.where(t > 0.03, 0.9, 0.0)
+    assert len(gait_events.gait_events(t, early, gait_events.ON_BW, settle_s=0.1).heel_strikes_s) == 0
+    assert len(gait_events.gait_events(t, early, gait_events.ON_BW).heel_strikes_s) == 1
+    # without hysteresis the dip would be a toe-off and a second strike
+    plain = gait_events.gait_events(t, f, gait_events.ON_BW, gait_events.ON_BW, min_swing_s=0.0)
+    assert len(plain.heel_strikes_s) == 2
+
+
+def test_locked_column_gets_no_r():
+    t = np.linspace(0, 1, 101)
+    locked = 1e-5 * np.sin(2 * np.pi * t)  # a locked subtalar: range 2e-5 deg
+    sim = np.cos(2 * np.pi * t)
+    m = metrics.column_metrics("angle:subtalar_angle_r", sim, locked, 100.0, unit="deg")
+    assert not m.r_applicable and np.isnan(m.r) and np.isnan(m.r_at_lag) and np.isnan(m.nrmse)
+    assert np.isfinite(m.rmse)
+    # the same shape over a real range is compared
+    m = metrics.column_metrics("angle:knee_angle_r", sim, 30 * np.cos(2 * np.pi * t), 100.0, unit="deg")
+    assert m.r_applicable and m.r == pytest.approx(1.0)
+    # a lag at the edge of the window is flagged
+    m = metrics.column_metrics("x", sim, np.roll(sim, -20), 100.0, max_lag_s=0.1, unit="deg")
+    assert m.lag_at_bound
+
+
+def test_net_moment_is_muscle_plus_passive_plus_limit():
+    """A hand-built myolegs state in the air: knee bent past its extension limit, muscles active,
+    joints moving. The net moment is the three sources, and (no contact) equals the projection of
+    actuator + passive + all constraint forces: the knee's coupling equalities project to zero."""
+    model = load_model("myolegs")
+    d = mujoco.MjData(model)
+    coords = independent_coordinates(model)
+    d.qpos[2] += 1.0  # lift the root: no ground contact
+    knee = model.joint("knee_angle_r")
+    d.qpos[knee.qposadr[0]] = np.radians(-6.0)  # past the lower bound (0 deg: full extension)
+    from musclerl.models.couplings import apply_couplings
+
+    d.qpos[:] = apply_couplings(model, d.qpos[None])[0]
+    d.qvel[6:] = 0.3
+    d.act[:] = 0.2
+    mujoco.mj_forward(model, d)
+    assert d.ncon == 0
+    P = coupling_matrix(model, d.qpos, coords)
+    m = joint_moments(model, d, P)
+    k = coords.index("knee_angle_r")
+    assert m.limit[k] > 1.0  # the limit pushes the knee back into flexion (its positive direction)
+    others = [i for i, c in enumerate(coords) if c != "knee_angle_r"]
+    np.testing.assert_allclose(m.limit[others], 0.0, atol=1e-9)
+    np.testing.assert_allclose(m.net, m.muscle + m.passive + m.limit)
+    np.testing.assert_allclose(m.passive, P @ d.qfrc_passive)
+    independent = P @ (d.qfrc_actuator + d.qfrc_passive + d.qfrc_constraint)
+    np.testing.assert_allclose(m.net, independent, rtol=1e-6, atol=1e-6 * np.abs(independent).max())
+    assert np.abs(m.passive).max() > 0  # damping of the moving joints
+    np.testing.assert_allclose(P @ limit_qfrc(model, d), m.limit)
+
+
+def _ground_force_on_subtree(model, d, foot: int) -> np.ndarray:
+    """World force (3,) of static bodies on the subtree of body ``foot``, from mj_contactForce."""
+
+    def under(b: int) -> bool:
+        while b > 0:
+            if b == foot:
+                return True
+            b = int(model.body_parentid[b])
+        return False
+
+    total, f6 = np.zeros(3), np.zeros(6)
+    for i in range(d.ncon):
+        c = d.contact[i]
+        b1, b2 = int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2])
+        if model.body_rootid[b1] == 0 and under(b2):  # force of geom1 (ground) on geom2 (foot)
+            mujoco.mj_contactForce(model, d, i, f6)
+            total += c.frame.reshape(3, 3).T @ f6[:3]
+        elif model.body_rootid[b2] == 0 and under(b1):
+            mujoco.mj_contactForce(model, d, i, f6)
+            total -= c.frame.reshape(3, 3).T @ f6[:3]
+    return total
+
+
+def test_rollout_grf_is_contact_force_per_foot():
+    """A short rollout: each recorded foot force is mj_contactForce summed over the ground's contacts
+    with that foot's subtree, rotated to world, recomputed here from copies of the env's states."""
+    import copy
+
+    from musclerl.envs.tracking import TrackingEnv
+    from musclerl.rl.rollout import rollout
+
+    env = TrackingEnv("tiny", REPO / "assets" / "motions" / "walk_tiny.npz", {}, backend="cpu", num_envs=1)
+    states = []
+
+    def act(obs):
+        states.append(copy.copy(env.physics_data(0)))  # the state the last frame recorded
+        return np.full((1, env.action_size), 0.3)
+
+    rec = rollout(env, act, max_steps=20)
+    model = env.model
+    feet = [int(b) for b in env.world.foot_body_ids]
+    assert rec.grf_n.shape[1:] == (len(feet), 3) and len(states) >= rec.num_frames - 1
+    loaded = 0
+    for i in range(rec.num_frames):
+        d = states[i]
+        mujoco.mj_forward(model, d)
+        want = np.stack([_ground_force_on_subtree(model, d, f) for f in feet])
+        np.testing.assert_allclose(rec.grf_n[i], want, atol=1e-6 * rec.body_weight_n)
+        loaded += want[:, 2].sum() > 0.2 * rec.body_weight_n
+    assert loaded >= rec.num_frames // 2  # it stands on its feet: the check compared real forces
+
+
+def test_published_figures_computed_like_the_published_ones():
+    """The kinematics figure is the mean over the left hip, knee, ankle angle and vertical GRF of r
+    between the across-trial mean cycles; a trial without cycles does not enter it."""
+    from musclerl.evaluate.published import KINEMATICS_L, PUBLISHED, published_rows
+    from musclerl.evaluate.trial import TrialResult
+
+    x = np.linspace(0, 2 * np.pi, 101)
+    rng = np.random.default_rng(0)
+
+    def trial(name, with_cycles):
+        means = {
+            k: (np.sin(x + 0.3 * i) + 0.1 * rng.standard_normal(101), np.sin(x))
+            for i, k in enumerate(KINEMATICS_L)
+        }
+        columns = [
+            {
+                "kind": k.partition(":")[0],
+                "column": k.partition(":")[2],
+                "r": 0.5,
+                "cycle_r": 0.9 if with_cycles else np.nan,
+            }
+            for k in KINEMATICS_L
+        ]
+        return TrialResult(name, "S1", {}, columns, {}, "trial", [], {}, means if with_cycles else {})
+
+    results = [trial("a", True), trial("b", True), trial("c", False)]
+    rows = {(r["figure"], r["against"]): r for r in published_rows(results)}
+    fig = next(f for f in PUBLISHED if f.label == "kinematics r" and f.value == 0.94)
+    row = rows[(fig.label, fig.against)]
+    want = []
+    for k in KINEMATICS_L:
+        sim = np.mean([r.cycle_means[k][0] for r in results[:2]], axis=0)
+        want.append(np.corrcoef(sim, np.sin(x))[0, 1])
+    assert row["pooled_cycle_r"] == pytest.approx(np.mean(want)) and row["pooled_trials"] == 2
+    assert row["trial_cycle_r"] == pytest.approx(0.9) and row["trial_cycle_n"] == 2
+    assert row["trial_time_r"] == pytest.approx(0.5) and row["trial_time_n"] == 3
+    assert {f.value for f in PUBLISHED} >= {0.94, 0.71, 0.92, 0.46, 0.49, 0.77}
+
+
+def test_gait_cycles_of_a_real_boo_trial(shared_data, tmp_path):
+    """The 2.5 s fixture trial in Boo's two-plate names: per foot the heel strikes of the raw plates
+    (found on the 600 Hz file) to a kinematics frame, so a gait cycle per foot."""
+    import sys
+
+    if not (shared_data / "opensim_gait10dof18musc").is_dir():
+        pytest.skip("../shared/data/opensim_gait10dof18musc absent")
+    sys.path.insert(0, str(REPO / "tests"))
+    from boo_fixtures import write_long_trial
+
+    from musclerl.evaluate import compare
+    from musclerl.motion.reference import read_reference
+    from musclerl.motion.storage import read_storage
+
+    ref = read_reference(write_long_trial(tmp_path, data=shared_data))
+    assert "ground_force_r_vy" in ref.computed_grf_columns
+    grf = read_storage(shared_data / "opensim_gait2354" / "subject01_walk1_grf.mot")
+    weight_n = 72.6 * 9.80665
+    for side, plate in (("r", "ground_force_vy"), ("l", "1_ground_force_vy")):
+        raw = gait_events.gait_events(grf.time_s, grf.column(plate), 0.05 * weight_n, 0.03 * weight_n)
+        want = raw.heel_strikes_s[raw.heel_strikes_s <= ref.time_sec[-1]]
+        found = compare.reference_heel_strikes(ref, side)
+        np.testing.assert_allclose(found, want, atol=1.0 / 60)
+        assert len(found) >= 2
+
+
+def test_each_column_is_cut_at_its_own_legs_strikes():
+    """A left column is cut at the left strikes, an EMG channel at its muscles' leg's."""
+    from musclerl.evaluate import compare
+
+    t = np.linspace(0, 4, 401)
+    strikes = {"r": np.array([0.0, 1.0, 2.0, 3.0]), "l": np.array([0.5, 1.5, 2.5, 3.5])}
+    sig = np.sin(2 * np.pi * (t - 0.5))  # phase-locked to the left strikes
+    series = [
+        compare.Series("angle", "knee_angle_l", "deg", t, 30 * sig, 30 * sig, np.ones_like(t, bool)),
+        compare.Series("emg", "TA (tibant_l)", "0-1", t, sig, sig, np.ones_like(t, bool)),
+    ]
+    for c in compare.cycle_comparisons(series, strikes, strikes):
+        assert c.sim.count == 3
+        np.testing.assert_allclose(c.sim.bounds_s[:, 0], strikes["l"][:-1])
+    assert compare.leg_of("SOL (soleus_r+gasmed_l)") is None and compare.leg_of("hip_flexion_r") == "r"
