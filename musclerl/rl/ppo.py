@@ -361,7 +361,7 @@ class Learner:
         )
         if self.mirror is not None:
             raw_obs, flat = self._with_mirrored(state, raw_obs, flat)
-        flat = jax.tree_util.tree_map(lambda x: x.reshape((-1, *x.shape[2:])), flat)
+        flat = jax.tree_util.tree_map(lambda x: x.reshape((x.shape[0] * x.shape[1], *x.shape[2:])), flat)
         n_mb = ppo.num_minibatches
         size = flat.obs.shape[0] // n_mb
         grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
