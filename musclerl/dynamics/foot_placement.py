@@ -36,9 +36,9 @@ from scipy.ndimage import uniform_filter1d
 
 from musclerl.dynamics.inverse_dynamics import lowpass
 from musclerl.dynamics.plausibility import leg_feet
+from musclerl.geometry.free_root import free_root_qposadr
 from musclerl.ground.contact import detect_contacts
 from musclerl.ground.surface import GeomSurface
-from musclerl.models.opensim_coordinates import _root_joint
 
 #: Surface samples per foot geom: the lowest of them stands for the contact point (~1 mm).
 SURFACE_SAMPLES = 200
@@ -154,7 +154,9 @@ def plant_feet(
     foot track after it). ``track``: :func:`foot_track` of ``qpos`` when already computed."""
     track = foot_track(model, qpos) if track is None else track
     offset = root_correction_m(track, support, rate_hz, ground_velocity_mps, cutoff_hz)
-    adr = int(model.jnt_qposadr[_root_joint(model)])
+    adr = free_root_qposadr(model)
+    if adr is None:
+        raise ValueError("planting the feet moves the root: the model needs a free root joint")
     q = np.array(qpos, dtype=float, copy=True)
     q[:, adr : adr + 3] += offset
     return q, track.shifted(offset)

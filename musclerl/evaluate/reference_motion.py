@@ -38,7 +38,8 @@ from musclerl.evaluate.coordinates import (
     treadmill_to_overground,
 )
 from musclerl.evaluate.reference_feet import leg_length_ratio, reference_support
-from musclerl.models.opensim_coordinates import OPENSIM_TO_MUJOCO, _root_joint, qpos_to_pelvis
+from musclerl.geometry.free_root import free_root_qposadr
+from musclerl.models.opensim_coordinates import OPENSIM_TO_MUJOCO, qpos_to_pelvis
 from musclerl.motion.reference import ReferenceData
 from musclerl.motion.trajectory import Trajectory
 
@@ -149,7 +150,7 @@ def fit_to_model(
     ratio, ratio_note = leg_length_ratio(ref, track, support)
     pelvis_m = qpos_to_pelvis(model, qpos)[:, 3:] @ OPENSIM_TO_MUJOCO.T  # world, Z up
     scale_m = (ratio - 1.0) * pelvis_m
-    adr = int(model.jnt_qposadr[_root_joint(model)])
+    adr = int(free_root_qposadr(model))  # coordinates_to_qpos has set the free root
     q = np.array(qpos, dtype=float, copy=True)
     q[:, adr : adr + 3] += scale_m
     q, planted = plant_feet(model, q, support, rate_hz, track=track.shifted(scale_m))
