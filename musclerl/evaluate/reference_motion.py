@@ -6,8 +6,12 @@ policy on that trial without a separate motion needs those coordinates as model 
 :func:`musclerl.evaluate.coordinates.coordinates_to_qpos` maps the pelvis columns onto the free
 root and every other column onto the joint of the same name, and sets coupled joints (the
 myolegs knee's tibia/patella dofs) from their independent coordinate. The result is then set on
-the ground as ``musclerl reference --save-trajectory`` does (mean root x, y at 0; the lowest
-geom touching the floor), so a model of another size than the subject still starts on its feet.
+the ground so that a model of another size than the subject walks on its feet
+(:func:`fit_to_model`): the pelvis translations scaled by the leg-length ratio, then the root
+translation corrected frame by frame so the supporting foot stands on the floor (z = 0) without
+sliding (:func:`musclerl.dynamics.foot_placement.plant_feet`; support from the reference's GRF,
+:mod:`musclerl.evaluate.reference_feet`); mean root x, y at 0. Joint angles and the root's
+orientation are unchanged.
 
 Signs: one map (column -> +1/-1) serves the kinematics and the torque/angle comparison, so a
 flipped knee angle also flips the knee moment. Without one from the user, the knee's flexion sign
@@ -21,7 +25,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import mujoco
+import numpy as np
 
+from musclerl.dynamics.foot_placement import foot_track, plant_feet, stance_fit
 from musclerl.errors import InputError
 from musclerl.evaluate.compare import TORQUE_SUFFIXES
 from musclerl.evaluate.coordinates import (
@@ -31,6 +37,9 @@ from musclerl.evaluate.coordinates import (
     place_on_ground,
     treadmill_to_overground,
 )
+from musclerl.evaluate.reference_feet import leg_length_ratio, reference_support
+from musclerl.geometry.free_root import free_root_qposadr
+from musclerl.models.opensim_coordinates import OPENSIM_TO_MUJOCO, qpos_to_pelvis
 from musclerl.motion.reference import ReferenceData
 from musclerl.motion.trajectory import Trajectory
 
@@ -68,6 +77,7 @@ def reference_trajectory(
     signs: dict[str, float],
     source: str | Path = "reference",
     treadmill: bool = False,
+    plant: bool = True,
 ) -> tuple[Trajectory, list[str]]:
     """The reference's ``joint_angle`` (T, A) as a one-clip Trajectory on ``model`` at the
     reference's own rate, and notes (ignored and missing coordinates, flipped columns).
@@ -75,6 +85,8 @@ def reference_trajectory(
     ``treadmill``: the trial is treadmill walking; the belt's motion (estimated from the stance
     foot, :func:`musclerl.evaluate.coordinates.treadmill_to_overground`) is added so the
     Trajectory walks overground, as ``musclerl reference --save-trajectory --treadmill`` does.
+    ``plant``: fit the root translation to the model (:func:`fit_to_model`); without it the clip is
+    only lowered onto the floor (:func:`musclerl.evaluate.coordinates.place_on_ground`), as before.
     Clip time 0 is the reference's first sample (``time_sec[0]``). InputError when the
     reference lacks the six pelvis columns, has fewer than :data:`MIN_FRAMES` samples, or no
     column matches a model coordinate.
@@ -95,9 +107,13 @@ def reference_trajectory(
     if treadmill:
         qpos, belt = treadmill_to_overground(model, qpos, ref.time_sec)
         belt_notes.append(f"treadmill belt velocity ({belt[0]:.3f}, {belt[1]:.3f}) m/s removed")
-    qpos = place_on_ground(model, qpos)
     duration_s = float(ref.time_sec[-1] - ref.time_sec[0])
     rate_hz = (ref.num_frames - 1) / duration_s
+    if plant:
+        qpos, fit_notes = fit_to_model(model, ref, qpos, rate_hz)
+        belt_notes += fit_notes
+    else:
+        qpos = place_on_ground(model, qpos)
     traj = Trajectory.from_qpos(
         model,
         qpos,
@@ -118,6 +134,36 @@ def reference_trajectory(
     if flipped:
         notes.append(f"reference columns multiplied by -1: {', '.join(flipped)}")
     return traj, notes
+
+
+def fit_to_model(
+    model: mujoco.MjModel, ref: ReferenceData, qpos: np.ndarray, rate_hz: float
+) -> tuple[np.ndarray, list[str]]:
+    """``qpos`` (T, nq), the reference's coordinates on ``model`` (overground), with the root
+    translation fitted to the model, and notes: the pelvis translations scaled by the leg-length
+    ratio (:func:`musclerl.evaluate.reference_feet.leg_length_ratio`, about the world origin: the
+    lab floor stays at z = 0 up to its measured height), the supporting feet planted
+    (:func:`musclerl.dynamics.foot_placement.plant_feet`, support from the reference's GRF), mean
+    root x, y at 0. Only the root's translation changes."""
+    track = foot_track(model, qpos)
+    support, stance, support_note = reference_support(ref, track, rate_hz)
+    ratio, ratio_note = leg_length_ratio(ref, track, support)
+    pelvis_m = qpos_to_pelvis(model, qpos)[:, 3:] @ OPENSIM_TO_MUJOCO.T  # world, Z up
+    scale_m = (ratio - 1.0) * pelvis_m
+    adr = int(free_root_qposadr(model))  # coordinates_to_qpos has set the free root
+    q = np.array(qpos, dtype=float, copy=True)
+    q[:, adr : adr + 3] += scale_m
+    q, planted = plant_feet(model, q, support, rate_hz, track=track.shifted(scale_m))
+    q[:, adr : adr + 2] -= q[:, adr : adr + 2].mean(axis=0)
+    lowered_m = np.zeros_like(scale_m)  # the clip as place_on_ground alone puts it: for the note
+    lowered_m[:, 2] = place_on_ground(model, qpos)[:, adr + 2] - qpos[:, adr + 2]
+    before = stance_fit(track.shifted(lowered_m), stance, rate_hz, support=support)
+    after = stance_fit(planted, stance, rate_hz, support=support)
+    return q, [
+        ratio_note,
+        f"supporting feet planted on the floor ({support_note}); before: {before.as_text()}; "
+        f"after: {after.as_text()}",
+    ]
 
 
 def policy_model(policy) -> tuple[mujoco.MjModel, str]:
