@@ -62,10 +62,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--balance",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="then move the centre of mass, feet held, until the centre of pressure inverse dynamics "
         "needs stays on the feet (a clip a body can follow, to train on; the report's keypoint "
-        "errors are the kinematic solve's)",
+        "errors are the kinematic solve's); default: on for .bvh motion capture, off for the others",
+    )
+    add_trim_arguments(parser)
+    parser.add_argument(
+        "--keep-rest-frames",
+        action="store_true",
+        help="BVH files: keep the leading rest-pose (T-pose) frames, which are found and dropped by default",
+    )
+    parser.add_argument(
+        "--accept-skeleton",
+        action="store_true",
+        help="retarget a BVH file whose rest skeleton has bent knees (refused by default: its joint "
+        "offsets put the motion in a crouch)",
     )
     parser.add_argument(
         "--jobs",
@@ -74,6 +87,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="parallel processes for many motions (default 1: one process, motions "
         "spread over its JAX devices)",
     )
+
+
+def add_trim_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--start/--end`` (seconds) and ``--start-frame/--end-frame`` (0-based), both ends inclusive,
+    in the file's own time and frame numbers (:mod:`musclerl.motion.trim`)."""
+    group = parser.add_argument_group("trim (both ends kept; the file's own times and frame numbers)")
+    group.add_argument(
+        "--start", type=float, metavar="S", help="first time kept (s from the file's first frame)"
+    )
+    group.add_argument("--end", type=float, metavar="S", help="last time kept (s)")
+    group.add_argument("--start-frame", type=int, metavar="F", help="first frame kept (0 = the file's first)")
+    group.add_argument("--end-frame", type=int, metavar="F", help="last frame kept")
+
+
+def trim_of(args: argparse.Namespace):
+    """The :class:`~musclerl.motion.trim.Trim` of :func:`add_trim_arguments`'s options."""
+    from musclerl.motion.trim import Trim
+
+    return Trim(args.start, args.end, args.start_frame, args.end_frame)
 
 
 def plot_terrain(path: Path, result) -> None:
@@ -178,6 +210,9 @@ def run(args: argparse.Namespace) -> int:
         y_up=args.y_up,
         balance=args.balance,
         units=args.units,
+        keep_rest=args.keep_rest_frames,
+        accept_skeleton=args.accept_skeleton,
+        trim=trim_of(args),
     )
     motions = expand_motions(args.motion)
     inputs = [*motions, *args.motion]
@@ -202,4 +237,13 @@ def run(args: argparse.Namespace) -> int:
     configure_jax(args.jobs)
     paths = batch.plan(motions, out_dir, plot=bool(args.plot))
     rows = batch.run_folder(paths, retarget_motion, (options,), jobs=max(1, args.jobs), desc="retarget smpl")
-    return batch.finish_folder(out_dir, rows, ", ".join(args.motion))
+    return batch.finish_folder(out_dir, with_trial_info(rows, motions), ", ".join(args.motion))
+
+
+def with_trial_info(rows: list[dict], motions: list[Path]) -> list[dict]:
+    """The folder run's rows with each trial's subject, kind and description
+    (:func:`musclerl.motion.trials.trial_info`: the MANIFEST.tsv beside the files, else a CMU
+    ``SS_TT`` file name), for the dataset report."""
+    from musclerl.motion.trials import trial_info
+
+    return [{**row, "trial_info": trial_info(path)} for row, path in zip(rows, motions, strict=True)]

@@ -21,6 +21,7 @@ from musclerl.errors import InputError
 from musclerl.motion.dataset import Dataset, check_clip_lengths, dataset_sources, plausibility_policy
 from musclerl.motion.ground_tiles import tile_grounds
 from musclerl.motion.trajectory import Trajectory, concatenate, resample
+from musclerl.motion.trim import trim_trajectory
 
 
 def screen_clips(
@@ -78,7 +79,7 @@ def load_dataset(
     verdicts: dict = {}
     file_names: list[str] = []
     for src in sources:
-        traj = Trajectory.load(src.path)
+        traj = trim_trajectory(Trajectory.load(src.path), src.trim, src.path)
         try:
             traj.check_model(model, src.path)
         except InputError as err:

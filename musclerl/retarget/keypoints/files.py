@@ -8,9 +8,16 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from musclerl.motion.trim import Trim
+
 #: The reader kinds (:mod:`musclerl.motion.readers`) ``retarget smpl`` reads: keypoints, AMASS .npz.
 MOTION_KINDS = ("keypoints", "npz")
 MIN_FRAMES = 3
+#: Suffixes retargeted with the balance pass unless told otherwise (``balance=None``): motion
+#: capture of another body. Measured on CMU's walks (docs/training_data.md, "CMU walks"): without
+#: it, every walk fails the plausibility check on myolegs (centre of pressure off the feet in most
+#: frames: myolegs' trunk is rigid on its pelvis).
+BALANCE_BY_DEFAULT = (".bvh",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,19 +26,31 @@ class SmplOptions:
     scale: bool = True
     ground: bool = True
     y_up: bool = False
-    balance: bool = False
+    balance: bool | None = False  # None: by the file's suffix (BALANCE_BY_DEFAULT)
     units: str = "auto"  # BVH files: metres per file unit, or a unit name (musclerl.motion.bvh)
+    keep_rest: bool = False  # BVH files: keep leading rest-pose frames (musclerl.motion.source_checks)
+    accept_skeleton: bool = False  # retarget a motion whose reader listed problems (a bent rest skeleton)
+    trim: Trim = Trim()  # the frames to keep (musclerl.motion.trim)
+
+    def balances(self, path: Path) -> bool:
+        """Whether ``path`` gets the balance pass: ``balance``, or by suffix when it is None."""
+        return self.balance if self.balance is not None else Path(path).suffix.lower() in BALANCE_BY_DEFAULT
 
 
-def read_motion(path: Path, y_up: bool = False, units: str = "auto"):
+def read_motion(
+    path: Path, y_up: bool = False, units: str = "auto", keep_rest: bool = False, trim: Trim | None = None
+):
     """A :class:`~musclerl.motion.keypoints.KeypointMotion` from any keypoint file of
-    :data:`~musclerl.motion.readers.READERS` (DeepMimic .txt / .json, BVH: ``units`` as
-    :func:`musclerl.motion.bvh.read_bvh` takes them) or an AMASS .npz, with at least
-    :data:`MIN_FRAMES` frames (foot contact is found from velocities)."""
+    :data:`~musclerl.motion.readers.READERS` (DeepMimic .txt / .json, BVH: ``units`` and
+    ``keep_rest`` as :func:`musclerl.motion.bvh.read_bvh` takes them) or an AMASS .npz, cut to
+    ``trim`` (:mod:`musclerl.motion.trim`), with at least :data:`MIN_FRAMES` frames (foot contact
+    is found from velocities)."""
     from musclerl.errors import InputError
     from musclerl.motion.readers import read_keypoints
+    from musclerl.motion.trim import trim_keypoints
 
-    motion = read_keypoints(path, y_up, units=units)
+    motion = read_keypoints(path, y_up, units=units, keep_rest=keep_rest)
+    motion = trim_keypoints(motion, trim or Trim(), path)
     if motion.num_frames < MIN_FRAMES:
         raise InputError(
             path,
@@ -47,15 +66,18 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     :func:`~musclerl.retarget.keypoints.pipeline.retarget_keypoints`)."""
     import time
 
+    from musclerl.errors import InputError
     from musclerl.retarget.keypoints.pipeline import PipelineParams, retarget_keypoints
     from musclerl.retarget.report import quality_report
 
-    motion = read_motion(path, options.y_up, options.units)
+    motion = read_motion(path, options.y_up, options.units, options.keep_rest, options.trim)
+    if motion.problems and not options.accept_skeleton:
+        raise InputError(path, f"{'; '.join(motion.problems)} (--accept-skeleton retargets it anyway)")
     start = time.perf_counter()
     params = PipelineParams(scale=options.scale, ground=options.ground)
     result = retarget_keypoints(motion, options.model, params, solvers)
     balance = None
-    if options.balance:
+    if options.balances(path):
         result, balance = _balanced(result)
     seconds = time.perf_counter() - start
     names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
@@ -84,6 +106,13 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
         report["balance"] = balance
     report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
     report["trial"] = str(path)
+    report["source"] = {
+        "first_frame": motion.first_frame,
+        "frames": motion.num_frames,
+        "rate_hz": motion.rate_hz,
+        "notes": list(motion.notes),
+        "problems": list(motion.problems),
+    }
     report["model"] = options.model
     report["wall_s"] = seconds  # model preparation, every IK pass, compile and measurement
     for key in ("compile_s", "solve_s", "tendon_jumps_detected", "tendon_jumps_left", "orientation_segments"):
