@@ -1,5 +1,6 @@
 """A training dataset loaded as the trainer loads it: every clip a ``motion:`` value names
-(:func:`musclerl.motion.dataset.dataset_sources`) read, checked against the run's model, screened
+(:func:`musclerl.motion.dataset.dataset_sources`) read, cut to its manifest window
+(:func:`musclerl.motion.trim.trim_trajectory`), checked against the run's model, screened
 by the physical-plausibility check under the dataset's policy
 (:func:`musclerl.motion.dataset.plausibility_policy`, :func:`.plausibility.trajectory_plausibility`),
 resampled to one rate, mirrored when asked, tiled onto one ground and packed into a
