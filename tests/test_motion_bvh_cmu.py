@@ -273,3 +273,36 @@ def test_trial_info_from_manifest_or_name(tmp_path):
     other = tmp_path / "sub" / "131_02.bvh"
     assert trial_info(other)["subject"] == "131" and trial_info(other)["from"] == "file name"
     assert trial_info(tmp_path / "walking1.trc")["subject"] is None
+
+
+def test_dataset_report_rows_name_subject_speed_strides_and_reasons():
+    from musclerl.retarget.batch import format_table, summary_rows
+
+    passed = {
+        "trial": "mb/16_21.bvh",
+        "frames": 312,
+        "trial_info": {"subject": "16", "kind": "walk"},
+        "gait": {"speed_mps": 1.69, "strides": 1.5},
+        "plausibility": {"passed": True, "failures": []},
+        "source": {"notes": ["dropped 1 leading rest-pose frame(s)"]},
+    }
+    failed = {
+        **passed,
+        "trial": "mb/39_05.bvh",
+        "trial_info": {"subject": "39", "kind": "walk"},
+        "plausibility": {"passed": False, "failures": ["centre of pressure outside the feet: 12%"]},
+    }
+    refused = {
+        "trial": "daz/07_06.bvh",
+        "error": "daz/07_06.bvh: the rest skeleton bends the knees",
+        "trial_info": {"subject": "07"},
+    }
+    rows = summary_rows([passed, failed, refused])
+    assert [r["plausible"] for r in rows] == [True, False, False]
+    assert rows[0]["subject"] == "16" and rows[0]["speed_mps"] == 1.69 and rows[0]["strides"] == 1.5
+    assert rows[1]["reason"] == "centre of pressure outside the feet: 12%"
+    assert rows[2]["reason"] == "the rest skeleton bends the knees" and rows[2]["status"] == "error"
+    table = format_table(rows).splitlines()
+    assert table[1].split()[-5:] == ["16", "walk", "1.69", "1.5", "pass"]
+    assert table[2].endswith("FAIL") and "centre of pressure" in table[3]
+    assert table[4].endswith("refused")
