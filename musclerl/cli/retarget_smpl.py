@@ -11,22 +11,28 @@ folder receiving ``<motion>.npz`` and ``<motion>.json`` (and ``.png`` files when
 given) and a ``summary.json``; finished motions are skipped; motions run spread over the
 process's JAX devices, or over ``--jobs`` processes (:func:`musclerl.retarget.batch.run_folder`);
 a motion that fails is listed with its reason while the others go on (exit 2 only when no motion
-could be retargeted). The summary (``summary.json``, ``summary.txt``) is the dataset report: per
-trial the subject and kind (the ``MANIFEST.tsv`` beside the files, else a CMU ``SS_TT`` name),
-speed, strides and the plausibility verdict with its reason, or why the trial was refused.
+could be retargeted). JAX's persistent compilation cache is turned on first
+(:func:`musclerl.jax_setup.configure_compilation_cache`, ``$MUSCLERL_CACHE``).
+
+The summary (``summary.json``, ``summary.txt``) is the dataset report: per trial the subject
+and kind (the ``MANIFEST.tsv`` beside the files, else a CMU ``SS_TT`` name), speed, strides and
+the plausibility verdict with its reason, or why the trial was refused.
 
 BVH files are read without their leading rest-pose frames (``--keep-rest-frames`` keeps them), a
 bent rest skeleton is refused (``--accept-skeleton``), and they get the balance pass unless
 ``--no-balance`` (:data:`~musclerl.retarget.keypoints.files.BALANCE_BY_DEFAULT`: CMU's walks fail
 the plausibility check on myolegs without it, docs/training_data.md). ``--start/--end`` (s) and
-``--start-frame/--end-frame`` keep a window of every motion given (:mod:`musclerl.motion.trim`). JAX's persistent compilation cache is turned on first
-(:func:`musclerl.jax_setup.configure_compilation_cache`, ``$MUSCLERL_CACHE``).
+``--start-frame/--end-frame`` keep a window of every motion given (:mod:`musclerl.motion.trim`).
 
 Report fields are those of :mod:`musclerl.retarget.report`, with the ground ones measured on the
 recovered terrain: ``penetration_frac``/``penetration_max_m`` (every collision geom's lowest
 surface point against the heightfield under it; a frame counts when deeper than 5 mm),
 ``skating_mps`` (mean horizontal speed of the sole points over stance frames), plus
-``skating_max_mps``, ``stance_frac`` and ``scale_factors``.
+``skating_max_mps``, ``stance_frac`` and ``scale_factors``. With scaling (the default) the report's
+``plausibility`` is measured on the scaled model the clip was solved on, and
+``plausibility_named_model`` on the model the Trajectory names, as the dataset loader and
+``musclerl info`` measure it (the scaled feet differ: CMU's walks float 2-4 cm on the unscaled
+model).
 """
 
 from __future__ import annotations

@@ -104,6 +104,8 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
             report[key] = result.metrics[key]
     if balance is not None:
         report["balance"] = balance
+    if options.scale:  # what the dataset loader and `musclerl info` will measure
+        report["plausibility_named_model"] = _named_model_check(result.trajectory)
     report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
     report["trial"] = str(path)
     report["source"] = {
@@ -119,6 +121,19 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
         if key in result.metrics:
             report[key] = result.metrics[key]
     return result, report, series
+
+
+def _named_model_check(traj) -> dict:
+    """The plausibility check of ``traj`` on the model it names (the registry's, unscaled), as the
+    dataset loader runs it: the report's ``plausibility`` is measured on the scaled model the
+    clip was solved on, whose feet differ (``{"skipped": reason}`` when it cannot be checked)."""
+    from musclerl.dynamics.plausibility import trajectory_plausibility
+    from musclerl.errors import InputError
+
+    try:
+        return trajectory_plausibility(traj).as_dict()
+    except InputError as err:
+        return {"skipped": str(err)}
 
 
 def _balanced(result):
