@@ -28,11 +28,12 @@ Report fields are those of :mod:`musclerl.retarget.report`, with the ground ones
 recovered terrain: ``penetration_frac``/``penetration_max_m`` (every collision geom's lowest
 surface point against the heightfield under it; a frame counts when deeper than 5 mm),
 ``skating_mps`` (mean horizontal speed of the sole points over stance frames), plus
-``skating_max_mps``, ``stance_frac`` and ``scale_factors``. With scaling (the default) the report's
-``plausibility`` is measured on the scaled model the clip was solved on, and
-``plausibility_named_model`` on the model the Trajectory names, as the dataset loader and
-``musclerl info`` measure it (the scaled feet differ: CMU's walks float 2-4 cm on the unscaled
-model).
+``skating_max_mps``, ``stance_frac`` and ``scale_factors``. With scaling (the default) on a
+registered model the clip is put on the ground with the feet of the model the Trajectory names
+(the registry's, unscaled: ``named_model_placement.shift_m``, the root's vertical move; CMU's
+walks floated 2-4 cm on it), balanced on that model, and its ``plausibility`` is measured there,
+as the dataset loader and ``musclerl info`` measure it (``plausibility_model``); the fit's
+numbers (keypoints, limits, ground, skating) stay the scaled model's.
 """
 
 from __future__ import annotations

@@ -23,9 +23,7 @@ none retargeted now and none by an earlier run (:func:`finish_folder`).
 The summary (``summary.json``, and the table on stdout and in ``summary.txt``) is the dataset
 report: per trial its status and headline numbers, and when the reports carry them the subject
 and kind (``trial_info``), the speed (m/s) and strides (``gait``), whether the plausibility check
-passed and, for a trial that failed it or was refused, the reason. The verdict is the check on
-the model the Trajectory names (``plausibility_named_model``, as the dataset loader runs it) when
-the report has it (a clip solved on a scaled model), else the report's ``plausibility``.
+passed and, for a trial that failed it or was refused, the reason.
 """
 
 from __future__ import annotations
@@ -264,9 +262,7 @@ def summary_rows(reports: list[dict]) -> list[dict]:
         row["subject"], row["kind"] = info.get("subject"), info.get("kind")
         gait = report.get("gait") or {}
         row["speed_mps"], row["strides"] = gait.get("speed_mps"), gait.get("strides")
-        named = report.get("plausibility_named_model")  # what training sees, when it differs
-        check = (named if named and "skipped" not in named else report.get("plausibility")) or {}
-        row["checked_on"] = "named model" if check is named else "solved model"
+        check = report.get("plausibility") or {}
         row["plausible"] = check.get("passed")
         row["reason"] = "; ".join(check.get("failures", [])) or None
         if "error" in report:

@@ -76,9 +76,13 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     start = time.perf_counter()
     params = PipelineParams(scale=options.scale, ground=options.ground)
     result = retarget_keypoints(motion, options.model, params, solvers)
+    named = _named_model(options.model) if options.scale and options.ground else None
+    placement = None
+    if named is not None:
+        result, placement = _placed_on(result, named)
     balance = None
     if options.balances(path):
-        result, balance = _balanced(result)
+        result, balance = _balanced(result, named)
     seconds = time.perf_counter() - start
     names = result.trajectory.site_names[: result.keypoint_error_m.shape[1]]
     report, series = quality_report(
@@ -104,8 +108,10 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
             report[key] = result.metrics[key]
     if balance is not None:
         report["balance"] = balance
-    if options.scale:  # what the dataset loader and `musclerl info` will measure
-        report["plausibility_named_model"] = _named_model_check(result.trajectory)
+    if placement is not None:  # measured as the dataset loader and `musclerl info` measure it
+        report["plausibility"] = _check(result.trajectory, named)
+        report["plausibility_model"] = options.model
+        report["named_model_placement"] = placement
     report["scale_factors"] = {k: round(v, 4) for k, v in result.prepared.scale_factors.items()}
     report["trial"] = str(path)
     report["source"] = {
@@ -123,25 +129,63 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     return result, report, series
 
 
-def _named_model_check(traj) -> dict:
-    """The plausibility check of ``traj`` on the model it names (the registry's, unscaled), as the
-    dataset loader runs it: the report's ``plausibility`` is measured on the scaled model the
-    clip was solved on, whose feet differ (``{"skipped": reason}`` when it cannot be checked)."""
+def _named_model(name: str):
+    """The registry's (unscaled) model ``name``, which the Trajectory names and a run imitates it
+    with; None for a model that is not registered (an MJCF path)."""
+    from musclerl.models.registry import REGISTRY, load_model
+
+    return load_model(name) if name in REGISTRY else None
+
+
+def _check(traj, model) -> dict:
+    """The plausibility check of ``traj`` on ``model`` as a dict (``{"skipped": reason}`` when the
+    model has no free root or feet)."""
     from musclerl.dynamics.plausibility import trajectory_plausibility
     from musclerl.errors import InputError
 
     try:
-        return trajectory_plausibility(traj).as_dict()
+        return trajectory_plausibility(traj, model).as_dict()
     except InputError as err:
         return {"skipped": str(err)}
 
 
-def _balanced(result):
+def _placed_on(result, model):
+    """``result`` with its clip, solved on the model scaled to the motion's skeleton, put on the
+    ground with the feet of ``model`` (the model the Trajectory names): the root, and every site
+    with it, moved vertically by the median height of that model's lower foot above the terrain
+    (its legs have other lengths: CMU's walks floated 2-4 cm on the unscaled myolegs, so the
+    dataset loader's check found no support under a loaded body). Returns the result and the
+    report's ``named_model_placement`` (``shift_m``), or the result unchanged and None when
+    ``model`` has no free root or feet."""
+    import dataclasses
+
+    import numpy as np
+
+    from musclerl.dynamics.plausibility import plausibility
+    from musclerl.errors import InputError
+
+    traj = result.trajectory
+    try:
+        check = plausibility(
+            model, traj.qpos, traj.rate_hz, terrain=traj.terrain, clip_loop=traj.clip_loop[:1]
+        )
+    except InputError:
+        return result, None
+    shift_m = -float(np.median(check.series.clearance_m.min(axis=1)))
+    qpos = traj.qpos.copy()
+    qpos[:, 2] += shift_m  # the free root's height (the check needs the free root first)
+    sites = None if traj.site_pos_m is None else traj.site_pos_m + [0.0, 0.0, shift_m]
+    placed = dataclasses.replace(traj, qpos=qpos, site_pos_m=sites)
+    return dataclasses.replace(result, trajectory=placed), {"shift_m": shift_m}
+
+
+def _balanced(result, model=None):
     """``result`` with its trajectory through
-    :func:`musclerl.retarget.balance.balance_for_report`, and the report's ``balance`` entry."""
+    :func:`musclerl.retarget.balance.balance_for_report` on ``model`` (default: the model it was
+    solved on), and the report's ``balance`` entry."""
     import dataclasses
 
     from musclerl.retarget.balance import balance_for_report
 
-    traj, entry = balance_for_report(result.trajectory, result.prepared.model)
+    traj, entry = balance_for_report(result.trajectory, result.prepared.model if model is None else model)
     return dataclasses.replace(result, trajectory=traj), entry
