@@ -306,3 +306,35 @@ def test_dataset_report_rows_name_subject_speed_strides_and_reasons():
     assert table[1].split()[-5:] == ["16", "walk", "1.69", "1.5", "pass"]
     assert table[2].endswith("FAIL") and "centre of pressure" in table[3]
     assert table[4].endswith("refused")
+
+
+def test_bvh_retarget_is_balanced_and_checked_on_the_named_model(tmp_path, capsys):
+    """A BVH clip gets the balance pass by default, and its report's verdict is the one the
+    dataset loader computes on the registry model the Trajectory names (recomputed here)."""
+    import json
+
+    from musclerl.dynamics.plausibility import trajectory_plausibility
+    from musclerl.motion.trajectory import Trajectory
+
+    t = np.arange(96) / RATE_HZ  # stands, swaying 2 cm sideways at 1 Hz, knees slightly bent
+    stand = np.zeros((96, bvh_width()))
+    stand[:, 0], stand[:, 1] = 2.0 * np.sin(2 * np.pi * t), 92.5
+    for side in ("Left", "Right"):
+        stand[:, _column(f"{side}UpLeg", "X")] = -8.0
+        stand[:, _column(f"{side}Leg", "X")] = 12.0
+        stand[:, _column(f"{side}Foot", "X")] = -4.0
+    path = _write(tmp_path, _with_rest(stand), "stand.bvh")
+    reports = {}
+    for name, extra in (("default", []), ("plain", ["--no-balance"])):
+        out, report = tmp_path / f"{name}.npz", tmp_path / f"{name}.json"
+        argv = ["retarget", "smpl", str(path), "--model", "tiny", "--out", str(out), "--report", str(report)]
+        assert main([*argv, "--start-frame", "1", "--end-frame", "80", *extra]) == 0, capsys.readouterr().err
+        reports[name] = json.loads(report.read_text())
+        traj = Trajectory.load(out)
+        assert traj.num_frames == 80 and reports[name]["source"]["first_frame"] == 1
+        loader = trajectory_plausibility(traj).as_dict()  # the registry's tiny, as the loader checks it
+        assert reports[name]["plausibility"]["failures"] == loader["failures"]
+        assert reports[name]["plausibility"]["cop"] == pytest.approx(loader["cop"])
+        assert reports[name]["plausibility_model"] == "tiny"
+    assert "balance" in reports["default"] and "balance" not in reports["plain"]
+    assert reports["default"]["gait"]["speed_mps"] < 0.2
