@@ -18,10 +18,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", metavar="PNG", help="motion files: also draw a quick-look plot into this .png"
     )
+    from musclerl.cli.retarget_smpl import add_trim_arguments
+
+    add_trim_arguments(parser)
+    parser.add_argument(
+        "--keep-rest-frames", action="store_true", help="BVH files: keep the leading rest-pose frames"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from musclerl.cli.retarget_smpl import trim_of
+    from musclerl.motion.readers import READERS
+
     target = str(args.target)
+    if trim_of(args).active and (Path(target).is_dir() or Path(target).suffix.lower() not in READERS):
+        from musclerl.errors import InputError
+
+        raise InputError(target, f"trimming ({trim_of(args).describe()}) applies to motion files")
     if Path(target).is_dir():
         if args.plot:
             from musclerl.errors import InputError
@@ -39,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
     if Path(target).suffix.lower() in READERS:
         from musclerl.motion.summary import summarize_motion_file
 
-        info = summarize_motion_file(target, trajectory_check)
+        info = summarize_motion_file(target, trajectory_check, trim_of(args), args.keep_rest_frames)
+        if args.plot and trim_of(args).active:
+            from musclerl.errors import InputError
+
+            raise InputError(args.plot, "--plot draws the whole file; leave out the trim options")
         if args.plot:
             from musclerl.motion.plot import plot_motion_file
 

@@ -14,11 +14,26 @@ a motion that fails is listed with its reason while the others go on (exit 2 onl
 could be retargeted). JAX's persistent compilation cache is turned on first
 (:func:`musclerl.jax_setup.configure_compilation_cache`, ``$MUSCLERL_CACHE``).
 
+The summary (``summary.json``, ``summary.txt``) is the dataset report: per trial the subject
+and kind (the ``MANIFEST.tsv`` beside the files, else a CMU ``SS_TT`` name), speed, strides and
+the plausibility verdict with its reason, or why the trial was refused.
+
+BVH files are read without their leading rest-pose frames (``--keep-rest-frames`` keeps them), a
+bent rest skeleton is refused (``--accept-skeleton``), and they get the balance pass unless
+``--no-balance`` (:data:`~musclerl.retarget.keypoints.files.BALANCE_BY_DEFAULT`: CMU's walks fail
+the plausibility check on myolegs without it, docs/training_data.md). ``--start/--end`` (s) and
+``--start-frame/--end-frame`` keep a window of every motion given (:mod:`musclerl.motion.trim`).
+
 Report fields are those of :mod:`musclerl.retarget.report`, with the ground ones measured on the
 recovered terrain: ``penetration_frac``/``penetration_max_m`` (every collision geom's lowest
 surface point against the heightfield under it; a frame counts when deeper than 5 mm),
 ``skating_mps`` (mean horizontal speed of the sole points over stance frames), plus
-``skating_max_mps``, ``stance_frac`` and ``scale_factors``.
+``skating_max_mps``, ``stance_frac`` and ``scale_factors``. With scaling (the default) on a
+registered model the clip is put on the ground with the feet of the model the Trajectory names
+(the registry's, unscaled: ``named_model_placement.shift_m``, the root's vertical move; CMU's
+walks floated 2-4 cm on it), balanced on that model, and its ``plausibility`` is measured there,
+as the dataset loader and ``musclerl info`` measure it (``plausibility_model``); the fit's
+numbers (keypoints, limits, ground, skating) stay the scaled model's.
 """
 
 from __future__ import annotations
@@ -62,10 +77,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--balance",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="then move the centre of mass, feet held, until the centre of pressure inverse dynamics "
         "needs stays on the feet (a clip a body can follow, to train on; the report's keypoint "
-        "errors are the kinematic solve's)",
+        "errors are the kinematic solve's); default: on for .bvh motion capture, off for the others",
+    )
+    add_trim_arguments(parser)
+    parser.add_argument(
+        "--keep-rest-frames",
+        action="store_true",
+        help="BVH files: keep the leading rest-pose (T-pose) frames, which are found and dropped by default",
+    )
+    parser.add_argument(
+        "--accept-skeleton",
+        action="store_true",
+        help="retarget a BVH file whose rest skeleton has bent knees (refused by default: its joint "
+        "offsets put the motion in a crouch)",
     )
     parser.add_argument(
         "--jobs",
@@ -74,6 +102,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="parallel processes for many motions (default 1: one process, motions "
         "spread over its JAX devices)",
     )
+
+
+def add_trim_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--start/--end`` (seconds) and ``--start-frame/--end-frame`` (0-based), both ends inclusive,
+    in the file's own time and frame numbers (:mod:`musclerl.motion.trim`)."""
+    group = parser.add_argument_group("trim (both ends kept; the file's own times and frame numbers)")
+    group.add_argument(
+        "--start", type=float, metavar="S", help="first time kept (s from the file's first frame)"
+    )
+    group.add_argument("--end", type=float, metavar="S", help="last time kept (s)")
+    group.add_argument("--start-frame", type=int, metavar="F", help="first frame kept (0 = the file's first)")
+    group.add_argument("--end-frame", type=int, metavar="F", help="last frame kept")
+
+
+def trim_of(args: argparse.Namespace):
+    """The :class:`~musclerl.motion.trim.Trim` of :func:`add_trim_arguments`'s options."""
+    from musclerl.motion.trim import Trim
+
+    return Trim(args.start, args.end, args.start_frame, args.end_frame)
 
 
 def plot_terrain(path: Path, result) -> None:
@@ -178,6 +225,9 @@ def run(args: argparse.Namespace) -> int:
         y_up=args.y_up,
         balance=args.balance,
         units=args.units,
+        keep_rest=args.keep_rest_frames,
+        accept_skeleton=args.accept_skeleton,
+        trim=trim_of(args),
     )
     motions = expand_motions(args.motion)
     inputs = [*motions, *args.motion]
@@ -202,4 +252,13 @@ def run(args: argparse.Namespace) -> int:
     configure_jax(args.jobs)
     paths = batch.plan(motions, out_dir, plot=bool(args.plot))
     rows = batch.run_folder(paths, retarget_motion, (options,), jobs=max(1, args.jobs), desc="retarget smpl")
-    return batch.finish_folder(out_dir, rows, ", ".join(args.motion))
+    return batch.finish_folder(out_dir, with_trial_info(rows, motions), ", ".join(args.motion))
+
+
+def with_trial_info(rows: list[dict], motions: list[Path]) -> list[dict]:
+    """The folder run's rows with each trial's subject, kind and description
+    (:func:`musclerl.motion.trials.trial_info`: the MANIFEST.tsv beside the files, else a CMU
+    ``SS_TT`` file name), for the dataset report."""
+    from musclerl.motion.trials import trial_info
+
+    return [{**row, "trial_info": trial_info(path)} for row, path in zip(rows, motions, strict=True)]

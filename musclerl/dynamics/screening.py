@@ -1,5 +1,6 @@
 """A training dataset loaded as the trainer loads it: every clip a ``motion:`` value names
-(:func:`musclerl.motion.dataset.dataset_sources`) read, checked against the run's model, screened
+(:func:`musclerl.motion.dataset.dataset_sources`) read, cut to its manifest window
+(:func:`musclerl.motion.trim.trim_trajectory`), checked against the run's model, screened
 by the physical-plausibility check under the dataset's policy
 (:func:`musclerl.motion.dataset.plausibility_policy`, :func:`.plausibility.trajectory_plausibility`),
 resampled to one rate, mirrored when asked, tiled onto one ground and packed into a
@@ -21,6 +22,7 @@ from musclerl.errors import InputError
 from musclerl.motion.dataset import Dataset, check_clip_lengths, dataset_sources, plausibility_policy
 from musclerl.motion.ground_tiles import tile_grounds
 from musclerl.motion.trajectory import Trajectory, concatenate, resample
+from musclerl.motion.trim import trim_trajectory
 
 
 def screen_clips(
@@ -78,7 +80,7 @@ def load_dataset(
     verdicts: dict = {}
     file_names: list[str] = []
     for src in sources:
-        traj = Trajectory.load(src.path)
+        traj = trim_trajectory(Trajectory.load(src.path), src.trim, src.path)
         try:
             traj.check_model(model, src.path)
         except InputError as err:

@@ -50,6 +50,16 @@ takes its foot's End Site as ``left_foot``/``right_foot`` (the toe). Every other
 its file name and an End Site is ``<joint>_end``. The legs, pelvis, neck and spine are
 required; a skeleton missing any is refused with the list.
 
+Rest frames and rest skeleton
+-----------------------------
+Frames the file opens with in its rest pose (CMU's files: a T-pose frame; the DAZ conversion:
+that frame and a 4-frame blend out of it) are found by the jump to the next frame and dropped
+(:func:`~musclerl.motion.source_checks.leading_rest_frames`); the motion's ``notes`` say so
+and its ``first_frame`` is the file's index of the first frame kept (``keep_rest`` keeps them).
+A rest skeleton whose knee and ankle OFFSETs are out of line (bent knees at rest: the DAZ
+conversion, 7.7°) puts the motion in a crouch and is listed in the motion's ``problems``
+(:func:`~musclerl.motion.source_checks.bent_rest_legs`).
+
 Rotations
 ---------
 :attr:`~musclerl.motion.keypoints.KeypointMotion.rotations` holds every joint's world
@@ -72,6 +82,7 @@ from musclerl.errors import InputError
 from musclerl.fileio import read_text
 from musclerl.geometry.rotations import intrinsic_euler_to_matrix
 from musclerl.motion.keypoints import Y_UP_TO_Z_UP, KeypointMotion, y_up_to_z_up
+from musclerl.motion.source_checks import bent_rest_legs, leading_rest_frames, rest_knee_bend_deg
 
 #: Metres per file unit of the units ``units="auto"`` chooses from.
 UNIT_SCALES: dict[str, float] = {
@@ -112,15 +123,19 @@ class BvhJoint:
     end_site: bool = False
 
 
-def read_bvh(path: str | os.PathLike, units: str | float = "auto") -> KeypointMotion:
+def read_bvh(path: str | os.PathLike, units: str | float = "auto", keep_rest: bool = False) -> KeypointMotion:
     """Read a BVH file: keypoints (T, K, 3) in metres in MuJoCo's Z-up world, with the joints'
-    world rotations (T, K, 3, 3) (see the module docstring for units, names and frames)."""
+    world rotations (T, K, 3, 3) (see the module docstring for units, names and frames).
+
+    Leading rest-pose frames are dropped unless ``keep_rest`` (module docstring, "Rest frames"):
+    the motion's ``first_frame`` is then the file's first frame kept and ``notes`` says what was
+    dropped; a rest skeleton with bent knees is listed in ``problems``."""
     path = Path(path)
     joints, frames, frame_time = parse_bvh(path)
     scale = unit_scale(path, joints, units)
     positions, rotations = bvh_forward_kinematics(joints, frames)
     names = keypoint_names(path, joints)
-    return KeypointMotion(
+    motion = KeypointMotion(
         names=names,
         positions_m=y_up_to_z_up(positions * scale),
         rate_hz=1.0 / frame_time,
@@ -129,6 +144,22 @@ def read_bvh(path: str | os.PathLike, units: str | float = "auto") -> KeypointMo
         parents=tuple(j.parent for j in joints),
         rotations=Y_UP_TO_Z_UP @ rotations,
     )
+    if not keep_rest:
+        rest = leading_rest_frames(motion.positions_m, names, motion.rate_hz, motion.parents)
+        if rest.count:
+            motion = motion.frames(rest.count, motion.num_frames, rest.note())
+    problem = bent_rest_legs(rest_knee_bends_deg(path, joints), motion.positions_m, names)
+    return dataclasses.replace(motion, problems=(problem,)) if problem else motion
+
+
+def rest_knee_bends_deg(path: Path, joints: list[BvhJoint]) -> dict[str, float]:
+    """``{"left": deg, "right": deg}``: each leg's knee bend in the rest skeleton, the angle between
+    the knee's and the ankle's OFFSET (:func:`~musclerl.motion.source_checks.rest_knee_bend_deg`)."""
+    index = keypoint_joints(path, joints)
+    return {
+        side: rest_knee_bend_deg(joints[index[f"{side}_knee"]].offset, joints[index[f"{side}_ankle"]].offset)
+        for side in ("left", "right")
+    }
 
 
 def parse_bvh(path: Path) -> tuple[list[BvhJoint], np.ndarray, float]:
@@ -401,8 +432,9 @@ def _common_ancestor(joints: list[BvhJoint], a: int, b: int) -> int | None:
 
 
 def bvh_details(path: str | os.PathLike) -> dict:
-    """What ``musclerl info`` adds for a BVH file: its joint count and the metres per file unit
-    ``units="auto"`` chose (:func:`unit_scale`)."""
+    """What ``musclerl info`` adds for a BVH file: its joint count, the metres per file unit
+    ``units="auto"`` chose (:func:`unit_scale`) and the rest skeleton's knee bends (deg)."""
     path = Path(path)
     joints, _, _ = parse_bvh(path)
-    return {"joints": len(joints), "metres_per_unit": unit_scale(path, joints)}
+    bends = {side: round(deg, 2) for side, deg in rest_knee_bends_deg(path, joints).items()}
+    return {"joints": len(joints), "metres_per_unit": unit_scale(path, joints), "rest_knee_bend_deg": bends}

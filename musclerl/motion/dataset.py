@@ -6,8 +6,9 @@
 - a folder (its ``*.npz`` files, sorted by name) or a glob (``data/walk_*.npz``);
 - a list of any of these (YAML list: ``motion=[a.npz,b.npz]``);
 - a manifest: ``.csv`` with a header and the columns ``path`` (required), ``weight``, ``name``,
-  ``tags`` (separated by ``;``), or ``.yaml`` with a mapping ``{clips: [...], mirror: bool}``
-  whose entries are paths or mappings ``{path, weight, name, tags}``; paths in a manifest are
+  ``tags`` (separated by ``;``), ``start_s``, ``end_s``, ``start_frame``, ``end_frame``, or
+  ``.yaml`` with a mapping ``{clips: [...], mirror: bool}`` whose entries are paths or mappings
+  ``{path, weight, name, tags, start_s, end_s, start_frame, end_frame}``; paths in a manifest are
   relative to the manifest's folder;
 - a mapping ``{clips: <any of the above>, mirror: bool}`` in the config itself.
 
@@ -15,6 +16,9 @@ A manifest row's ``path`` may itself be a folder or glob: its weight and tags ap
 clip found. ``weight`` (default 1) is the clip's base sampling weight (the env's
 ``sampling.clip_weights``, which adaptive sampling multiplies by the clip's failure rate);
 ``name`` renames a one-clip file's clip (a multi-clip file's clips become ``name/clip``).
+``start_s``/``end_s`` (seconds) or ``start_frame``/``end_frame`` (0-based) keep only that window
+of each clip, both ends included, counted from the clip's first frame (:mod:`musclerl.motion.trim`;
+a window beyond a clip or ending before it starts is refused naming the manifest's row).
 
 Clips of different rates are resampled on the model's manifold to one rate (the highest among
 them; the env then resamples the packed dataset to its control rate once). Looping flags are kept
@@ -62,6 +66,7 @@ import numpy as np
 
 from musclerl.errors import InputError
 from musclerl.motion.trajectory import Trajectory
+from musclerl.motion.trim import Trim
 from musclerl.resources import resolve_path
 
 GLOB_CHARS = set("*?[")
@@ -76,6 +81,30 @@ class ClipSource:
     weight: float = 1.0
     name: str | None = None
     tags: tuple[str, ...] = ()
+    trim: Trim = Trim()
+
+
+#: The keys of a manifest entry (module docstring).
+ENTRY_KEYS = ("path", "weight", "name", "tags", "start_s", "end_s", "start_frame", "end_frame")
+
+
+def _trim(item: Mapping, source: str) -> Trim:
+    """The entry's window (:class:`~musclerl.motion.trim.Trim`); InputError for a value that is not
+    a number (seconds) or a whole number (frames)."""
+    values = {}
+    for key, kind in (("start_s", float), ("end_s", float), ("start_frame", int), ("end_frame", int)):
+        value = item.get(key)
+        if value is None or value == "":
+            continue
+        try:
+            number = float(value)
+            if kind is int and number != int(number):
+                raise ValueError
+            values[key] = kind(number)
+        except (TypeError, ValueError):
+            what = "a time in seconds" if kind is float else "a whole frame number"
+            raise InputError(source, f"{key} of {item['path']!r} must be {what}, got {value!r}") from None
+    return Trim(**values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,10 +168,10 @@ def _entry(item: Any, base: Path | None, source: str) -> list[ClipSource]:
         return [ClipSource(p) for p in _expand_path(item, base, source)]
     if not isinstance(item, Mapping) or "path" not in item:
         raise InputError(source, f"a dataset entry must be a path or a mapping with 'path', got {item!r}")
-    unknown = set(item) - {"path", "weight", "name", "tags"}
+    unknown = set(item) - set(ENTRY_KEYS)
     if unknown:
         raise InputError(
-            source, f"unknown dataset entry key(s) {sorted(unknown)} (known: path, weight, name, tags)"
+            source, f"unknown dataset entry key(s) {sorted(unknown)} (known: {', '.join(ENTRY_KEYS)})"
         )
     try:
         weight = float(item.get("weight", 1.0))
@@ -158,11 +187,12 @@ def _entry(item: Any, base: Path | None, source: str) -> list[ClipSource]:
     tags = tuple(str(t).strip() for t in tags if str(t).strip())
     name = item.get("name")
     name = None if name in (None, "") else str(name)
+    trim = _trim(item, source)
     files = _expand_path(item["path"], base, source)
     if name is not None and len(files) > 1:
         names = [f"{name}/{p.stem}" for p in files]
-        return [ClipSource(p, weight, n, tags) for p, n in zip(files, names, strict=True)]
-    return [ClipSource(p, weight, name, tags) for p in files]
+        return [ClipSource(p, weight, n, tags, trim) for p, n in zip(files, names, strict=True)]
+    return [ClipSource(p, weight, name, tags, trim) for p in files]
 
 
 def read_manifest(path: Path) -> tuple[list[ClipSource], bool]:

@@ -49,6 +49,13 @@ class KeypointMotion:
     world orientation (local -> world) of the frame each keypoint's joint turns, i.e. of the
     segment hanging from it, in the source skeleton's own body axes (NaN where unknown): the
     retargeting uses them as orientation targets, up to a fixed per-segment offset.
+
+    ``first_frame`` is the file's index (0-based) of frame 0 here, when the reader left frames
+    out (a BVH file's rest pose) or the motion was trimmed (:mod:`musclerl.motion.trim`); frame
+    ``t`` is the file's frame ``first_frame + t``, at the file's time ``(first_frame + t) /
+    rate_hz``. ``notes``: one line per thing the reader did to the file's frames (reports list
+    them); ``problems``: one line per reason the motion is unfit to retarget as it is (e.g. a
+    BVH rest skeleton with bent knees, :mod:`musclerl.motion.source_checks`).
     """
 
     names: tuple[str, ...]
@@ -58,6 +65,9 @@ class KeypointMotion:
     source: str = ""
     parents: tuple[int, ...] = ()
     rotations: np.ndarray | None = None  # (T, K, 3, 3)
+    first_frame: int = 0
+    notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
 
     def __post_init__(self):
         src = self.source or "keypoint motion"
@@ -84,6 +94,16 @@ class KeypointMotion:
     def time_s(self) -> np.ndarray:
         """Frame times (T,), starting at 0."""
         return np.arange(self.num_frames) / self.rate_hz
+
+    def frames(self, start: int, stop: int, note: str | None = None) -> KeypointMotion:
+        """Frames ``start:stop`` of this motion (``first_frame`` moved along), ``note`` added."""
+        return dataclasses.replace(
+            self,
+            positions_m=self.positions_m[start:stop],
+            rotations=None if self.rotations is None else self.rotations[start:stop],
+            first_frame=self.first_frame + start,
+            notes=self.notes + ((note,) if note else ()),
+        )
 
     def keypoint(self, name: str) -> np.ndarray:
         """Positions (T, 3) of one keypoint."""

@@ -109,7 +109,9 @@ READERS: dict[str, Reader] = {
     ".npz": Reader("npz", read_npz, "npz", "Trajectory, reference or AMASS"),
     ".txt": Reader("keypoints", read_deepmimic, "deepmimic", "DeepMimic clip"),
     ".json": Reader("keypoints", read_deepmimic, "deepmimic", "DeepMimic clip", in_folders=False),
-    ".bvh": Reader("keypoints", read_bvh, "bvh", "BVH skeleton", options=("units",), details=bvh_details),
+    ".bvh": Reader(
+        "keypoints", read_bvh, "bvh", "BVH skeleton", options=("units", "keep_rest"), details=bvh_details
+    ),
 }
 
 

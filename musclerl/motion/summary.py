@@ -2,7 +2,10 @@
 
 Every summary has ``kind``, ``frames`` (rows actually present), ``rate_hz``, ``duration_s`` (first
 to last frame), ``columns`` (marker / column / joint / keypoint names) and ``units`` (as read);
-kinds add a few extras (``markers``, ``in_degrees``, ``joints``, ...). A Trajectory's summary adds
+kinds add a few extras (``markers``, ``in_degrees``, ``joints``, ...); a keypoint motion its
+``first_frame`` and ``notes`` (frames a reader dropped: a BVH file's rest pose) and ``problems``.
+A keypoint motion or a Trajectory can be summarised trimmed (:mod:`musclerl.motion.trim`; other
+kinds refuse a trim). A Trajectory's summary adds
 ``plausibility`` when the caller passes the check (``musclerl info`` passes
 :func:`musclerl.cli.info.trajectory_check`: the dynamics it runs sit above the motion files).
 """
@@ -15,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from musclerl.errors import InputError
 from musclerl.fileio import existing_file
 from musclerl.motion.keypoints import KeypointMotion
 from musclerl.motion.readers import Reader, reader_for
@@ -23,10 +27,14 @@ from musclerl.motion.smpl import SMPL_JOINT_NAMES
 from musclerl.motion.storage import Table
 from musclerl.motion.trajectory import Trajectory
 from musclerl.motion.trc import MarkerData
+from musclerl.motion.trim import Trim, trim_keypoints, trim_trajectory
 
 
 def summarize_motion_file(
-    path: str | os.PathLike, check_trajectory: Callable[[Any, Path], dict] | None = None
+    path: str | os.PathLike,
+    check_trajectory: Callable[[Any, Path], dict] | None = None,
+    trim: Trim | None = None,
+    keep_rest: bool = False,
 ) -> dict:
     """Summarise any file :data:`~musclerl.motion.readers.READERS` reads (``.trc``, ``.mot``,
     ``.sto``, ``.npz`` (AMASS, Trajectory, reference), DeepMimic clips); a Trajectory's summary gets
@@ -34,9 +42,20 @@ def summarize_motion_file(
     check's warnings are listed with the others)."""
     path = existing_file(path, "motion file")
     reader = reader_for(path)
+    trim = trim or Trim()
+    options = {"keep_rest": keep_rest} if "keep_rest" in reader.options else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        info = _SUMMARIES[reader.kind](path, reader, reader.read(path), check_trajectory)
+        data = reader.read(path, **options)
+        if isinstance(data, KeypointMotion):
+            data = trim_keypoints(data, trim, path)
+        elif isinstance(data, Trajectory):
+            data = trim_trajectory(data, trim, path)
+        elif trim.active:
+            raise InputError(
+                path, f"trimming ({trim.describe()}) applies to keypoint motions and Trajectories"
+            )
+        info = _SUMMARIES[reader.kind](path, reader, data, check_trajectory)
     notes = [str(w.message).replace(f"{path}: ", "") for w in caught]
     if notes:
         info["warnings"] = notes
@@ -142,7 +161,13 @@ def _npz(path: Path, reader: Reader, data: Any, check_trajectory: Callable[[Any,
 
 def _keypoints(path: Path, reader: Reader, motion: KeypointMotion, check: Any) -> dict:
     info = _base(reader.name, motion.num_frames, motion.rate_hz, motion.names, "m (Z up)")
-    info.update(loop=motion.loop, keypoints=len(motion.names))
+    info.update(
+        loop=motion.loop,
+        keypoints=len(motion.names),
+        first_frame=motion.first_frame,
+        notes=list(motion.notes),
+        problems=list(motion.problems),
+    )
     if reader.details is not None:
         info.update(reader.details(path))
     return info

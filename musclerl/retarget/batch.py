@@ -19,6 +19,11 @@ Failures follow one rule (:data:`FOLDER_RULE`, the rule of ``musclerl evaluate``
 input that fails is listed with its one-line reason (``summary.json`` and stdout) and the others
 go on; the run fails (exit 2, one error line, nothing written) only when no input has an output,
 none retargeted now and none by an earlier run (:func:`finish_folder`).
+
+The summary (``summary.json``, and the table on stdout and in ``summary.txt``) is the dataset
+report: per trial its status and headline numbers, and when the reports carry them the subject
+and kind (``trial_info``), the speed (m/s) and strides (``gait``), whether the plausibility check
+passed and, for a trial that failed it or was refused, the reason.
 """
 
 from __future__ import annotations
@@ -232,10 +237,11 @@ def finish_folder(out_dir: Path, rows: list[dict], source: str) -> int:
         more = f" and {len(failures) - 3} more" if len(failures) > 3 else ""
         raise InputError(source, f"no input could be retargeted ({reasons}{more})")
     table = summary_rows(rows)
+    text = "\n".join([format_table(table), *(f"  failed: {f['error']}" for f in failures)])
     write_summary(out_dir, table)
-    print(format_table(table))
-    for failure in failures:
-        print(f"  failed: {failure['error']}")
+    with atomic_path(Path(out_dir) / "summary.txt") as tmp:
+        tmp.write_text(text + "\n")
+    print(text)
     return 0
 
 
@@ -252,23 +258,52 @@ def summary_rows(reports: list[dict]) -> list[dict]:
             row[key] = value["mean"] if isinstance(value, dict) else value
         if "error" in report:
             row["error"] = report["error"]
+        info = report.get("trial_info") or {}
+        row["subject"], row["kind"] = info.get("subject"), info.get("kind")
+        gait = report.get("gait") or {}
+        row["speed_mps"], row["strides"] = gait.get("speed_mps"), gait.get("strides")
+        check = report.get("plausibility") or {}
+        row["plausible"] = check.get("passed")
+        row["reason"] = "; ".join(check.get("failures", [])) or None
+        if "error" in report:
+            row["plausible"], row["reason"] = False, report["error"].removeprefix(f"{report.get('trial')}: ")
+        row["notes"] = (report.get("source") or {}).get("notes", [])
         out.append(row)
     return out
 
 
 def format_table(rows: list[dict]) -> str:
-    """Plain-text table of :func:`summary_rows` (millimetres for marker errors)."""
+    """Plain-text table of :func:`summary_rows` (millimetres for marker errors); with subject,
+    speed, strides and the plausibility verdict (and its reason below the row) when rows have
+    them."""
+    dataset = any(r.get("subject") is not None or r.get("speed_mps") is not None for r in rows)
     header = f"{'trial':30s} {'status':8s} {'frames':>6s} {'rms_mm':>8s} {'max_mm':>8s} {'failed':>6s}"
+    if dataset:
+        header += f" {'subject':>7s} {'kind':6s} {'m/s':>5s} {'strides':>7s} plausible"
     lines = [header]
     for r in rows:
 
         def mm(v):
             return f"{1e3 * v:8.1f}" if isinstance(v, float) else f"{'-':>8s}"
 
-        lines.append(
+        line = (
             f"{r['trial'][:30]:30s} {r['status']:8s} {r.get('frames') or 0:6d} {mm(r.get('marker_rms_m'))} "
             f"{mm(r.get('marker_max_m'))} {r.get('failed_frames') or 0:6d}"
         )
+        if dataset:
+            speed = "-" if r.get("speed_mps") is None else f"{r['speed_mps']:.2f}"
+            strides = "-" if r.get("strides") is None else f"{r['strides']:g}"
+            verdict = {True: "pass", False: "FAIL", None: "-"}[r.get("plausible")]
+            if r["status"] == "error":
+                verdict = "refused"
+            line += (
+                f" {r.get('subject') or '-':>7s} {(r.get('kind') or '-')[:6]:6s} "
+                f"{speed:>5s} {strides:>7s} "
+                f"{verdict}"
+            )
+            if r.get("plausible") is False and r["status"] != "error":
+                line += f"\n    {r['reason']}"
+        lines.append(line)
     return "\n".join(lines)
 
 

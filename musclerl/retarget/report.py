@@ -42,6 +42,12 @@ Fields (T frames, all lengths in metres, world frame Z up):
     wrap, or a frame on a wrong branch; not fast motion sampled coarsely.
 ``terrain``
     :func:`musclerl.retarget.ground.terrain.terrain_summary`, or ``{"kind": "flat", "height_m": 0}``.
+``gait``
+    ``speed_mps``: horizontal path length of the root over the clip's duration (the path sampled
+    at :data:`GAIT_PATH_HZ`, so marker jitter does not lengthen it); ``touchdowns``: per foot of
+    the plausibility check, the stance phases that begin inside the clip (stance runs shorter
+    than :data:`MIN_PHASE_S` ignored, gaps shorter than that bridged); ``strides``: complete gait
+    cycles, touchdown to touchdown of one foot, mean over the feet (null without feet).
 ``plausibility``
     could a body of the model's mass do this on the ground: stance-foot slip, external force,
     centre of pressure, root acceleration, ``passed`` and ``failures``
@@ -56,7 +62,7 @@ import os
 import mujoco
 import numpy as np
 
-from musclerl.dynamics.plausibility import plausibility
+from musclerl.dynamics.plausibility import leg_feet, plausibility
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path
 from musclerl.ground.contact import detect_contacts
@@ -71,6 +77,8 @@ PENETRATION_TOLERANCE_M = 1e-3
 LIMIT_TOLERANCE = 1e-6
 LIMIT_BOUND_TOLERANCE = 1e-4  # rad or m from a bound: the joint is on it
 TENDON_JUMP_FRAC = 0.05
+GAIT_PATH_HZ = 10.0  # the root path is sampled this often for its length (walking: 2 steps/s)
+MIN_PHASE_S = 0.08  # stance or swing shorter than this is flicker at a touchdown, not a step
 
 
 def _stats(per_frame: np.ndarray) -> dict:
@@ -201,9 +209,44 @@ def quality_report(
     try:
         check = plausibility(model, qpos, rate_hz, terrain=terrain, clip_loop=np.array([loop]))
         report["plausibility"] = check.as_dict()
+        report["gait"] = gait_summary(qpos, rate_hz, check.series.stance, leg_feet(model)[0])
     except InputError as err:  # no free root or no feet: nothing to stand on
         report["plausibility"] = {"skipped": str(err)}
+        report["gait"] = gait_summary(qpos, rate_hz, None)
     return report, series
+
+
+def _debounced(flags: np.ndarray, min_frames: int) -> np.ndarray:
+    """(T,) bool ``flags`` with gaps shorter than ``min_frames`` filled, then runs that short removed."""
+    out = flags.copy()
+    for value in (False, True):  # bridge short gaps, then drop short runs
+        edges = np.flatnonzero(np.diff(np.concatenate([[False], out == value, [False]]).astype(int)))
+        for a, b in zip(edges[::2], edges[1::2], strict=True):
+            if b - a < min_frames and (value or (a > 0 and b < len(out))):
+                out[a:b] = not value
+    return out
+
+
+def gait_summary(
+    qpos: np.ndarray, rate_hz: float, stance: np.ndarray | None, feet: tuple[str, ...] = ()
+) -> dict:
+    """``gait`` of the report (module docstring) from ``qpos`` (T, nq) with a free root first and
+    the plausibility check's ``stance`` (T, F) of ``feet`` (None: no strides)."""
+    n = len(qpos)
+    step = max(1, int(round(rate_hz / GAIT_PATH_HZ)))
+    samples = np.append(np.arange(0, n, step), n - 1)
+    path_m = float(np.sum(np.linalg.norm(np.diff(qpos[samples, :2], axis=0), axis=1)))
+    duration_s = (n - 1) / rate_hz
+    out: dict = {"speed_mps": path_m / duration_s if duration_s > 0 else None, "path_m": path_m}
+    if stance is None or not stance.size:
+        return {**out, "touchdowns": {}, "strides": None}
+    min_frames = max(1, int(round(MIN_PHASE_S * rate_hz)))
+    touchdowns = {}
+    for f, name in enumerate(feet or [str(i) for i in range(stance.shape[1])]):
+        flags = _debounced(stance[:, f].astype(bool), min_frames)
+        touchdowns[name] = int(np.sum(flags[1:] & ~flags[:-1]))
+    strides = float(np.mean([max(0, k - 1) for k in touchdowns.values()]))
+    return {**out, "touchdowns": touchdowns, "strides": strides}
 
 
 def limit_bound_summary(
