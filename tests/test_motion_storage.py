@@ -35,6 +35,13 @@ def test_id_sto(gait2354):
     assert not table.in_degrees and table.columns[0] == "pelvis_tilt_moment" and table.num_rows == 73
 
 
+SIZE_KEYS = {"version", "nRows", "nColumns", "inDegrees", "datacolumns", "datarows", "range"}
+
+
+def _content(header: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in header.items() if k not in SIZE_KEYS}
+
+
 def test_every_storage_file_round_trips_exactly(shared_data, tmp_path):
     files = sorted([*shared_data.rglob("*.mot"), *shared_data.rglob("*.sto")])
     assert len(files) >= 5
@@ -45,7 +52,9 @@ def test_every_storage_file_round_trips_exactly(shared_data, tmp_path):
         back = read_storage(out)
         assert back.columns == table.columns and back.name == table.name
         assert back.in_degrees == table.in_degrees
-        assert back.header == table.header
+        # the header's size lines are rewritten from the data in the current format (an old
+        # c3dExport file's datacolumns/datarows/range become nRows/nColumns); every other key stays
+        assert _content(back.header) == _content(table.header), path.name
         np.testing.assert_array_equal(back.data, table.data)  # bit for bit
         np.testing.assert_array_equal(back.time_s, table.time_s)
 
