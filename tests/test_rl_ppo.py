@@ -249,3 +249,56 @@ def test_optimizers_and_schedules(name, schedule):
     state = tx.init(params)
     updates, _ = tx.update({"w": jnp.full((4, 3), 100.0), "b": jnp.ones(3)}, state, params)
     assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(updates))
+
+
+def _one_update(lr: float, target_kl: float):
+    """One PPO update of a 3-obs, 2-action learner on a fixed random rollout, from step size ``lr``."""
+    cfg = load_config(
+        None,
+        [
+            "ppo.num_envs=8",
+            f"ppo.target_kl={target_kl}",
+            "ppo.lr_min=1e-7",
+            "ppo.lr_max=1.0",
+            f"optimizer.learning_rate={lr}",
+            "optimizer.schedule=constant",
+        ],
+    )
+    bounds = networks.ActionBounds(low=-np.ones(2), high=np.ones(2), neutral=np.zeros(2))
+    learner = ppo.make_learner(cfg, 3, bounds, 10)
+    state = learner.init(jax.random.PRNGKey(0)).replace(learning_rate=jnp.asarray(lr, jnp.float32))
+    rng = np.random.default_rng(0)
+    raw = jnp.asarray(rng.normal(size=(16, 8, 3)), jnp.float32)
+    obs = learner.normalize(state, raw)
+    dist, value = learner.network.apply(state.params, obs)
+    u = dist.sample(jax.random.PRNGKey(1))
+    traj = ppo.Transition(
+        obs=obs,
+        action=u,
+        log_prob=dist.log_prob(u),
+        value=value,
+        reward=jnp.asarray(rng.normal(size=(16, 8)), jnp.float32),
+        done=jnp.zeros((16, 8), bool),
+        terminated=jnp.zeros((16, 8), bool),
+        next_value=value,
+    )
+    new, metrics = learner.learn(state, traj, raw)
+    return state, new, metrics
+
+
+def test_step_size_is_held_through_an_update_and_adapted_after_it():
+    """The KL-adaptive update takes every minibatch step at the step it started with (the same
+    parameters as a constant schedule at that step), then sets the next step from the KL the
+    whole update made: down after a large step, up after a tiny one."""
+    _, adaptive, metrics = _one_update(1e-2, target_kl=0.01)
+    _, constant, _ = _one_update(1e-2, target_kl=0.0)
+    leaves = zip(
+        jax.tree_util.tree_leaves(adaptive.params), jax.tree_util.tree_leaves(constant.params), strict=True
+    )
+    for a, c in leaves:
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-6, atol=1e-9)
+    assert float(metrics["optim/update_kl"]) > 0.02  # a large step: over twice the target
+    assert float(adaptive.learning_rate) == pytest.approx(1e-2 / 1.5)
+    _, small, metrics = _one_update(1e-6, target_kl=0.01)
+    assert float(metrics["optim/update_kl"]) < 0.005
+    assert float(small.learning_rate) == pytest.approx(1.5e-6)

@@ -56,7 +56,7 @@ class PpoConfig:
     normalize_advantages: bool = True
     normalize_rewards: bool = True  # divide rewards by the running std of the discounted return
     reward_scale: float = 1.0  # rewards are multiplied by this before GAE (after normalisation)
-    target_kl: float = 0.01  # > 0: step size adapted per minibatch to this KL (rsl_rl); 0: schedule
+    target_kl: float = 0.01  # > 0: step size adapted after each update to the KL it made; 0: schedule
     lr_min: float = 1.0e-5
     lr_max: float = 3.0e-3
     normalize_obs: bool = True  # running mean/std of observations (kept in checkpoints)
