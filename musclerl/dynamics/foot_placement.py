@@ -37,7 +37,7 @@ from scipy.ndimage import uniform_filter1d
 from musclerl.dynamics.inverse_dynamics import lowpass
 from musclerl.dynamics.plausibility import leg_feet
 from musclerl.geometry.free_root import free_root_qposadr
-from musclerl.ground.contact import detect_contacts
+from musclerl.ground.contact import detect_contacts, stance_phases
 from musclerl.ground.surface import GeomSurface
 
 #: Surface samples per foot geom: the lowest of them stands for the contact point (~1 mm).
@@ -206,8 +206,7 @@ def stance_fit(
     weight = np.full(stance.shape, np.nan) if support is None else np.asarray(support, dtype=float)
     slips, loaded = [], []
     for f in range(stance.shape[1]):
-        edges = np.diff(np.concatenate([[0], stance[:, f].astype(int), [0]]))
-        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
+        for a, b in stance_phases(stance[:, f]):
             if b - a >= 2:  # the steps between its stance frames
                 slips.append(rel[a : b - 1, f].sum())
                 loaded.append((rel[a : b - 1, f] * weight[a : b - 1, f]).sum())

@@ -32,6 +32,8 @@ import re
 
 import numpy as np
 
+from musclerl.geometry.arrays import runs
+
 SIDES = ("r", "l")
 ON_BW = 0.05  # a foot is loaded above 5 % body weight (about 35 N for 70 kg) ...
 OFF_BW = 0.03  # ... and unloaded below 3 %: hysteresis against contact chatter
@@ -89,16 +91,9 @@ def gait_events(
     for i, v in enumerate(f):
         state = v > on or (state and v >= off)
         loaded[i] = state
-    edges = np.diff(loaded.astype(int))
-    starts = list(np.flatnonzero(edges == 1) + 1)
-    stops = list(np.flatnonzero(edges == -1) + 1)  # first unloaded sample
-    if loaded[:1].any():
-        starts.insert(0, 0)
-    if loaded[-1:].any():
-        stops.append(len(t))
-    runs = [[a, b] for a, b in zip(starts, stops, strict=True)]
     merged: list[list[int]] = []
-    for a, b in runs:  # a lift-off shorter than min_swing_s is chatter: join the two stances
+    stances = [(a, b) for a, b, value in runs(loaded) if value]  # b: the first unloaded sample
+    for a, b in stances:  # a lift-off shorter than min_swing_s is chatter: join the two stances
         if merged and merged[-1][1] < len(t) and t[a] - t[merged[-1][1] - 1] < min_swing_s:
             merged[-1][1] = b
         else:
@@ -164,7 +159,7 @@ def _assign_plates(time_s, plates: dict[str, np.ndarray], hip_flexion: dict[str,
     for name, fy in plates.items():
         ev = gait_events(time_s, fy, ON_BW, OFF_BW)
         owner = np.full(len(time_s), -1)
-        for a, b, value in _runs(ev.stance):
+        for a, b, value in runs(ev.stance):
             if not value:
                 continue
             if hip_flexion is None:
@@ -177,12 +172,6 @@ def _assign_plates(time_s, plates: dict[str, np.ndarray], hip_flexion: dict[str,
             owner[a:b] = side
         out[name] = owner
     return out
-
-
-def _runs(flags: np.ndarray) -> list[tuple[int, int, bool]]:
-    edges = np.flatnonzero(np.diff(flags.astype(int))) + 1
-    bounds = [0, *edges.tolist(), len(flags)]
-    return [(a, b, bool(flags[a])) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
 def reference_foot_grf(ref) -> FootGRF | None:
@@ -307,7 +296,7 @@ def stance_peaks_bw(grf: FootGRF, side: str, events: GaitEvents | None = None) -
     ev = events or grf.events(side)
     fz = grf.vertical_bw[:, k]
     peaks = []
-    for a, b, value in _runs(ev.stance):
+    for a, b, value in runs(ev.stance):
         if value and a > 0 and b < len(fz):
             peaks.append(float(np.nanmax(fz[a:b])))
     if peaks:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 
 def quat_to_mat(q: Any, xp: Any) -> Any:
     """(..., 4) quaternions (normalised here) -> (..., 3, 3) rotation matrices.
@@ -69,6 +71,14 @@ def ground_height(xy: Any, terrain: dict[str, Any] | None, xp: Any) -> Any:
     top = h[r0, c0] * (1 - fx) + h[r0, c0 + 1] * fx
     bottom = h[r0 + 1, c0] * (1 - fx) + h[r0 + 1, c0 + 1] * fx
     return top * (1 - fy) + bottom * fy
+
+
+def runs(flags: Any) -> list[tuple[int, int, bool]]:
+    """(start, end, value) runs of a 1-D bool array (numpy), end exclusive, in order."""
+    flags = np.asarray(flags, dtype=bool)
+    edges = np.flatnonzero(np.diff(flags.astype(np.int8))) + 1
+    bounds = [0, *edges.tolist(), len(flags)]
+    return [(a, b, bool(flags[a])) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
 def site_velocity(cvel: Any, com: Any, site_pos: Any, xp: Any) -> Any:

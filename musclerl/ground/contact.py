@@ -26,6 +26,8 @@ import dataclasses
 import numpy as np
 from scipy.ndimage import maximum_filter1d, uniform_filter1d
 
+from musclerl.geometry.arrays import runs
+
 
 @dataclasses.dataclass(frozen=True)
 class ContactParams:
@@ -116,17 +118,6 @@ def _hysteresis(enter: np.ndarray, stay: np.ndarray, loop: bool) -> np.ndarray:
     return out
 
 
-def _runs(flags: np.ndarray) -> list[tuple[int, int, bool]]:
-    """(start, end, value) runs of a 1-D bool array, end exclusive."""
-    out = []
-    start = 0
-    for t in range(1, len(flags) + 1):
-        if t == len(flags) or flags[t] != flags[start]:
-            out.append((start, t, bool(flags[start])))
-            start = t
-    return out
-
-
 def remove_short_phases(flags: np.ndarray, min_frames: int) -> np.ndarray:
     """Fill swing gaps and drop stance runs shorter than ``min_frames`` (interior runs only for gaps).
 
@@ -137,11 +128,11 @@ def remove_short_phases(flags: np.ndarray, min_frames: int) -> np.ndarray:
         return out
     for j in range(out.shape[1]):
         col = out[:, j]
-        for start, end, value in _runs(col):
+        for start, end, value in runs(col):
             interior = start > 0 and end < len(col)
             if not value and interior and end - start < min_frames:
                 col[start:end] = True
-        for start, end, value in _runs(col):
+        for start, end, value in runs(col):
             if value and end - start < min_frames:
                 col[start:end] = False
     return out
@@ -174,7 +165,7 @@ def detect_contacts(
 
 def stance_phases(flags: np.ndarray) -> list[tuple[int, int]]:
     """Stance runs ``(start, end)`` (end exclusive) of a 1-D flag array (T,)."""
-    return [(s, e) for s, e, v in _runs(np.asarray(flags, dtype=bool)) if v]
+    return [(s, e) for s, e, v in runs(flags) if v]
 
 
 def foot_flags(flags: np.ndarray, foot_of_point: np.ndarray) -> np.ndarray:

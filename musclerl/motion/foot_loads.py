@@ -29,6 +29,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from musclerl.errors import InputError
+from musclerl.geometry.arrays import runs
 from musclerl.motion.c3d import C3DTrial
 from musclerl.motion.keypoints import z_up_to_y_up
 from musclerl.motion.storage import Table
@@ -82,19 +83,15 @@ def foot_markers(trial: C3DTrial) -> dict[str, list[int]]:
     return feet
 
 
-def _runs(loaded: np.ndarray) -> list[tuple[int, int]]:
-    """[start, stop) of each run of True in ``loaded`` (T,)."""
-    edges = np.diff(np.concatenate([[0], loaded.astype(int), [0]]))
-    return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True))
-
-
 def plate_contacts(trial: C3DTrial) -> list[PlateContact]:
     """Every plate's contacts and the foot each goes to (module docstring), in time order."""
     plates, markers = trial.plates, trial.markers
     feet = foot_markers(trial)
     contacts = []
     for p in range(plates.count):
-        for start, stop in _runs(plates.force_n[:, p, 2] > MIN_LOAD_N):
+        for start, stop, loaded in runs(plates.force_n[:, p, 2] > MIN_LOAD_N):
+            if not loaded:
+                continue
             cop = plates.cop_m[start:stop, p, :2]  # (S, 2) horizontal
             frames = np.clip(
                 np.searchsorted(markers.time_s, plates.time_s[start:stop]), 0, markers.num_frames - 1

@@ -65,7 +65,7 @@ import numpy as np
 from musclerl.dynamics.plausibility import leg_feet, plausibility
 from musclerl.errors import InputError
 from musclerl.fileio import atomic_path
-from musclerl.ground.contact import detect_contacts
+from musclerl.ground.contact import detect_contacts, remove_short_phases
 from musclerl.ground.surface import GeomSurface
 from musclerl.models.couplings import couplings
 from musclerl.models.geoms import collision_geoms, foot_geoms
@@ -216,17 +216,6 @@ def quality_report(
     return report, series
 
 
-def _debounced(flags: np.ndarray, min_frames: int) -> np.ndarray:
-    """(T,) bool ``flags`` with gaps shorter than ``min_frames`` filled, then runs that short removed."""
-    out = flags.copy()
-    for value in (False, True):  # bridge short gaps, then drop short runs
-        edges = np.flatnonzero(np.diff(np.concatenate([[False], out == value, [False]]).astype(int)))
-        for a, b in zip(edges[::2], edges[1::2], strict=True):
-            if b - a < min_frames and (value or (a > 0 and b < len(out))):
-                out[a:b] = not value
-    return out
-
-
 def gait_summary(
     qpos: np.ndarray, rate_hz: float, stance: np.ndarray | None, feet: tuple[str, ...] = ()
 ) -> dict:
@@ -243,7 +232,7 @@ def gait_summary(
     min_frames = max(1, int(round(MIN_PHASE_S * rate_hz)))
     touchdowns = {}
     for f, name in enumerate(feet or [str(i) for i in range(stance.shape[1])]):
-        flags = _debounced(stance[:, f].astype(bool), min_frames)
+        flags = remove_short_phases(stance[:, f : f + 1], min_frames)[:, 0]
         touchdowns[name] = int(np.sum(flags[1:] & ~flags[:-1]))
     strides = float(np.mean([max(0, k - 1) for k in touchdowns.values()]))
     return {**out, "touchdowns": touchdowns, "strides": strides}
