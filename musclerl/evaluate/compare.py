@@ -219,11 +219,6 @@ def reference_events(ref) -> dict[str, GaitEvents] | None:
     return None if grf is None else {side: grf.events(side) for side in SIDES}
 
 
-def sim_heel_strikes(rec: Recording, side: str = "r", offset_s: float = 0.0) -> np.ndarray:
-    """Heel strikes (H,) of one side of the policy, in reference time."""
-    return sim_events(rec, offset_s)[side].heel_strikes_s
-
-
 def reference_heel_strikes(ref, side: str = "r") -> np.ndarray:
     """Heel strikes (H,) of one side from the reference's GRF; empty without GRF."""
     events = reference_events(ref)
