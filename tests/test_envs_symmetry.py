@@ -113,7 +113,7 @@ def _learner_with_swap(cfg):
 
 
 def test_ppo_batch_gets_the_mirrored_copy_of_every_sample():
-    cfg = load_config(None, ["ppo.num_envs=4"])
+    cfg = load_config(None, ["ppo.num_envs=4", "ppo.mirror_augment=true", "ppo.symmetry_coef=0.1"])
     learner = _learner_with_swap(cfg)
     state = learner.init(jnp.zeros(2, jnp.uint32))
     rng = np.random.default_rng(0)
@@ -138,6 +138,9 @@ def test_ppo_batch_gets_the_mirrored_copy_of_every_sample():
     # each sample knows its partner's observation (the mirror loss compares the two)
     np.testing.assert_array_equal(both.mirror_obs[:, :4], both.obs[:, 4:])
     np.testing.assert_array_equal(both.mirror_obs[:, 4:], both.obs[:, :4])
+    # without the mirror loss no sample carries its partner's observation (no (T, 2N, D) copy)
+    _, plain = _learner_with_swap(load_config(None, ["ppo.num_envs=4"]))._with_mirrored(state, raw, batch)
+    assert plain.mirror_obs.shape == (5, 8, 0)
     # the statistics learn from both halves, so they are themselves symmetric
     stats = norm.update(state.obs_stats, raw_both)
     np.testing.assert_allclose(stats.mean[0], stats.mean[1], rtol=1e-5)

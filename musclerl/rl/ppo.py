@@ -121,7 +121,8 @@ class Batch(NamedTuple):
     advantage: jax.Array  # (B,)
     target: jax.Array  # (B,) value target (returns)
     original: jax.Array  # (B,) 1 for collected samples, 0 for their mirrored copies
-    mirror_obs: jax.Array  # (B, D) the normalised observation of each sample's mirror image ((B, 0): none)
+    # (B, D) the normalised observation of each sample's mirror image, for the mirror loss ((B, 0): off)
+    mirror_obs: jax.Array
 
 
 def symmetry_loss(dist, mirror_dist, mirror_action: Callable) -> jax.Array:
@@ -343,13 +344,13 @@ class Learner:
         copy, pi(g_a u | g_o o) / pi_old(u | o), then also pulls the policy towards symmetry."""
         raw_mirror = self.mirror.observation.apply(raw_obs)
         mirror_obs = self.normalize(state, raw_mirror)
-        batch = batch._replace(mirror_obs=mirror_obs)
         copy = batch._replace(
             obs=mirror_obs,
             action=self.mirror.action.apply(batch.action),
             original=jnp.zeros_like(batch.original),
-            mirror_obs=batch.obs,
         )
+        if self.cfg.ppo.symmetry_coef > 0:  # the mirror loss pairs each sample with its copy
+            batch, copy = batch._replace(mirror_obs=mirror_obs), copy._replace(mirror_obs=batch.obs)
         both = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b], axis=1), batch, copy)
         return jnp.concatenate([raw_obs, raw_mirror], axis=1), both
 
