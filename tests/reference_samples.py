@@ -18,6 +18,22 @@ from musclerl.resources import assets_dir
 WALK = assets_dir() / "motions" / "walk_myolegs.npz"
 WALKS = {"myolegs": WALK, "tiny": assets_dir() / "motions" / "walk_tiny.npz"}
 TORQUE_COORDS = SAGITTAL_LEG_COORDINATES
+SUBJECT01_MASS_KG = 72.6  # subject01_simbody.osim: the sum of its body masses
+
+
+def subject01_reference_args(gait2354: Path, motion: Path | None = None) -> list[str]:
+    """``musclerl reference`` arguments for the shared gait2354 walk (``motion`` in place of its IK
+    when given) with its two plates' loads and the subject's mass; callers add ``--out`` and options."""
+    return [
+        "reference",
+        str(motion or gait2354 / "subject01_walk1_ik.mot"),
+        "--grf",
+        str(gait2354 / "subject01_walk1_grf.mot"),
+        "--loads",
+        str(gait2354 / "subject01_walk1_grf.xml"),
+        "--mass",
+        str(SUBJECT01_MASS_KG),
+    ]
 
 
 def walk_angles(model_name: str = "myolegs") -> tuple[list[str], np.ndarray, float]:

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from reference_samples import WALK, walk_reference, write_reference_folder
+from reference_samples import WALK, subject01_reference_args, walk_reference, write_reference_folder
 
 from musclerl.cli import main
 from musclerl.errors import InputError
@@ -257,14 +257,8 @@ def test_evaluate_tracks_a_reference_made_from_gait2354(gait2354, tmp_path):
     """``musclerl reference`` on the shared gait2354 trial, then ``evaluate`` on that reference
     alone: the policy tracks the trial's own (treadmill-corrected) kinematics."""
     ref = tmp_path / "ref.npz"
-    args = ["reference", str(gait2354 / "subject01_walk1_ik.mot"), "--model", "myolegs"]
-    args += [
-        "--grf",
-        str(gait2354 / "subject01_walk1_grf.mot"),
-        "--loads",
-        str(gait2354 / "subject01_walk1_grf.xml"),
-    ]
-    assert main([*args, "--mass", "72.6", "--no-static-optimisation", "--out", str(ref)]) == 0
+    args = [*subject01_reference_args(gait2354), "--model", "myolegs", "--no-static-optimisation"]
+    assert main([*args, "--out", str(ref)]) == 0
     out = tmp_path / "eval"
     args = ["evaluate", str(POLICY), "--reference", str(ref), "--treadmill", "--max-steps", "25"]
     assert main([*args, "--out", str(out)]) == 0

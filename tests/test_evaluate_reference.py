@@ -8,6 +8,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
+from reference_samples import subject01_reference_args
 
 from musclerl.cli import main
 from musclerl.dynamics import inverse_dynamics as idyn
@@ -137,22 +138,7 @@ def test_reference_cli_end_to_end(gait2354, tmp_path):
     from musclerl.motion.storage import read_storage
 
     out = tmp_path / "ref.npz"
-    rc = main(
-        [
-            "reference",
-            str(gait2354 / "subject01_walk1_ik.mot"),
-            "--model",
-            "myolegs",
-            "--grf",
-            str(gait2354 / "subject01_walk1_grf.mot"),
-            "--loads",
-            str(gait2354 / "subject01_walk1_grf.xml"),
-            "--mass",
-            "72.6",
-            "--out",
-            str(out),
-        ]
-    )
+    rc = main([*subject01_reference_args(gait2354), "--model", "myolegs", "--out", str(out)])
     assert rc == 0
     from musclerl.motion.reference import REQUIRED_KEYS, TIME_KEYS
 

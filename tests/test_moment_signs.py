@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 import pytest
 from boo_fixtures import trial_arrays
+from reference_samples import subject01_reference_args
 
 from musclerl.cli import main
 from musclerl.dynamics.joint_moments import joint_moments
@@ -31,15 +32,8 @@ def test_reference_moments_agree_with_our_inverse_dynamics_on_both_legs(gait2354
     """A Boo fixture trial's torques, signed by the reader into myolegs' conventions, correlate
     positively with mj_inverse of the same walk on myolegs, per leg and joint."""
     ours_path = tmp_path / "ours.npz"
-    args = ["reference", str(gait2354 / "subject01_walk1_ik.mot"), "--model", "myolegs"]
-    args += [
-        "--grf",
-        str(gait2354 / "subject01_walk1_grf.mot"),
-        "--loads",
-        str(gait2354 / "subject01_walk1_grf.xml"),
-    ]
-    args += ["--mass", "72.6", "--no-static-optimisation", "--out", str(ours_path)]
-    assert main(args) == 0
+    args = [*subject01_reference_args(gait2354), "--model", "myolegs", "--no-static-optimisation"]
+    assert main([*args, "--out", str(ours_path)]) == 0
     ours = read_reference(ours_path)
     arrays, _, _ = trial_arrays("S901", 0, 72.6, None)
     np.savez(tmp_path / "trial.npz", **arrays)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference_samples import subject01_reference_args
 
 from musclerl.cli import main
 from musclerl.motion.reference import read_reference
@@ -35,21 +36,7 @@ def _mot_with_column(src: Path, dst: Path, column: str, value_deg: float) -> Non
 
 
 def _reference(gait2354: Path, motion: Path, out: Path, *extra: str) -> int:
-    return main(
-        [
-            "reference",
-            str(motion),
-            "--grf",
-            str(gait2354 / "subject01_walk1_grf.mot"),
-            "--loads",
-            str(gait2354 / "subject01_walk1_grf.xml"),
-            "--mass",
-            "72.6",
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
+    return main([*subject01_reference_args(gait2354, motion), "--out", str(out), *extra])
 
 
 @pytest.fixture(scope="module")
