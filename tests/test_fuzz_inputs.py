@@ -134,9 +134,15 @@ def test_info_reads_every_variant(kind, variant, room, capsys, monkeypatch):
     _run(variant, SUFFIX[kind], _info, room, capsys, monkeypatch)
 
 
-@pytest.mark.parametrize("variant", _refused(TRC), ids=_ids(_refused(TRC)))
+BAD_MARKER_TRIALS = [(".trc", v) for v in _refused(TRC)] + [(".c3d", v) for v in _refused(C3D)]
+
+
+@pytest.mark.parametrize("suffix, variant", BAD_MARKER_TRIALS, ids=[v.name for _, v in BAD_MARKER_TRIALS])
 @pytest.mark.parametrize("role", ["trial", "static"])
-def test_retarget_markers_refuses_bad_trc(variant, role, valid_inputs, room, capsys, monkeypatch):
+def test_retarget_markers_refuses_bad_marker_files(
+    suffix, variant, role, valid_inputs, room, capsys, monkeypatch
+):
+    """A bad .trc or .c3d, as the trial or the static trial (both go through the READERS table)."""
     case = valid_inputs
 
     def argv(path: Path, folder: Path):
@@ -155,32 +161,7 @@ def test_retarget_markers_refuses_bad_trc(variant, role, valid_inputs, room, cap
         ]
         return [*cmd, "--out", out, "--report", folder / "r.json"], [out, folder / "r.json"], path
 
-    _run(variant, ".trc", argv, room, capsys, monkeypatch, extra_inputs=[case["walk"], case["static"]])
-
-
-@pytest.mark.parametrize("variant", _refused(C3D), ids=_ids(_refused(C3D)))
-@pytest.mark.parametrize("role", ["trial", "static"])
-def test_retarget_markers_refuses_bad_c3d(variant, role, valid_inputs, room, capsys, monkeypatch):
-    """A C3D trial or static trial goes through the same READERS table as a .trc."""
-    case = valid_inputs
-
-    def argv(path: Path, folder: Path):
-        trial, static = (path, case["static"]) if role == "trial" else (case["walk"], path)
-        out = folder / "out.npz"
-        cmd = [
-            "retarget",
-            "markers",
-            trial,
-            "--model",
-            "tiny",
-            "--markers",
-            case["markers"],
-            "--static",
-            static,
-        ]
-        return [*cmd, "--out", out], [out], path
-
-    _run(variant, ".c3d", argv, room, capsys, monkeypatch, extra_inputs=[case["walk"], case["static"]])
+    _run(variant, suffix, argv, room, capsys, monkeypatch, extra_inputs=[case["walk"], case["static"]])
 
 
 @pytest.mark.parametrize("variant", _refused(C3D), ids=_ids(_refused(C3D)))
