@@ -68,6 +68,19 @@ def write_sto(path: Path, name: str, time_s: np.ndarray, columns: list[str], dat
     path.write_text("\n".join(lines) + "\n")
 
 
+def _subject_fields(mass_kg: float) -> dict[str, np.ndarray]:
+    """The Boo layout's per-subject mass and its statements of units and normalisation."""
+    return {
+        "joint_torque_sign_convention": np.array("torques follow each angle column's sign convention"),
+        "joint_torque_normalization": np.array("divided_by_subject_weight_kg"),
+        "joint_torque_units": np.array("original_ID_units_per_kg"),
+        "subject_weight_kg": np.array(mass_kg),
+        "subject_body_weight_n": np.array(mass_kg * GRAVITY),
+        "computed_grf_normalization": np.array("force_vectors_divided_by_subject_body_weight_n"),
+        "computed_grf_units": np.array("force: BW; cop: m; torque: N*m"),
+    }
+
+
 def trial_arrays(
     subject: str, trial_index: int, mass_kg: float, off_plate: str | None, data: Path = SHARED
 ) -> tuple[dict[str, np.ndarray], list[str], np.ndarray]:
@@ -137,16 +150,10 @@ def trial_arrays(
         "joint_torque_columns": np.array(torque_cols),
         "joint_torque_valid": valid.all(axis=1),
         "joint_torque_column_valid": valid,
-        "joint_torque_sign_convention": np.array("torques follow each angle column's sign convention"),
-        "joint_torque_normalization": np.array("divided_by_subject_weight_kg"),
-        "joint_torque_units": np.array("original_ID_units_per_kg"),
-        "subject_weight_kg": np.array(mass_kg),
-        "subject_body_weight_n": np.array(weight_n),
+        **_subject_fields(mass_kg),
         "computed_grf": grf_vals,
         "computed_grf_columns": np.array(grf_cols),
         "computed_grf_valid": np.ones(len(rows), dtype=bool),
-        "computed_grf_normalization": np.array("force_vectors_divided_by_subject_body_weight_n"),
-        "computed_grf_units": np.array("force: BW; cop: m; torque: N*m"),
         "qc_notes": np.array("; ".join(notes)),
         "source_files": np.array(
             [f"{subject}/{trial}_ik.mot", f"{subject}/{trial}_id.sto", f"{subject}/{trial}_grf.mot"]
@@ -199,16 +206,10 @@ def long_trial_arrays(subject: str, mass_kg: float, data: Path = SHARED) -> dict
         "joint_torque_columns": np.array(torque_cols),
         "joint_torque_valid": valid.all(axis=1),
         "joint_torque_column_valid": valid,
-        "joint_torque_sign_convention": np.array("torques follow each angle column's sign convention"),
-        "joint_torque_normalization": np.array("divided_by_subject_weight_kg"),
-        "joint_torque_units": np.array("original_ID_units_per_kg"),
-        "subject_weight_kg": np.array(mass_kg),
-        "subject_body_weight_n": np.array(weight_n),
+        **_subject_fields(mass_kg),
         "computed_grf": np.column_stack(grf_vals),
         "computed_grf_columns": np.array(grf_cols),
         "computed_grf_valid": np.ones(len(t), dtype=bool),
-        "computed_grf_normalization": np.array("force_vectors_divided_by_subject_body_weight_n"),
-        "computed_grf_units": np.array("force: BW; cop: m; torque: N*m"),
         "qc_notes": np.array("sagittal model: hip adduction/rotation, subtalar and mtp not in joint_angle"),
         "source_files": np.array(
             [f"{subject}/long_ik.mot", f"{subject}/long_id.sto", f"{subject}/long_grf.mot"]
