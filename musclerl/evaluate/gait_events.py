@@ -195,15 +195,20 @@ def reference_foot_grf(ref) -> FootGRF | None:
         if (m := _OURS.match(c)) and not c.startswith(("ground_", "1_", "2_", "3_"))
     }
     notes: list[str] = []
-    if any(k[1] == "y" for k in boo):
-        layout = "boo"
-        for (side, axis), j in boo.items():
+
+    def add_by_side(entries, vertical_axis: str) -> None:
+        """Sum columns ``(side, axis, j)`` into each foot's vertical and anterior-posterior force."""
+        for side, axis, j in entries:
             k = SIDES.index(side)
-            if axis == "y":
+            if axis == vertical_axis:
                 vertical[:, k] += np.nan_to_num(data[:, j])
                 found[k] = True
             elif axis == "x":
                 ap[:, k] += np.nan_to_num(data[:, j])
+
+    if any(k[1] == "y" for k in boo):
+        layout = "boo"
+        add_by_side([(side, axis, j) for (side, axis), j in boo.items()], "y")
     elif any(k[1] == "y" for k in plates):
         layout = "plates"
         names = sorted({p for p, axis in plates if axis == "y"})
@@ -225,16 +230,8 @@ def reference_foot_grf(ref) -> FootGRF | None:
         found[:] = True
     elif any(k[1] == "z" and _side_of_body(k[0]) for k in ours):
         layout = "musclerl"
-        for (body, axis), j in ours.items():
-            side = _side_of_body(body)
-            if side is None:
-                continue
-            k = SIDES.index(side)
-            if axis == "z":
-                vertical[:, k] += np.nan_to_num(data[:, j])
-                found[k] = True
-            elif axis == "x":
-                ap[:, k] += np.nan_to_num(data[:, j])
+        sided = [(_side_of_body(body), axis, j) for (body, axis), j in ours.items()]
+        add_by_side([entry for entry in sided if entry[0] is not None], "z")
     else:
         return None
     bad = ~np.asarray(ref.computed_grf_valid, bool)
