@@ -93,6 +93,12 @@ class RestFrames:
         )
 
 
+def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Angle (deg) between vectors ``a`` and ``b`` (..., 3), over the last axis."""
+    cos = np.sum(a * b, axis=-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-12)
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
 def pose_jumps_m(positions_m: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     """(T-1,) largest pelvis-relative displacement of the :data:`BODY_KEYPOINTS` between
     consecutive frames of ``positions_m`` (T, K, 3) (module docstring)."""
@@ -105,11 +111,7 @@ def knee_flexion_deg(positions_m: np.ndarray, names: tuple[str, ...], side: str)
     """(T,) knee flexion of one leg (``"left"``/``"right"``), degrees: 180° minus the angle at
     the knee between hip and ankle (0 = straight), from the keypoint positions (T, K, 3)."""
     hip, knee, ankle = (positions_m[:, names.index(f"{side}_{p}")] for p in ("hip", "knee", "ankle"))
-    thigh, shank = hip - knee, ankle - knee
-    cos = np.sum(thigh * shank, axis=-1) / (
-        np.linalg.norm(thigh, axis=-1) * np.linalg.norm(shank, axis=-1) + 1e-12
-    )
-    return 180.0 - np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+    return 180.0 - _angle_deg(hip - knee, ankle - knee)
 
 
 def _arm_abduction_deg(
@@ -151,8 +153,7 @@ def leading_rest_frames(
 def rest_knee_bend_deg(thigh: np.ndarray, shank: np.ndarray) -> float:
     """Angle (deg) between a leg's thigh bone ``thigh`` (3,) (the knee's OFFSET) and shank
     ``shank`` (3,) (the ankle's OFFSET) in the rest skeleton: 0 for a straight leg."""
-    cos = float(thigh @ shank) / (float(np.linalg.norm(thigh) * np.linalg.norm(shank)) + 1e-12)
-    return float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+    return float(_angle_deg(thigh, shank))
 
 
 def bent_rest_legs(bend_deg: dict[str, float], positions_m: np.ndarray, names: tuple[str, ...]) -> str | None:
