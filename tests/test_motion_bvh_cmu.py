@@ -338,3 +338,28 @@ def test_bvh_retarget_is_balanced_and_checked_on_the_named_model(tmp_path, capsy
         assert reports[name]["plausibility_model"] == "tiny"
     assert "balance" in reports["default"] and "balance" not in reports["plain"]
     assert reports["default"]["gait"]["speed_mps"] < 0.2
+
+
+@pytest.mark.slow
+def test_cmu_walks_come_out_on_a_level_floor_and_smooth(tmp_path):
+    """Three CMU walks through the folder path (about a minute): a lab's level floor (no
+    heightfield: it came out as 2-4 deg ramps with 3-10 cm of bumps), the root no noisier than a
+    walk's pelvis (median acceleration under 10 m/s^2; 6-22 before the low-pass), the check passed
+    on the registry model."""
+    import json
+
+    from musclerl.motion.trajectory import Trajectory
+
+    names = ("07_06", "16_21", "132_21")
+    if not all((CMU / "mb" / f"{n}.bvh").is_file() for n in names):
+        pytest.skip("../shared/data/cmu_walks/mb not present")
+    paths = [str(CMU / "mb" / f"{n}.bvh") for n in names]
+    argv = ["retarget", "smpl", *paths, "--model", "myolegs", "--out", str(tmp_path), "--jobs", "1"]
+    assert main(argv) == 0
+    for name in names:
+        traj = Trajectory.load(tmp_path / f"{name}.npz")
+        report = json.loads((tmp_path / f"{name}.json").read_text())
+        assert traj.terrain is None and report["named_model_placement"]["smoothed_hz"] == 6.0
+        accel = np.diff(traj.qpos[:, :3], 2, axis=0) * traj.rate_hz**2
+        assert np.median(np.linalg.norm(accel, axis=1)) < 10.0, name
+        assert report["plausibility"]["passed"], (name, report["plausibility"]["failures"])

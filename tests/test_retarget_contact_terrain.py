@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -16,8 +18,10 @@ from musclerl.ground.contact import (
 )
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget.ground.terrain import (
+    TerrainParams,
     fit_patch,
     free_space_ceiling,
+    one_floor,
     support_patches,
     terrain_from_contacts,
     terrain_summary,
@@ -155,3 +159,32 @@ def test_sole_offset_and_no_contact():
     assert len(support_patches(pts, np.zeros(pts.shape[:2], bool), FEET)) == 0
     with pytest.raises(ValueError):
         terrain_from_contacts(pts, np.zeros(pts.shape[:2], bool), FEET)
+
+
+def _stance_patches(course: sg.Course, noise_m: float = 0.0, seed: int = 0) -> list:
+    """The support patches of the synthetic feet on ``course``, each stance moved up or down by
+    up to ``noise_m`` (a source skeleton unlike the model puts its stances 1-2 cm apart)."""
+    gait, pts = _gait(course)
+    rng = np.random.default_rng(seed)
+    patches = support_patches(pts, detect_contacts(pts, gait.rate_hz), FEET)
+    return [
+        dataclasses.replace(p, samples_m=p.samples_m + [0.0, 0.0, rng.uniform(-noise_m, noise_m)])
+        for p in patches
+    ]
+
+
+def test_one_floor_for_a_lab_walk_a_heightfield_for_steps():
+    """Stances 1.2 cm about a level floor, or on a 1 degree tilt, stand on one level floor; on one
+    8 degree plane, on that plane; a step, stairs or a ramp between flats are no single floor."""
+    params, frames = TerrainParams(), (0, 600)
+    for seed in range(3):
+        level = one_floor(_stance_patches(sg.flat_course(0.02), 0.012, seed), params, frames)
+        assert level is not None and np.all(level.slope == 0.0)
+        assert level.height_m == pytest.approx(0.02, abs=0.012)
+    tilted = one_floor(_stance_patches(sg.slope_course(1.0, -5.0, 50.0)), params, frames)
+    assert tilted is not None and np.all(tilted.slope == 0.0)
+    ramp = one_floor(_stance_patches(sg.slope_course(8.0, -5.0, 50.0), 0.005), params, frames)
+    assert ramp is not None
+    assert np.degrees(np.arctan(np.linalg.norm(ramp.slope))) == pytest.approx(8.0, abs=0.5)
+    for course in (sg.step_course(0.12), sg.stairs_course(4, 0.15, 0.32), sg.slope_course(8.0)):
+        assert one_floor(_stance_patches(course), params, frames) is None, course.name

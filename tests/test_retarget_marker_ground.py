@@ -198,7 +198,7 @@ def _stance_runs(slope_deg, foot_offset_m, noise_m, seed=0, runs=6):
 
 
 def test_floor_is_flat_unless_the_stance_feet_show_a_slope_beyond_their_noise():
-    from musclerl.retarget.markers.ground import SLOPE_TEST_ALPHA, slope_p_value
+    from musclerl.retarget.ground.terrain import SLOPE_TEST_ALPHA, slope_p_value
 
     # A flat floor with 3 mm of run-to-run noise and one foot's markers 8 mm higher: flat.
     flat = [slope_p_value(_stance_runs(0.0, 0.008, 0.003, seed)) for seed in range(20)]

@@ -526,3 +526,51 @@ def test_sole_contact_in_batched_solver():
         assert soles[:, 2].min() > -0.002, soles
         if t >= 2:
             np.testing.assert_allclose(soles[0], [0.0, 0.1, 0.0], atol=0.002)
+
+
+def test_named_model_placement_plants_the_feet_on_a_level_floor():
+    """A clip solved for another skeleton, put on the named model: a level floor goes to z = 0 with
+    the clip (no heightfield), the root's path is corrected so the stance feet stop sliding, and
+    the clip is low-passed at 6 Hz; the joint angles change by that filter alone. (The DeepMimic
+    walk, one stride not looped, its pelvis path stretched by 12 % as a longer-legged subject's, on
+    a floor 3 cm up.)"""
+    from musclerl.dynamics.foot_placement import foot_track, kinematic_support, stance_fit
+    from musclerl.dynamics.plausibility import lowpass_qpos
+    from musclerl.motion.trajectory import finite_difference_qvel
+    from musclerl.resources import assets_dir
+    from musclerl.retarget.keypoints.files import _placed_on
+
+    @dataclasses.dataclass(frozen=True)
+    class Result:
+        trajectory: Trajectory
+
+    model = load_model("myolegs")
+    clip = Trajectory.load(assets_dir() / "motions" / "walk_myolegs.npz")
+    qpos = clip.qpos.copy()
+    qpos[:, :2] = qpos[0, :2] + 1.12 * (qpos[:, :2] - qpos[0, :2])
+    qpos[:, 2] += 0.03
+    floor = Terrain(np.full((40, 60), 0.03), np.array([-1.0, -1.0]), 0.05)
+    sites = qpos[:, None, :3] + [0.1, 0.0, -0.8]  # one site that moves with the root
+    solved = dataclasses.replace(
+        clip, qpos=qpos, terrain=floor, clip_loop=np.array([False]), site_names=("s",), site_pos_m=sites
+    )
+    placed, entry = _placed_on(Result(solved), model)
+    out = placed.trajectory
+    assert entry["floor_m"] == pytest.approx(0.03) and out.terrain is None
+    assert entry["smoothed_hz"] == 6.0 and "planted" in entry
+    filtered = lowpass_qpos(model, qpos, clip.rate_hz, 6.0)
+    np.testing.assert_allclose(out.qpos[:, 7:], filtered[:, 7:], atol=1e-12)
+    rate = clip.rate_hz
+
+    def fit(q):
+        track = foot_track(model, q)
+        support = kinematic_support(track, rate)
+        return stance_fit(track, support > 0, rate, support=support)
+
+    lowered = filtered.copy()
+    lowered[:, 2] -= 0.03  # on the floor at z = 0 as solved and filtered, without planting
+    before, after = fit(lowered), fit(out.qpos)
+    assert after.loaded_slip_mean_cm < 0.5 * before.loaded_slip_mean_cm
+    assert after.height_mean_cm < 1.0
+    np.testing.assert_allclose(out.site_pos_m - solved.site_pos_m, (out.qpos - qpos)[:, None, :3], atol=1e-12)
+    np.testing.assert_allclose(out.qvel, finite_difference_qvel(model, out.qpos, rate), atol=1e-9)

@@ -308,8 +308,10 @@ def _extended(model: mujoco.MjModel, qpos: np.ndarray, pad: int, fit: int) -> np
     return out
 
 
-def _smooth(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float, cutoff_hz: float) -> np.ndarray:
-    """Low-pass (T, nq) coordinates; quaternions kept in one hemisphere, then renormalised."""
+def lowpass_qpos(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float, cutoff_hz: float) -> np.ndarray:
+    """Zero-phase low-pass of (T, nq) coordinates (:func:`musclerl.dynamics.inverse_dynamics.lowpass`);
+    quaternions kept in one hemisphere first (q and -q are one rotation; IK may return either),
+    then renormalised."""
     q = np.array(qpos, dtype=float)
     adrs = _quat_adrs(model)
     for a in adrs:
@@ -337,7 +339,7 @@ def clip_kinematics(
         padded = _extended(model, qpos, pad, round(EDGE_FIT_S * rate_hz))
     time_s = np.arange(len(padded)) / rate_hz
     keep = slice(pad, pad + n)
-    smooth = _smooth(model, padded, rate_hz, cutoff_hz)
+    smooth = lowpass_qpos(model, padded, rate_hz, cutoff_hz)
     qvel, qacc = velocities(model, smooth, time_s)
     return padded[pad - 1 : pad - 1 + n], padded[pad + 1 : pad + 1 + n], smooth[keep], qvel[keep], qacc[keep]
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import scipy.stats
 from scipy.ndimage import distance_transform_edt
 from scipy.spatial import cKDTree
 
@@ -238,6 +239,93 @@ def heights_from_patches(
     blended = (w * pred).sum(axis=1) / np.maximum(w.sum(axis=1), 1e-12)
     fallback = np.minimum(ceiling_m, pred.min(axis=1))
     return np.where(none_valid, fallback, blended)
+
+
+#: A floor fitted through stance samples and tilted less than this is taken as level (marker and
+#: keypoint noise tilt a fitted plane; the marker pipeline's floor rule, docs/retargeting.md).
+LEVEL_SLOPE_DEG = 2.0
+SLOPE_TEST_ALPHA = 0.01
+#: Stance runs whose mean heights all lie within this of one plane stand on one floor: a stair's
+#: rise (15-20 cm) or a curb (10 cm) is far beyond it; the foot keypoints of a lab walk put their
+#: stances 1-2 cm about a plane (CMU's BVH walks on myolegs: at most 1.6 cm).
+ONE_FLOOR_TOL_M = 0.03
+
+
+def slope_p_value(patches: list[SupportPatch]) -> float:
+    """F-test p-value of a sloped floor against a flat one from stance runs ``patches``: one run is
+    one observation (its mean height at its mean position; frames within a run are not
+    independent), heights regressed on position with a per-foot offset (one foot's points may sit a
+    few millimetres higher); 1.0 when there are too few runs to test (fewer than the parameters + 1).
+
+    The slope counts the position directions the runs span beyond the feet's offset: on a straight
+    walk with each foot on its own line the sideways position *is* the foot, so one direction is
+    tested (counting two found no design of full rank and called an 8 deg ramp flat)."""
+    centres = np.array([p.samples_m[:, :2].mean(axis=0) for p in patches])
+    heights = np.array([p.samples_m[:, 2].mean() for p in patches])
+    feet = np.array([p.foot for p in patches])
+    flat = [np.ones(len(patches))] + [(feet == f).astype(float) for f in np.unique(feet)[1:]]
+    reduced = np.column_stack(flat)
+    full = np.column_stack([*flat, centres - centres.mean(axis=0)])
+    tested = np.linalg.matrix_rank(full) - np.linalg.matrix_rank(reduced)
+    dof = len(patches) - np.linalg.matrix_rank(full)
+    if tested < 1 or dof < 1:
+        return 1.0
+    rss_full = float(np.sum((heights - full @ np.linalg.lstsq(full, heights, rcond=None)[0]) ** 2))
+    rss_flat = float(np.sum((heights - reduced @ np.linalg.lstsq(reduced, heights, rcond=None)[0]) ** 2))
+    if rss_full <= 1e-18:
+        return 0.0 if rss_flat > 1e-12 else 1.0
+    statistic = ((rss_flat - rss_full) / tested) / (rss_full / dof)
+    return float(scipy.stats.f.sf(statistic, tested, dof))
+
+
+def is_sloped(plane: SupportPatch, p_value: float) -> bool:
+    """A fitted floor ``plane`` is kept sloped only when the slope test rejects a flat floor at
+    :data:`SLOPE_TEST_ALPHA` *and* it tilts at least :data:`LEVEL_SLOPE_DEG`."""
+    slope_deg = float(np.degrees(np.arctan(np.linalg.norm(plane.slope))))
+    return p_value < SLOPE_TEST_ALPHA and slope_deg >= LEVEL_SLOPE_DEG
+
+
+def plane_of_patches(
+    patches: list[SupportPatch], ridge: float, frames: tuple[int, int]
+) -> tuple[SupportPatch, float]:
+    """The plane through the samples of all ``patches`` (as one patch spanning ``frames``) and the
+    slope test's p-value (:func:`slope_p_value`)."""
+    samples = np.concatenate([p.samples_m for p in patches])
+    return fit_patch(samples, -1, frames, ridge), slope_p_value(patches)
+
+
+def floor_plane(
+    sole_m: np.ndarray, flags: np.ndarray, foot: np.ndarray, rate_hz: float, params: TerrainParams
+) -> tuple[SupportPatch | None, float]:
+    """The plane through the settled stance samples of all support patches of sole points
+    ``sole_m`` (T, P, 3) with stance ``flags`` (T, P) and feet ``foot`` (P,), and the slope test's
+    p-value; (None, 1.0) without a patch."""
+    patches = support_patches(
+        sole_m, flags, foot, 0.0, params.slope_ridge, min_frames=params.min_stance_frames(rate_hz)
+    )
+    if not patches:
+        return None, 1.0
+    return plane_of_patches(patches, params.slope_ridge, (0, len(sole_m)))
+
+
+def one_floor(
+    patches: list[SupportPatch], params: TerrainParams, frames: tuple[int, int]
+) -> SupportPatch | None:
+    """The floor under ``patches`` when they all stand on one plane (every run's mean height within
+    :data:`ONE_FLOOR_TOL_M` of the plane through them), level unless :func:`is_sloped`; None when
+    they do not (steps, stairs, a ramp that bends: :func:`recover_terrain` builds that ground).
+
+    Why: a walk in a lab has one floor, but the heightfield recovered from its stances follows every
+    stance's own height and tilt (foot keypoints placed by a skeleton other than the model's): CMU's
+    level walks came out as 2-4 deg ramps with 3-10 cm of bumps, which a policy then walks on."""
+    if not patches:
+        return None
+    plane, p_value = plane_of_patches(patches, params.slope_ridge, frames)
+    centres = np.array([p.samples_m[:, :2].mean(axis=0) for p in patches])
+    heights = np.array([p.samples_m[:, 2].mean() for p in patches])
+    if np.abs(heights - plane.predict_m(centres, np.inf)).max() > ONE_FLOOR_TOL_M:
+        return None
+    return plane if is_sloped(plane, p_value) else dataclasses.replace(plane, slope=np.zeros(2))
 
 
 def recover_terrain(

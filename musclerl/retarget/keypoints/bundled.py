@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from musclerl.motion.trajectory import Trajectory, looping_qvel
+from musclerl.motion.trajectory import Trajectory, finite_difference_qvel, looping_qvel
 
 FLAT_SPAN_M = 0.02  # recovered ground heights within 2 cm: a level floor (retargeting noise)
 SMOOTH_CUTOFF_HZ = 6.0  # the usual low-pass of gait kinematics (Winter 2009): keeps the gait's harmonics
@@ -39,17 +39,34 @@ def smooth_loop(traj: Trajectory, model, cutoff_hz: float = SMOOTH_CUTOFF_HZ) ->
     down and 0.4 cm sideways in one frame), which retargeting turns into 30 m/s^2 root
     accelerations; a body can follow the smoothed clip (``musclerl info`` checks it).
     """
-    from musclerl.dynamics.inverse_dynamics import lowpass
+    from musclerl.dynamics.plausibility import lowpass_qpos
 
     n = traj.num_frames
     shift = traj.qpos[-1, :2] - traj.qpos[0, :2] + traj.qvel[-1, :2] / traj.rate_hz
     tiled = np.concatenate([traj.qpos, traj.qpos, traj.qpos])
     for k in range(3):
         tiled[k * n : (k + 1) * n, :2] += (k - 1) * shift
-    smooth = lowpass(tiled, traj.rate_hz, cutoff_hz)[n : 2 * n]
-    smooth[:, 3:7] /= np.linalg.norm(smooth[:, 3:7], axis=1, keepdims=True)
+    smooth = lowpass_qpos(model, tiled, traj.rate_hz, cutoff_hz)[n : 2 * n]
     qvel = looping_qvel(model, smooth, traj.rate_hz, shift)
     return dataclasses.replace(traj, qpos=smooth, qvel=qvel, site_pos_m=None, site_names=())
+
+
+def smooth_clip(
+    traj: Trajectory, model, cutoff_hz: float = SMOOTH_CUTOFF_HZ, qpos: np.ndarray | None = None
+) -> Trajectory:
+    """A one-clip ``traj`` low-passed at ``cutoff_hz``: a looping clip by :func:`smooth_loop`,
+    another by a zero-lag Butterworth over the clip (the filter's own edge padding), velocities by
+    central differences, its sites moved with the root. ``qpos`` (T, nq): filter these positions
+    instead of the clip's (the same frames, changed by a caller)."""
+    from musclerl.dynamics.plausibility import lowpass_qpos
+
+    if bool(traj.clip_loop[0]):
+        return smooth_loop(traj if qpos is None else dataclasses.replace(traj, qpos=qpos), model, cutoff_hz)
+    smooth = lowpass_qpos(model, traj.qpos if qpos is None else qpos, traj.rate_hz, cutoff_hz)
+    moved = smooth[:, :3] - traj.qpos[:, :3]
+    sites = None if traj.site_pos_m is None else traj.site_pos_m + moved[:, None, :]
+    qvel = finite_difference_qvel(model, smooth, traj.rate_hz)
+    return dataclasses.replace(traj, qpos=smooth, qvel=qvel, site_pos_m=sites)
 
 
 def on_flat_floor(traj: Trajectory) -> Trajectory:

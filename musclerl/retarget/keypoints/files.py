@@ -151,18 +151,26 @@ def _check(traj, model) -> dict:
 
 def _placed_on(result, model):
     """``result`` with its clip, solved on the model scaled to the motion's skeleton, put on the
-    ground with the feet of ``model`` (the model the Trajectory names): the root, and every site
-    with it, moved vertically by the median height of that model's lower foot above the terrain
-    (its legs have other lengths: CMU's walks floated 2-4 cm on the unscaled myolegs, so the
-    dataset loader's check found no support under a loaded body). Returns the result and the
-    report's ``named_model_placement`` (``shift_m``), or the result unchanged and None when
-    ``model`` has no free root or feet."""
+    ground with the feet of ``model`` (the model the Trajectory names), and the report's
+    ``named_model_placement``; the result unchanged and None when ``model`` has no free root or feet.
+
+    The root, and every site with it, is moved vertically by the median height of that model's
+    lower foot above the terrain (``shift_m``: its legs have other lengths; CMU's walks floated 2-4
+    cm on the unscaled myolegs, so the dataset loader's check found no support under a loaded
+    body). A one-clip motion on a level floor (a lab's:
+    :func:`musclerl.retarget.ground.terrain.one_floor`) then goes the way of the bundled walk
+    (:mod:`musclerl.retarget.keypoints.bundled`): onto z = 0 without a heightfield (``floor_m``, the
+    floor's height before), its stance feet planted when it does not loop (:func:`_planted`,
+    ``planted``), and low-passed at the kinematics' usual 6 Hz (``smoothed_hz``: the IK follows the
+    source's frame-to-frame noise; CMU's 120 Hz walks came out with a median root acceleration of
+    22 m/s^2)."""
     import dataclasses
 
     import numpy as np
 
     from musclerl.dynamics.plausibility import plausibility
     from musclerl.errors import InputError
+    from musclerl.retarget.keypoints.bundled import FLAT_SPAN_M, SMOOTH_CUTOFF_HZ, on_flat_floor, smooth_clip
 
     traj = result.trajectory
     try:
@@ -176,13 +184,42 @@ def _placed_on(result, model):
     qpos[:, 2] += shift_m  # the free root's height (the check needs the free root first)
     sites = None if traj.site_pos_m is None else traj.site_pos_m + [0.0, 0.0, shift_m]
     placed = dataclasses.replace(traj, qpos=qpos, site_pos_m=sites)
-    return dataclasses.replace(result, trajectory=placed), {"shift_m": shift_m}
+    entry = {"shift_m": shift_m}
+    level = traj.terrain is not None and np.ptp(traj.terrain.height_m) <= FLAT_SPAN_M
+    if level and traj.num_clips == 1 and len(qpos) >= 3:
+        entry["floor_m"] = float(np.mean(traj.terrain.height_m))
+        placed = on_flat_floor(placed)
+        planted = None
+        if not placed.clip_loop[0]:
+            planted, entry["planted"] = _planted(model, placed.qpos, placed.rate_hz)
+        placed = smooth_clip(placed, model, qpos=planted)
+        entry["smoothed_hz"] = SMOOTH_CUTOFF_HZ
+    return dataclasses.replace(result, trajectory=placed), entry
+
+
+def _planted(model, qpos, rate_hz: float):
+    """``qpos`` (T, nq) on a level floor at z = 0 with the supporting feet planted frame by frame
+    (:func:`musclerl.dynamics.foot_placement.plant_feet`, support from the motion), and the
+    report's ``planted`` entry (the stance fit before and after). The joint angles were solved for
+    the scaled skeleton: on the named model's shorter or longer legs the pelvis, travelling as the
+    subject's did, lets the stance foot slide and float; only the root translation is changed."""
+    from musclerl.dynamics.foot_placement import foot_track, kinematic_support, plant_feet, stance_fit
+
+    track = foot_track(model, qpos)
+    support = kinematic_support(track, rate_hz)
+    planted, after = plant_feet(model, qpos, support, rate_hz, track=track)
+    stance = support > 0.0
+    return planted, {
+        "before": stance_fit(track, stance, rate_hz, support=support).as_text(),
+        "after": stance_fit(after, stance, rate_hz, support=support).as_text(),
+    }
 
 
 def _balanced(result, model=None):
     """``result`` with its trajectory through
     :func:`musclerl.retarget.balance.balance_for_report` on ``model`` (default: the model it was
-    solved on), and the report's ``balance`` entry."""
+    solved on), and the report's ``balance`` entry. (Not low-passed again, as the bundled walk is:
+    on CMU's walks that let the stance feet slide past the check's limit in 5 of 8.)"""
     import dataclasses
 
     from musclerl.retarget.balance import balance_for_report

@@ -20,7 +20,10 @@ Steps of :func:`retarget_keypoints`:
    and the clip is solved again with them; every later pass keeps them.
 3. **Contact and terrain.** Stance flags come from the source's foot keypoints
    (:mod:`~musclerl.ground.contact`); the support surface from the model's sole points in
-   stance and the swing feet's free space (:mod:`~musclerl.retarget.ground.terrain`).
+   stance and the swing feet's free space (:mod:`~musclerl.retarget.ground.terrain`) — one
+   plane when every stance stands on one (:func:`~musclerl.retarget.ground.terrain.one_floor`:
+   a lab's floor, level unless the stances show a slope beyond their noise, as the marker
+   pipeline's floor), else a heightfield through them (steps, stairs, uneven ground).
 4. **Ground passes.** The IK is repeated with the sole points pinned to their stance anchors on
    the terrain and held above it in swing
    (:class:`~musclerl.retarget.ground.constraint.SoleContact`, the terrain given as a plane per
@@ -62,7 +65,13 @@ from musclerl.motion.trajectory import Terrain, Trajectory
 from musclerl.retarget import correspondence as corr
 from musclerl.retarget.ground.constraint import SoleContact, ground_planes
 from musclerl.retarget.ground.soles import SOLE_POINTS
-from musclerl.retarget.ground.terrain import TerrainParams, recover_terrain, support_patches, terrain_summary
+from musclerl.retarget.ground.terrain import (
+    TerrainParams,
+    one_floor,
+    recover_terrain,
+    support_patches,
+    terrain_summary,
+)
 from musclerl.retarget.ik.clip import ClipIK, cached, site_bodies, site_tree, start_pose
 from musclerl.retarget.ik.tasks import MarkerTask, OrientationTask, PostureTask
 from musclerl.retarget.keypoints import orientations as orient
@@ -258,7 +267,12 @@ def retarget_keypoints(
         )
         margin = dilate_flags(flags, int(round(0.1 * motion.rate_hz)), loop=wraps_in_place(motion))
         free = sole1[~margin]
-        terrain = recover_terrain(patches, free, params.terrain, extent_xy_m=sole1[..., :2].reshape(-1, 2))
+        floor = one_floor(patches, params.terrain, (0, n_frames))
+        extent = sole1[..., :2].reshape(-1, 2)
+        if floor is not None:  # a lab's floor, not the stances' own heights and tilts
+            terrain = recover_terrain([floor], None, params.terrain, extent_xy_m=extent)
+        else:
+            terrain = recover_terrain(patches, free, params.terrain, extent_xy_m=extent)
         ground = GroundContact.from_motion(sole1, flags, terrain, params.ground_params)
         targets = ground.sole_targets(sole1)
         targets = _ease_into_anchors(targets, sole1, flags, int(round(params.blend_s * motion.rate_hz)))

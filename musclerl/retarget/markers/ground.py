@@ -22,17 +22,17 @@ leg's joints, and so most of the marker fit, are unchanged):
 3. **Stance** flags from :func:`musclerl.ground.contact.detect_contacts` on the corrected soles.
 4. **Floor.** One plane through the settled stance samples of all support patches
    (:func:`musclerl.retarget.ground.terrain.support_patches`, so heel strikes and heel rises do not
-   count): a lab floor or treadmill is a plane, and it is **flat unless the stance feet show a
-   slope beyond their noise** (:func:`slope_p_value`): one stance run of one foot is one
-   observation (its mean settled height at its mean position; the frames within a run are not
-   independent), the heights are regressed on position with a per-foot offset (a foot's markers
-   may sit a few millimetres higher than the other's), and the slope is kept only when an F-test
-   against the flat model rejects it at :data:`SLOPE_TEST_ALPHA` *and* the fitted slope is at
+   count): a lab floor or treadmill is a plane, and it is **flat unless the stance feet show a slope
+   beyond their noise** (:func:`musclerl.retarget.ground.terrain.slope_p_value`): one stance run of
+   one foot is one observation (its mean settled height at its mean position; the frames within a
+   run are not independent), the heights are regressed on position with a per-foot offset (a foot's
+   markers may sit a few millimetres higher than the other's), and the slope is kept only when an
+   F-test against the flat model rejects it at :data:`SLOPE_TEST_ALPHA` *and* the fitted slope is at
    least :data:`LEVEL_SLOPE_DEG`. Too few runs to test (fewer than the parameters plus one) is flat.
-   The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE`
-   of the samples, is z = 0 at the samples' centre; toe joints are bent out of the floor
-   (:func:`bend_toes_off_floor`), then the body is lifted frame by frame by whatever collision
-   geom of a *supporting* foot, or outside the feet, still reaches below it (the root only;
+   The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE` of the
+   samples, is z = 0 at the samples' centre; toe joints are bent out of the floor
+   (:func:`bend_toes_off_floor`), then the body is lifted frame by frame by whatever collision geom
+   of a *supporting* foot, or outside the feet, still reaches below it (the root only;
    :func:`support_lift_m`: the trailing foot's toes do not lift the stance foot off the floor).
 5. **Trailing foot.** A foot that does not support but still reaches below the floor (the
    trailing foot at toe-off, its toes at their bound) is taken out of it by the least change of
@@ -51,7 +51,6 @@ import dataclasses
 
 import mujoco
 import numpy as np
-import scipy.stats
 
 from musclerl.geometry.free_root import free_root_qposadr
 from musclerl.ground.belt import belt_velocity_mps
@@ -63,11 +62,12 @@ from musclerl.motion.trajectory import Terrain
 from musclerl.retarget import correspondence as corr
 from musclerl.retarget.ground.soles import SOLE_POINTS, model_soles, point_positions_m
 from musclerl.retarget.ground.terrain import (
-    SupportPatch,
+    LEVEL_SLOPE_DEG,
+    SLOPE_TEST_ALPHA,
     TerrainParams,
-    fit_patch,
+    floor_plane,
+    is_sloped,
     recover_terrain,
-    support_patches,
 )
 from musclerl.retarget.markers.toe_off import lift_trailing_feet
 
@@ -78,29 +78,6 @@ TREADMILL_MIN_SPEED_MPS = 0.2
 #: low enough that a stance foot a little below the others (noise, the other side's foot placed a
 #: few mm lower) does not sink into it and lift the whole body, high enough to ignore outliers.
 FLOOR_PERCENTILE = 5.0
-#: A recovered floor tilted less than this is taken as level (marker noise tilts a fitted plane).
-LEVEL_SLOPE_DEG = 2.0
-SLOPE_TEST_ALPHA = 0.01
-
-
-def slope_p_value(patches: list[SupportPatch]) -> float:
-    """F-test p-value of a sloped floor against a flat one from stance runs ``patches`` (module
-    docstring); 1.0 when there are too few runs to test."""
-    centres = np.array([p.samples_m[:, :2].mean(axis=0) for p in patches])
-    heights = np.array([p.samples_m[:, 2].mean() for p in patches])
-    feet = np.array([p.foot for p in patches])
-    flat = [np.ones(len(patches))] + [(feet == f).astype(float) for f in np.unique(feet)[1:]]
-    reduced = np.column_stack(flat)
-    full = np.column_stack([*flat, centres - centres.mean(axis=0)])
-    dof = len(patches) - full.shape[1]
-    if dof < 1 or np.linalg.matrix_rank(full) < full.shape[1]:
-        return 1.0
-    rss_full = float(np.sum((heights - full @ np.linalg.lstsq(full, heights, rcond=None)[0]) ** 2))
-    rss_flat = float(np.sum((heights - reduced @ np.linalg.lstsq(reduced, heights, rcond=None)[0]) ** 2))
-    if rss_full <= 1e-18:
-        return 0.0 if rss_flat > 1e-12 else 1.0
-    statistic = ((rss_flat - rss_full) / 2.0) / (rss_full / dof)
-    return float(scipy.stats.f.sf(statistic, 2, dof))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,20 +162,6 @@ def looks_like_treadmill(belt_mps: np.ndarray, root_mps: np.ndarray, forward: np
     )
 
 
-def floor_plane(
-    sole_m: np.ndarray, flags: np.ndarray, foot: np.ndarray, rate_hz: float, params: TerrainParams
-) -> tuple[SupportPatch | None, float]:
-    """The plane through the settled stance samples of all support patches of sole points
-    ``sole_m`` (T, P, 3) with stance ``flags`` (T, P) and feet ``foot`` (P,); None without one."""
-    patches = support_patches(
-        sole_m, flags, foot, 0.0, params.slope_ridge, min_frames=params.min_stance_frames(rate_hz)
-    )
-    if not patches:
-        return None, 1.0
-    samples = np.concatenate([p.samples_m for p in patches])
-    return fit_patch(samples, -1, (0, len(sole_m)), params.slope_ridge), slope_p_value(patches)
-
-
 def ground_clip(
     model: mujoco.MjModel,
     model_key: str,
@@ -250,7 +213,7 @@ def ground_clip(
     leg_change = np.zeros(len(q))
     if plane is not None:
         slope_deg = float(np.degrees(np.arctan(np.linalg.norm(plane.slope))))
-        sloped = p_value < SLOPE_TEST_ALPHA and slope_deg >= LEVEL_SLOPE_DEG
+        sloped = is_sloped(plane, p_value)
         residual_m = plane.samples_m[:, 2] - plane.predict_m(plane.samples_m[:, :2], np.inf)
         shift_z = -(plane.height_m + float(np.percentile(residual_m, FLOOR_PERCENTILE)))
         q[:, root + 2] += shift_z
