@@ -16,7 +16,7 @@ from musclerl.envs.config import ActionConfig
 from musclerl.envs.reference import lookup
 from musclerl.models.registry import load_model
 from musclerl.motion.trajectory import resample
-from musclerl.retarget.keypoints.bundled import on_flat_floor
+from musclerl.retarget.keypoints.finish import on_flat_floor
 
 BUNDLED_WALK = Path(__file__).resolve().parents[1] / "assets" / "motions" / "walk_myolegs.npz"
 

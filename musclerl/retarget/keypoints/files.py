@@ -170,7 +170,7 @@ def _placed_on(result, model):
 
     from musclerl.dynamics.plausibility import plausibility
     from musclerl.errors import InputError
-    from musclerl.retarget.keypoints.bundled import FLAT_SPAN_M, SMOOTH_CUTOFF_HZ, on_flat_floor, smooth_clip
+    from musclerl.retarget.keypoints.finish import FLAT_SPAN_M, SMOOTH_CUTOFF_HZ, on_flat_floor, smooth_clip
 
     traj = result.trajectory
     try:
