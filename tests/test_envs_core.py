@@ -370,3 +370,19 @@ def test_joint_limit_penalty_on_fixed_states(env):
     weighted = EnvConfig.from_dict({"reward": {"weights": {"joint_limit": 0.3}}}).reward
     terms = reward_terms(tracking_errors(kin.replace(qpos=qpos), ref, kin.ctrl, np), weighted, np)
     np.testing.assert_allclose(terms["reward/joint_limit"][:4], [-0.3, -0.075, -0.3, 0.0], atol=1e-12)
+
+
+def test_joint_limit_penalty_watches_only_the_named_coordinates(dataset):
+    """``reward.limit_joints`` picks the coordinates the term watches (the knees: a locked knee is
+    the pathology; toes and subtalar reach their bounds in a sound walk); a name the model lacks is
+    refused naming the setting."""
+    from musclerl.errors import InputError
+
+    knees = ["knee_angle_r", "knee_angle_l"]
+    cfg = EnvConfig.from_dict({"reward": {"weights": {"joint_limit": 0.3}, "limit_joints": knees}})
+    env = TrackingEnv("tiny", dataset, cfg, backend="cpu", num_envs=2, threads=1)
+    adr = sorted(int(env.model.jnt_qposadr[env.model.joint(k).id]) for k in knees)
+    assert sorted(env.reference.limit_qpos_adr.tolist()) == adr
+    bad = EnvConfig.from_dict({"reward": {"limit_joints": ["knee_angle_x"]}})
+    with pytest.raises(InputError, match="reward.limit_joints.*knee_angle_x"):
+        TrackingEnv("tiny", dataset, bad, backend="cpu", num_envs=2, threads=1)

@@ -29,6 +29,7 @@ import numpy as np
 from musclerl.dynamics.static_optimisation import moment_arms
 from musclerl.envs.start_activation import reference_activations
 from musclerl.envs.world import World
+from musclerl.errors import InputError
 from musclerl.models.couplings import coupling_matrix, independent_coordinates
 from musclerl.motion.trajectory import Trajectory, resample
 
@@ -83,10 +84,16 @@ class Reference:
 
 
 def build_reference(
-    world: World, traj: Trajectory, rate_hz: float | None = None, static_activation: bool = False
+    world: World,
+    traj: Trajectory,
+    rate_hz: float | None = None,
+    static_activation: bool = False,
+    limit_joints: tuple[str, ...] = (),
 ) -> Reference:
     """Run MuJoCo kinematics on every frame of ``traj`` (resampled to ``rate_hz`` when given);
-    ``static_activation``: also the start activations of :mod:`musclerl.envs.start_activation`."""
+    ``static_activation``: also the start activations of :mod:`musclerl.envs.start_activation`;
+    ``limit_joints``: the coordinates whose range bounds the ``limit_*`` fields give (empty: every
+    independent coordinate with a range)."""
     model = world.model
     traj.check_model(model, traj.model_name)
     if rate_hz is not None and abs(traj.rate_hz - rate_hz) > 1e-6 * rate_hz:
@@ -115,7 +122,12 @@ def build_reference(
         for i, sid in enumerate(world.site_ids):
             mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, int(sid), vel6, 0)
             site_vel[t, i] = vel6[3:]
-    limited = [model.joint(c).id for c in coords if model.jnt_limited[model.joint(c).id]]
+    unknown = sorted(set(limit_joints) - set(coords))
+    if unknown:
+        problem = f"no coordinate {unknown} in {traj.model_name}; it has {list(coords)}"
+        raise InputError("reward.limit_joints", problem)
+    watched = [c for c in coords if not limit_joints or c in limit_joints]
+    limited = [model.joint(c).id for c in watched if model.jnt_limited[model.joint(c).id]]
     starts = np.asarray(traj.clip_starts, dtype=int)
     lengths = np.asarray(traj.clip_ends, dtype=int) - starts
     adr = world.root_qpos_adr  # 0: build_world requires the free root to be the first joint

@@ -187,6 +187,11 @@ class RewardConfig:
     )
     activation_energy: float = REWARD_TERMS["activation_energy"].weight
     action_rate: float = REWARD_TERMS["action_rate"].weight
+    #: Coordinates ``joint_limit`` watches (empty: every independent coordinate with a range). The
+    #: pathology it is for is a locked knee; myolegs' toes (+-30 deg, a person's toe-off bends them
+    #: 40-50 deg) and subtalar reach their bounds in a sound walk, and held the term at -0.12 of a
+    #: 0.54 step reward on CMU walks where the knees were clear (docs/measurements.md).
+    limit_joints: list[str] = dataclasses.field(default_factory=list)
 
     def weight(self, term: str) -> float:
         """The weight of ``term`` (0 for a term missing from ``weights``)."""
@@ -217,6 +222,8 @@ class RewardConfig:
         out += [f"reward scale for '{key}' must be >= 0" for key, value in self.scales.items() if value < 0]
         if any(self.weight(n) < 0 for n in term_names("penalty")):
             out.append("penalty weights must be >= 0")
+        if not all(isinstance(name, str) for name in self.limit_joints):
+            out.append("reward.limit_joints: a list of joint (coordinate) names")
         return out
 
 

@@ -116,6 +116,7 @@ class TrackingEnv:
             motion,
             1.0 / self.control_dt_s,
             self.config.initial_activation == "static" or self.config.action.feedforward,
+            tuple(self.config.reward.limit_joints),
         )
         self.actions = make_action_space(
             self.config.action,
