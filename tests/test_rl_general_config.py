@@ -86,3 +86,14 @@ def test_general_recipe_starts_from_the_shipped_walker(tmp_path):
     ]
     summary = train(load_config(GENERAL, overrides), tmp_path / "run", quiet=True, init_from=WALKER)
     assert summary["init_from"] == str(WALKER) and summary["updates"] == 1
+
+
+def test_cmu_recipe_without_its_walks_is_one_line_naming_the_folder_and_the_command(tmp_path, monkeypatch):
+    """``configs/myolegs_walk_cmu.yaml``: the CMU walks are a folder a user makes (CMU's data may not
+    be resold, so it is not shipped); without it, one line naming the folder and how to make it."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as err:
+        load_config(REPO / "configs" / "myolegs_walk_cmu.yaml")
+    message = str(err.value)
+    assert message.startswith("data/cmu: motion file not found (named by ")
+    assert "musclerl retarget smpl ../shared/data/cmu_walks/mb/" in message and "\n" not in message
