@@ -574,3 +574,8 @@ def test_named_model_placement_plants_the_feet_on_a_level_floor():
     assert after.height_mean_cm < 1.0
     np.testing.assert_allclose(out.site_pos_m - solved.site_pos_m, (out.qpos - qpos)[:, None, :3], atol=1e-12)
     np.testing.assert_allclose(out.qvel, finite_difference_qvel(model, out.qpos, rate), atol=1e-9)
+    # A looping clip is low-passed over its loop and not planted; its sites still move with the root.
+    looped, entry = _placed_on(Result(dataclasses.replace(solved, clip_loop=np.array([True]))), model)
+    assert "planted" not in entry and looped.trajectory.site_names == ("s",)
+    moved = looped.trajectory.qpos[:, :3] - solved.qpos[:, :3]
+    np.testing.assert_allclose(looped.trajectory.site_pos_m - sites, moved[:, None, :], atol=1e-12)

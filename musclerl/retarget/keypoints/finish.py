@@ -43,16 +43,20 @@ def smooth_clip(
 ) -> Trajectory:
     """A one-clip ``traj`` low-passed at ``cutoff_hz``: a looping clip by :func:`smooth_loop`,
     another by a zero-lag Butterworth over the clip (the filter's own edge padding), velocities by
-    central differences, its sites moved with the root. ``qpos`` (T, nq): filter these positions
-    instead of the clip's (the same frames, changed by a caller)."""
+    central differences; either way its sites moved with the root (the keypoint sites a report
+    names). ``qpos`` (T, nq): filter these positions instead of the clip's (the same frames,
+    changed by a caller)."""
     from musclerl.dynamics.plausibility import lowpass_qpos
 
+    given = traj.qpos if qpos is None else qpos
     if bool(traj.clip_loop[0]):
-        return smooth_loop(traj if qpos is None else dataclasses.replace(traj, qpos=qpos), model, cutoff_hz)
-    smooth = lowpass_qpos(model, traj.qpos if qpos is None else qpos, traj.rate_hz, cutoff_hz)
+        smoothed = smooth_loop(dataclasses.replace(traj, qpos=given), model, cutoff_hz)
+        smooth, qvel = smoothed.qpos, smoothed.qvel
+    else:
+        smooth = lowpass_qpos(model, given, traj.rate_hz, cutoff_hz)
+        qvel = finite_difference_qvel(model, smooth, traj.rate_hz)
     moved = smooth[:, :3] - traj.qpos[:, :3]
     sites = None if traj.site_pos_m is None else traj.site_pos_m + moved[:, None, :]
-    qvel = finite_difference_qvel(model, smooth, traj.rate_hz)
     return dataclasses.replace(traj, qpos=smooth, qvel=qvel, site_pos_m=sites)
 
 
