@@ -46,6 +46,11 @@ class SupportPatch:
     slope: np.ndarray
     heading: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(2))  # (2,) unit or zero
 
+    @property
+    def slope_deg(self) -> float:
+        """The plane's tilt from horizontal, degrees."""
+        return float(np.degrees(np.arctan(np.linalg.norm(self.slope))))
+
     def predict_m(self, xy_m: np.ndarray, max_extrapolation_m: float) -> np.ndarray:
         """Plane height at ``xy_m`` (..., 2); the lever arm is clipped to ``max_extrapolation_m``."""
         offset = np.asarray(xy_m, dtype=float) - self.centre_m
@@ -281,8 +286,7 @@ def slope_p_value(patches: list[SupportPatch]) -> float:
 def is_sloped(plane: SupportPatch, p_value: float) -> bool:
     """A fitted floor ``plane`` is kept sloped only when the slope test rejects a flat floor at
     :data:`SLOPE_TEST_ALPHA` *and* it tilts at least :data:`LEVEL_SLOPE_DEG`."""
-    slope_deg = float(np.degrees(np.arctan(np.linalg.norm(plane.slope))))
-    return p_value < SLOPE_TEST_ALPHA and slope_deg >= LEVEL_SLOPE_DEG
+    return p_value < SLOPE_TEST_ALPHA and plane.slope_deg >= LEVEL_SLOPE_DEG
 
 
 def plane_of_patches(

@@ -212,7 +212,7 @@ def ground_clip(
     toe_bend_rad = np.zeros(len(q))
     leg_change = np.zeros(len(q))
     if plane is not None:
-        slope_deg = float(np.degrees(np.arctan(np.linalg.norm(plane.slope))))
+        slope_deg = plane.slope_deg
         sloped = is_sloped(plane, p_value)
         residual_m = plane.samples_m[:, 2] - plane.predict_m(plane.samples_m[:, :2], np.inf)
         shift_z = -(plane.height_m + float(np.percentile(residual_m, FLOOR_PERCENTILE)))
