@@ -21,10 +21,12 @@ from musclerl.envs.motions import sine_dataset  # noqa: E402
 from musclerl.errors import InputError  # noqa: E402
 
 
-def _compare(model: str, dataset, cfg: EnvConfig, clip: np.ndarray, time_s: np.ndarray, steps: int) -> dict:
+def _compare(
+    model: str, dataset, cfg: EnvConfig, clip: np.ndarray, time_s: np.ndarray, steps: int, impl: str = "jax"
+) -> dict:
     n = len(clip)
     cpu = TrackingEnv(model, dataset, cfg, backend="cpu", num_envs=n)
-    mjx = TrackingEnv(model, dataset, cfg, backend="mjx", num_envs=n)
+    mjx = TrackingEnv(model, dataset, with_impl(cfg, impl), backend="mjx", num_envs=n)
 
     from_shared = mjx_step_from(mjx)
     rng = np.random.default_rng(0)
@@ -65,17 +67,28 @@ def _compare(model: str, dataset, cfg: EnvConfig, clip: np.ndarray, time_s: np.n
     return worst, from_shared, shared, (mjx, cpu)
 
 
+def with_impl(cfg: EnvConfig, impl: str) -> EnvConfig:
+    """``cfg`` with MJX's implementation set to ``impl``."""
+    import dataclasses
+
+    return dataclasses.replace(cfg, mjx=dataclasses.replace(cfg.mjx, impl=impl))
+
+
 def _without(env: TrackingEnv, piece: str) -> np.ndarray:
     """Column mask (obs_dim,) of every observation piece but ``piece``."""
     keep = [np.full(size, name != piece) for name, size in env.obs_pieces.items()]
     return np.concatenate(keep)
 
 
-def test_cpu_and_mjx_agree_step_by_step_on_tiny_and_mjx_resets_nan():
+@pytest.mark.parametrize("impl", ["jax", "warp"])
+def test_cpu_and_mjx_agree_step_by_step_on_tiny_and_mjx_resets_nan(impl):
+    """MuJoCo C against MJX with each implementation (Warp on Warp's CPU device here)."""
+    if impl == "warp":
+        pytest.importorskip("warp")
     dataset = sine_dataset("tiny", num_clips=2, duration_s=2.0)
     cfg = EnvConfig.from_dict({"integrator": "euler", "substeps": 2})
     worst, from_shared, shared, envs = _compare(
-        "tiny", dataset, cfg, np.array([0, 1, 1]), np.array([0.2, 0.5, 1.1]), 3
+        "tiny", dataset, cfg, np.array([0, 1, 1]), np.array([0.2, 0.5, 1.1]), 3, impl
     )
     assert worst["start_obs"] < 1e-3
     assert worst["obs"] < 1e-3

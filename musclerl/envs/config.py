@@ -98,7 +98,11 @@ class SamplingConfig:
 
 @dataclasses.dataclass
 class MjxConfig:
-    impl: str = "jax"  # mjx.put_model impl: "jax" or "warp" (GPU, when installed)
+    impl: str = "jax"  # mjx.put_model impl: "jax" or "warp" (MuJoCo Warp: pip install -e ".[gpu]")
+    # Warp's buffers: contacts and constraints per env; 0 sizes them from the reference frames
+    # (twice the most MuJoCo C finds on any frame); an env that overflows them is reported and reset
+    nconmax: int = 0
+    njmax: int = 0
 
 
 @dataclasses.dataclass
@@ -199,6 +203,10 @@ class EnvConfig:
         )
         need(self.timestep_s >= 0, f"timestep_s must be >= 0, got {self.timestep_s}")
         need(self.mjx.impl in ("jax", "warp"), f"mjx.impl must be 'jax' or 'warp', got '{self.mjx.impl}'")
+        need(
+            self.mjx.nconmax >= 0 and self.mjx.njmax >= 0,
+            "mjx.nconmax and mjx.njmax must be >= 0 (0: from the model)",
+        )
 
     def weight(self, term: str) -> float:
         return self.reward.weight(term)

@@ -137,7 +137,7 @@ class TrackingEnv:
             t = self.world.terrain
             terrain = {"height_m": t.height_m, "origin_m": t.origin_m, "cell_m": float(t.cell_m)}
         self._physics: Physics = make_physics(
-            backend, self.world, self.num_envs, threads, self.config.mjx.impl
+            backend, self.world, self.num_envs, threads, self.config.mjx, self.reference.qpos
         )
         xp = self._xp = self._physics.xp
         if terrain is not None:

@@ -4,7 +4,8 @@ two implementations, and :func:`make_physics` to pick one by name.
 - ``cpu`` (:mod:`.cpu`): MuJoCo C simulations stepped on a thread pool; numpy arrays; the
   simulations live in the backend and ``State.physics`` holds the env indices (N,).
 - ``mjx`` (:mod:`.mjx`): pure jax functions over a batched ``mjx.Data``, which is
-  ``State.physics``; everything jittable.
+  ``State.physics``; everything jittable. With ``env.mjx.impl: warp`` (:mod:`.warp`) the physics
+  steps are MuJoCo Warp kernels behind the same functions.
 
 The environment's reward, observation and termination code is written once for both, against
 the array module ``xp`` a backend gives; the random numbers of resets come from the backend too,
@@ -93,16 +94,29 @@ class Physics(Protocol):
         ...
 
 
-def make_physics(name: str, world: World, num_envs: int, threads: int = 1, mjx_impl: str = "jax") -> Physics:
+def make_physics(
+    name: str, world: World, num_envs: int, threads: int = 1, mjx: Any = None, qpos_frames: Any = None
+) -> Physics:
     """The backend ``name`` (one of :data:`BACKENDS`) for ``num_envs`` copies of ``world.model``;
-    ``threads`` is the cpu backend's thread pool, ``mjx_impl`` MJX's implementation."""
+    ``threads`` is the cpu backend's thread pool; ``mjx`` the env config's ``MjxConfig`` (its
+    ``impl``, and for Warp its buffer sizes, 0 meaning sized from ``qpos_frames`` (T, nq), the
+    reference frames the envs start from)."""
     # imported here: each backend loads its own heavy stack (mujoco.batch, or jax and MJX)
     if name == "cpu":
         from musclerl.envs.backends.cpu import CpuPhysics
 
         return CpuPhysics(world, num_envs, threads)
     if name == "mjx":
+        impl = getattr(mjx, "impl", "jax")
+        if impl == "warp":
+            from musclerl.envs.backends.warp import WarpPhysics, buffer_sizes, require_warp
+
+            require_warp()
+            frames = world.model.qpos0[None] if qpos_frames is None else qpos_frames
+            nconmax, njmax = buffer_sizes(world.model, frames)
+            nconmax, njmax = (mjx.nconmax or nconmax), (mjx.njmax or njmax)
+            return WarpPhysics(world, num_envs, nconmax, njmax)
         from musclerl.envs.backends.mjx import MjxPhysics
 
-        return MjxPhysics(world, num_envs, mjx_impl)
+        return MjxPhysics(world, num_envs, impl)
     raise InputError("TrackingEnv", f"unknown backend '{name}'; choose one of {list(BACKENDS)}")

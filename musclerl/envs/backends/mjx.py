@@ -38,8 +38,6 @@ class MjxPhysics:
     xp = jnp
 
     def __init__(self, world: World, num_envs: int, impl: str = "jax"):
-        self.world = world
-        self.num_envs = num_envs
         if world.model.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST and world.model.nu:
             warnings.warn(
                 "MJX's implicitfast integrator leaves out the muscle force-velocity derivative that "
@@ -47,8 +45,14 @@ class MjxPhysics:
                 "config for identical stepping",
                 stacklevel=4,  # the caller of TrackingEnv (through make_physics)
             )
+        self._init_arrays(world, num_envs)
         self.model = mjx.put_model(world.model, impl=impl)
         self._template = mjx.make_data(self.model)
+
+    def _init_arrays(self, world: World, num_envs: int) -> None:
+        """What every implementation keeps: the world, N and the index arrays kinematics reads."""
+        self.world = world
+        self.num_envs = num_envs
         self._site_ids = jnp.asarray(world.site_ids)
         self._site_body = jnp.asarray(world.site_body)
         self._site_root = jnp.asarray(world.site_body_root)
@@ -181,11 +185,10 @@ class MjxPhysics:
 
 def to_mujoco_data(model: mujoco.MjModel, data: mjx.Data, i: int) -> mujoco.MjData:
     """Env ``i`` of a batched ``mjx.Data`` as a MuJoCo C ``MjData`` (for rendering)."""
-    one = jax.tree.map(lambda x: x[i], data)
     out = mujoco.MjData(model)
-    out.qpos[:] = jax.device_get(one.qpos)
-    out.qvel[:] = jax.device_get(one.qvel)
+    out.qpos[:] = jax.device_get(data.qpos[i])
+    out.qvel[:] = jax.device_get(data.qvel[i])
     if model.na:
-        out.act[:] = jax.device_get(one.act)
+        out.act[:] = jax.device_get(data.act[i])
     mujoco.mj_forward(model, out)
     return out
