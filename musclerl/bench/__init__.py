@@ -1,4 +1,4 @@
-"""The ``musclerl bench`` commands (one module each: ik, so, accuracy, env, train, learn; env_steps
+"""The ``musclerl bench`` commands (one module each: ik, so, accuracy, env, train, learn, gpu; env_steps
 holds the env stepping measurements) and the output they share."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``musclerl`` command line.
 
 Subcommands: ``info``, ``convert``, ``retarget markers``, ``retarget smpl``, ``train``, ``evaluate``,
-``reference``, ``bench ik|so|accuracy|env|train|learn``. Each is a module of this package (the
+``reference``, ``bench ik|so|accuracy|env|train|learn|gpu``. Each is a module of this package (the
 benchmarks: of :mod:`musclerl.bench`), which exposes ``add_arguments(parser)`` (cheap: no jax
 import) and ``run(args) -> int``.
 
@@ -67,6 +67,11 @@ COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
         "environment steps/s vs raw mj_step and thread scaling (of a training config's env, or MJX)",
     ),
     (("bench", "train"), "musclerl.bench.train", "training env-steps/s vs env-only stepping"),
+    (
+        ("bench", "gpu"),
+        "musclerl.bench.gpu",
+        "the device check: env steps/s, memory, compile time on MJX-JAX and Warp at 1k-8k envs; training",
+    ),
     (
         ("bench", "learn"),
         "musclerl.bench.learn",

@@ -71,6 +71,9 @@ def require_warp() -> None:
             "env.mjx.impl",
             "'warp' needs warp-lang (pip install -e \".[gpu]\", which pins the version matching mujoco)",
         )
+    import warp
+
+    warp.config.log_level = warp.LOG_WARNING  # no banner or per-kernel lines on stdout (JSON stays clean)
 
 
 def buffer_sizes(model: mujoco.MjModel, qpos_frames: np.ndarray, max_frames: int = 200) -> tuple[int, int]:
