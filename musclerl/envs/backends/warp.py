@@ -10,9 +10,12 @@ What differs from MJX's JAX implementation, and why:
   give the shared buffers an env axis and Warp refuses them).
 - **Derived fields by ``forward``.** MJX-Warp exposes ``step``, ``forward``, ``kinematics``,
   ``com_pos``, ``tendon`` and ``collision``, not ``transmission`` or ``com_vel``: after the
-  substeps (and before each substep of a PD action space, which reads actuator lengths and
-  velocities) the state's derived fields come from one ``forward``. ``actuator_force`` is then set
-  back to the last substep's, as on the other backends.
+  substeps the state's derived fields come from one ``forward``, ``actuator_force`` then set back
+  to the last substep's, as on the other backends. Between the substeps of a PD action space,
+  which reads actuator lengths and velocities before every physics step, a model whose actuators
+  all pull on tendons (the muscle models) gets them from ``kinematics``, ``com_pos``, ``tendon``
+  (length = gear x tendon length, velocity = gear x J qvel over the sparse tendon Jacobian): no
+  collision, mass matrix or constraint solve. Other models take a ``forward`` there too.
 - **Buffers sized from the model, overflow caught.** Contacts live in one buffer of ``naconmax``
   for all worlds, constraints in ``njmax`` per world. Both are sized from the environment's own
   reference frames (:func:`buffer_sizes`: the most contacts and constraints MuJoCo C finds on any
@@ -133,6 +136,15 @@ class WarpPhysics(MjxPhysics):
             world.model, impl="warp", naconmax=self.contacts_per_env * num_envs, njmax=self.njmax
         )
         self._batch = batched(template, num_envs)
+        m = world.model
+        self._tendon_driven = bool(m.nu) and bool(np.all(m.actuator_trntype == mujoco.mjtTrn.mjTRN_TENDON))
+        if self._tendon_driven:  # the sparse tendon Jacobian's layout, as Warp keeps it
+            impl = self.model._impl
+            rownnz, colind = np.asarray(impl.ten_J_rownnz), np.asarray(impl.ten_J_colind)
+            self._j_row = jnp.asarray(np.repeat(np.arange(m.ntendon), rownnz))  # (nnz,) tendon of entry
+            self._j_col = jnp.asarray(colind)  # (nnz,) dof of entry
+            self._act_tendon = jnp.asarray(m.actuator_trnid[:, 0])  # (nu,)
+            self._gear = jnp.asarray(m.actuator_gear[:, 0], dtype=jnp.float32)  # (nu,)
 
     def empty(self) -> mjx.Data:
         """A batch of N default worlds (state to be written by ``set_state``)."""
@@ -141,6 +153,18 @@ class WarpPhysics(MjxPhysics):
     def _forward(self, d: mjx.Data) -> mjx.Data:
         """Every derived field at the current state, ``actuator_force`` kept as it was."""
         return mjx.forward(self.model, d).replace(actuator_force=d.actuator_force)
+
+    def _muscle_state_now(self, d: mjx.Data) -> tuple[Any, Any]:
+        """Actuator lengths and velocities (N, nu) at the current qpos/qvel of a stepped ``d``
+        (whose derived fields are those of the state before the step)."""
+        if not self._tendon_driven:
+            d = self._forward(d)
+            return d.actuator_length, d._impl.actuator_velocity
+        m = self.model
+        d = mjx.tendon(m, mjx.com_pos(m, mjx.kinematics(m, d)))  # the Jacobian needs cdof, subtree_com
+        j_qvel = d._impl.ten_J * d.qvel[:, self._j_col]  # (N, nnz)
+        ten_velocity = jax.ops.segment_sum(j_qvel.T, self._j_row, num_segments=self.world.model.ntendon).T
+        return self._gear * d.ten_length[:, self._act_tendon], self._gear * ten_velocity[:, self._act_tendon]
 
     def _write(self, data: mjx.Data, mask: Any, qpos: Any, qvel: Any, act: Any) -> mjx.Data:
         """Worlds where ``mask`` (N,) get qpos (N, nq), qvel (N, nv), act (N, na), zero controls
@@ -164,13 +188,15 @@ class WarpPhysics(MjxPhysics):
         of actuator lengths and velocities called before every physics step), then the derived
         fields. Returns the (N,) flags of worlds whose buffers overflowed or whose state is not
         finite (reported on stderr with their indices)."""
-        if callable(ctrl):
+        if callable(ctrl):  # data's derived fields are current (reset or last control step)
 
             def substep(_, d: mjx.Data) -> mjx.Data:
-                u = ctrl(d.actuator_length, d._impl.actuator_velocity).astype(d.ctrl.dtype)
-                return self._forward(mjx.step(self.model, d.replace(ctrl=u)))
+                u = ctrl(*self._muscle_state_now(d)).astype(d.ctrl.dtype)
+                return mjx.step(self.model, d.replace(ctrl=u))
 
-            data = jax.lax.fori_loop(0, substeps, substep, data)
+            u = ctrl(data.actuator_length, data._impl.actuator_velocity).astype(data.ctrl.dtype)
+            data = mjx.step(self.model, data.replace(ctrl=u))
+            data = self._forward(jax.lax.fori_loop(1, substeps, substep, data))
         else:
             data = data.replace(ctrl=ctrl.astype(data.ctrl.dtype))
             data = jax.lax.fori_loop(0, substeps, lambda _, d: mjx.step(self.model, d), data)
