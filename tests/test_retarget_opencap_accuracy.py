@@ -105,3 +105,23 @@ def test_opencap_mot_columns_are_the_marker_sets_coordinates(opencap):
     for name in ("pelvis_tx", "pelvis_ty", "pelvis_tz"):
         ref = np.interp(ours.time_s, expert.time_s, expert.column(name))
         assert np.sqrt(np.mean((ours.column(name) - ref) ** 2)) < 0.03, name
+
+
+@pytest.mark.slow
+def test_hand_scaled_model_without_a_static_trial_matches_the_static_trial(opencap, tmp_path):
+    """OpenCap's own subject-scaled model (hand-placed markers) and no static trial: the model's
+    default pose stands in for the static trial. Every angle within 1 deg (markers within 2 mm)
+    of the generic-model-plus-static-trial run, and within the aims."""
+    data, _, with_static = opencap
+    walks = ["walking2", "walkingTO1"]
+    code = main(
+        ["retarget", "markers", *(str(data / f"{w}.trc") for w in walks), "--model", "myolegs",
+         "--markers", str(data / "hand_scaled.osim"), "--out", str(tmp_path), "--mot", "1"]
+    )  # fmt: skip
+    assert code == 0
+    rows, _ = accuracy_table(tmp_path, data, walks)
+    for row in rows:
+        static = with_static[row["trial"]]
+        for metric in ("hip_rms_deg", "knee_rms_deg", "ankle_rms_deg", "hip_adduction_rms_deg"):
+            assert row[metric] <= min(static[metric] + 1.0, AIMS[metric]), (row["trial"], metric)
+        assert row["marker_rms_lower_mm"] <= static["marker_rms_lower_mm"] + 2.0, row["trial"]

@@ -266,6 +266,20 @@ def ground_poses(frames: dict[str, BodyFrame]) -> dict[str, tuple[np.ndarray, np
     return poses
 
 
+def markers_in_ground(frames: dict[str, BodyFrame], locations_m: dict[str, tuple[str, np.ndarray]]) -> dict:
+    """Marker name -> position (3,) in MuJoCo's Z-up world at the OpenSim model's default pose,
+    for markers ``name -> (body, location in the OpenSim body)`` whose body has a frame; others
+    are left out. Of a model scaled to its subject, these are the markers of that subject
+    standing in the default pose: what a static trial would have recorded."""
+    poses = ground_poses(frames)
+    out = {}
+    for name, (body, location) in locations_m.items():
+        if body in poses:
+            rotation, origin = poses[body]
+            out[name] = Y_UP_TO_Z_UP @ (rotation @ np.asarray(location, dtype=float) + origin)
+    return out
+
+
 def _model_pose_in(
     model: mujoco.MjModel, data: mujoco.MjData, body: int, parent: int
 ) -> tuple[np.ndarray, np.ndarray]:

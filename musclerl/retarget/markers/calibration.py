@@ -23,7 +23,7 @@ from musclerl.errors import InputError
 from musclerl.geometry.free_root import free_root
 from musclerl.models.markers import Marker, MarkerSet, add_markers
 from musclerl.models.opensim_setup import IKSetup, ScaleSetup
-from musclerl.models.osim_frames import map_to_model
+from musclerl.models.osim_frames import map_to_model, markers_in_ground
 from musclerl.models.registry import compile_spec, load_spec
 from musclerl.models.scaling import measure_scale_factors, scale_spec
 from musclerl.motion.trc import MarkerData
@@ -38,6 +38,7 @@ from musclerl.retarget.markers.joint_centres import (
     joint_centre_markers,
 )
 from musclerl.retarget.markers.registration import (
+    DEFAULT_PLACEMENT_WEIGHT,
     default_placement_coordinates,
     placeholder_markers,
     registration_report,
@@ -223,6 +224,38 @@ def fit_static_pose(
     return qpos, float(np.sqrt(np.mean(errors[ok] ** 2))) if ok.any() else float("nan")
 
 
+def held_at_default(model: mujoco.MjModel) -> dict[str, tuple[float | None, float]]:
+    """Every hinge and slide joint held at its default (``coordinate_targets``' form), for a static
+    pose that is the marker set's own model at its default pose: OpenSim's coordinate defaults of
+    the limbs are zero, as the MJCF models' are, so the two models stand alike."""
+    moving = (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+    names = [model.joint(j).name for j in range(model.njnt) if model.jnt_type[j] in moving]
+    return {name: (None, DEFAULT_PLACEMENT_WEIGHT) for name in names}
+
+
+def default_pose_static(marker_set: MarkerSet) -> MarkerData | None:
+    """A one-frame static trial made from the marker set's own OpenSim model at its default pose
+    (:func:`~musclerl.models.osim_frames.markers_in_ground`), or None for a stand-alone marker
+    set. A model shipped scaled to its subject with hand-placed markers (AddBiomechanics,
+    OpenCap) then calibrates as from a static trial: its segment lengths and markers as they are."""
+    if not marker_set.frames:
+        return None
+    located = markers_in_ground(
+        marker_set.frames, {m.name: (m.body, m.location_m) for m in marker_set.markers}
+    )
+    if not located:
+        return None
+    names = tuple(located)
+    return MarkerData(
+        names=names,
+        positions_m=np.array([[located[n] for n in names]]),
+        time_s=np.zeros(1),
+        rate_hz=1.0,
+        units_in="m",
+        source=f"{marker_set.source} (its default pose)",
+    )
+
+
 def calibrate(
     model_name: str,
     marker_set: MarkerSet,
@@ -230,7 +263,13 @@ def calibrate(
     scale_setup: ScaleSetup | None = None,
     ik_setup: IKSetup | None = None,
 ) -> CalibratedModel:
-    """Subject model: markers added; with ``static``, scaled per segment and markers placed."""
+    """Subject model: markers added, scaled per segment and markers placed from ``static``; without
+    one, from the marker set's own model at its default pose (:func:`default_pose_static`), and
+    for a stand-alone marker set with no static trial, the generic model with the markers added."""
+    from_model = static is None
+    if from_model:
+        static = default_pose_static(marker_set)
+        scale_setup = None  # its time range and measurements are for a recorded trial
     if static is None:
         spec, model, missing = build_subject(model_name, marker_set, {}, None)
         return CalibratedModel(model, spec, marker_set, {}, None, missing, model_name)
@@ -269,6 +308,8 @@ def calibrate(
     centre_names = [n for n in centre_targets if n not in missing]
     centre_weight = JOINT_CENTRE_WEIGHT_RATIO * max(float(weights.max(initial=0.0)), 1.0)
     coordinates = coordinate_targets(placement) or default_placement_coordinates(model)
+    if from_model:  # the pose is known: every joint at its default, as the OpenSim model's stood
+        coordinates = held_at_default(model)
     qpos, _ = fit_static_pose(
         model,
         names + centre_names,
