@@ -26,7 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trc", nargs="+", help="marker trial(s) (.trc or .c3d) or a folder of them")
     parser.add_argument("--model", default="myolegs", help="registered model name or MJCF path")
     parser.add_argument("--markers", required=True, help="OpenSim model (.osim) or MarkerSet .xml")
-    parser.add_argument("--static", help="static trial (.trc, .c3d) to scale the model and place markers")
+    parser.add_argument(
+        "--static",
+        help="static trial (.trc, .c3d) to scale the model and place markers; without it, the marker set's "
+        "own .osim at its default pose (a model already scaled to the subject: used as it is)",
+    )
     parser.add_argument("--setup", help="OpenSim IK setup XML (marker weights, coordinate tasks, time range)")
     parser.add_argument(
         "--scale-setup",
