@@ -125,3 +125,20 @@ def test_hand_scaled_model_without_a_static_trial_matches_the_static_trial(openc
         for metric in ("hip_rms_deg", "knee_rms_deg", "ankle_rms_deg", "hip_adduction_rms_deg"):
             assert row[metric] <= min(static[metric] + 1.0, AIMS[metric]), (row["trial"], metric)
         assert row["marker_rms_lower_mm"] <= static["marker_rms_lower_mm"] + 2.0, row["trial"]
+
+
+@pytest.mark.slow
+def test_the_walk_with_a_mirrored_thigh_cluster_names_that_leg(opencap):
+    """walking1's L_thigh cluster labels are mirrored against the static trial: pooled, the trial
+    reads 41 mm; per leg, the report says which leg and segment failed. A clean walk says nothing."""
+    import json
+
+    _, out, rows = opencap
+    report = json.loads((out / "walking1.json").read_text())
+    assert report["side_warning"].startswith("the left leg is clearly worse: markers")
+    assert "(femur_l " in report["side_warning"] and "right leg" not in report["side_warning"]
+    assert (
+        rows["walking1"]["legs"]["left"]["marker_rms_mm"]
+        > 3 * rows["walking1"]["legs"]["right"]["marker_rms_mm"]
+    )
+    assert json.loads((out / "walkingTI2.json").read_text())["side_warning"] is None

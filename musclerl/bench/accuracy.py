@@ -4,10 +4,12 @@ Input: a folder written by ``musclerl retarget markers TRIALS --out FOLDER --mot
 reports and ``<trial>.mot`` tables in OpenSim coordinates) and the folder of the expert's
 ``<trial>.mot``. Per trial: RMS difference (deg) of hip, knee and ankle flexion and hip adduction
 (both sides pooled; gait2354's negative knee flexion flipped), marker RMS (mm) of the lower-body
-markers (every marker not on the trunk), the largest fraction of frames any coordinate spends at a
-limit beyond the expert's time there (the expert counted at a bound of our model when within
-:data:`EXPERT_LIMIT_TOLERANCE_DEG` of it or past it), whether the floor came out flat, and the
-stance feet's slip (m/s) and the deepest penetration of the floor (mm).
+markers (every marker not on the trunk), the largest fraction of frames in which a coordinate sits on
+a bound of our model while the expert's is not there (the expert counted on it when within
+:data:`EXPERT_LIMIT_TOLERANCE_DEG` of it or past it; a knee straight where the person's is straight is
+no error), whether the floor came out flat, and the stance feet's slip (m/s) and the deepest
+penetration of the floor (mm). The same per leg (``legs``: angles, markers on that leg's bodies,
+bound frames of that leg's joints) in a second table, so a leg that failed is not averaged away.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import numpy as np
 
 from musclerl.models.registry import load_model
 from musclerl.motion.storage import read_storage
+from musclerl.motion.trajectory import Trajectory
+from musclerl.retarget.report import LIMIT_BOUND_TOLERANCE, limit_excess
+from musclerl.retarget.sides import side_of
 
 ANGLES = {
     "hip_flexion": "hip",
@@ -42,11 +47,12 @@ COLUMNS = (
 )
 
 
-def _expert_at_limit_frac(model, expert, name: str) -> float:
-    """Fraction of the expert's frames with coordinate ``name`` at or past a bound of ``model``."""
+def _expert_on_bound(model, expert, name: str) -> np.ndarray | None:
+    """(T_expert,) bool: the expert's coordinate ``name`` at or past a bound of ``model``; None when
+    the expert has no such column or the joint no range."""
     j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
     if j < 0 or name not in expert.columns or not model.jnt_limited[j]:
-        return 0.0
+        return None
     values = expert.column(name)
     if name.startswith("knee_angle") and np.median(values) < 0:
         values = -values
@@ -54,7 +60,39 @@ def _expert_at_limit_frac(model, expert, name: str) -> float:
     values = np.deg2rad(values) if angular and expert.in_degrees else values
     tol = np.deg2rad(EXPERT_LIMIT_TOLERANCE_DEG) if angular else 1e-3
     lo, hi = model.jnt_range[j]
-    return float(np.mean((values <= lo + tol) | (values >= hi - tol)))
+    return (values <= lo + tol) | (values >= hi - tol)
+
+
+def bound_beyond_expert(model, qpos: np.ndarray, time_s: np.ndarray, expert) -> dict[str, float]:
+    """Per independent limited joint ever on a bound in ``qpos`` (T, nq) at ``time_s`` (T,): the
+    fraction of frames it is on a bound where the expert's coordinate (interpolated to our
+    frames) is not."""
+    excess, coupled, names = limit_excess(model, qpos)
+    ours = excess[:, ~coupled] > -LIMIT_BOUND_TOLERANCE
+    out = {}
+    for j, name in enumerate(n for n, c in zip(names, coupled, strict=True) if not c):
+        if not ours[:, j].any():
+            continue
+        theirs = _expert_on_bound(model, expert, name)
+        if theirs is None:
+            out[name] = float(ours[:, j].mean())
+            continue
+        theirs_here = np.interp(time_s, expert.time_s, theirs.astype(float)) > 0.5
+        out[name] = float((ours[:, j] & ~theirs_here).mean())
+    return out
+
+
+def _leg_row(row_angles: dict, markers: dict[str, float], bodies: dict, bound: dict, side: str) -> dict:
+    """One leg's angle RMS (deg), markers on its bodies (mm), worst bound joint beyond the expert."""
+    mine = [rms for n, rms in markers.items() if rms is not None and side_of(bodies.get(n) or "") == side]
+    joints = {n: f for n, f in bound.items() if side_of(n) == side}
+    worst = max(joints, key=joints.get) if joints else ""
+    return {
+        **{key: errors for key, errors in row_angles.items()},
+        "marker_rms_mm": 1000.0 * float(np.sqrt(np.mean(np.square(mine)))) if mine else None,
+        "at_limit_excess_frac": float(joints.get(worst, 0.0)),
+        "at_limit_worst": worst,
+    }
 
 
 def trial_row(report_path: Path, mot_path: Path, expert_path: Path, model=None) -> dict:
@@ -65,20 +103,32 @@ def trial_row(report_path: Path, mot_path: Path, expert_path: Path, model=None) 
         model = load_model(report["model"])
     ours, expert = read_storage(mot_path), read_storage(expert_path)
     row: dict = {"trial": Path(report_path).stem}
+    per_side: dict[str, dict[str, float]] = {"right": {}, "left": {}}
     for column, key in ANGLES.items():
         errors = []
-        for side in "rl":
-            name = f"{column}_{side}"
+        for side, suffix in (("right", "r"), ("left", "l")):
+            name = f"{column}_{suffix}"
             ref = np.interp(ours.time_s, expert.time_s, expert.column(name))
             if column == "knee_angle" and np.median(ref) < 0:
                 ref = -ref
             errors.append(ours.column(name) - ref)
+            per_side[side][f"{key}_rms_deg"] = float(np.sqrt(np.mean(np.square(errors[-1]))))
         row[f"{key}_rms_deg"] = float(np.sqrt(np.mean(np.square(errors))))
     bodies = {n: m.get("body") for n, m in report.get("registration", {}).items()}
-    lower = [rms for n, rms in report["marker_rms_by_name_m"].items() if bodies.get(n) not in TRUNK_BODIES]
+    by_name = report["marker_rms_by_name_m"]
+    lower = [rms for n, rms in by_name.items() if bodies.get(n) not in TRUNK_BODIES and rms is not None]
     row["marker_rms_lower_mm"] = 1000.0 * float(np.sqrt(np.mean(np.square(lower))))
-    limits = report.get("limit_bound_frac", {})
-    excess = {n: f - _expert_at_limit_frac(model, expert, n) for n, f in limits.items()}
+    trajectory = Path(report_path).with_suffix(".npz")
+    qpos = Trajectory.load(trajectory).qpos if trajectory.is_file() else None
+    if qpos is not None and len(qpos) == len(ours.time_s):
+        excess = bound_beyond_expert(model, qpos, ours.time_s, expert)
+    else:  # no trajectory beside the report: time on a bound minus the expert's time there
+        limits = report.get("limit_bound_frac", {})
+        expert_frac = {n: _expert_on_bound(model, expert, n) for n in limits}
+        excess = {
+            n: f - (0.0 if expert_frac[n] is None else expert_frac[n].mean()) for n, f in limits.items()
+        }
+    row["legs"] = {side: _leg_row(per_side[side], by_name, bodies, excess, side) for side in per_side}
     worst = max(excess, key=excess.get) if excess else ""
     row["at_limit_excess_frac"] = max(0.0, float(excess.get(worst, 0.0)))
     row["at_limit_worst"] = worst
@@ -117,7 +167,7 @@ def accuracy_table(out_dir: Path, expert_dir: Path, trials: list[str]) -> tuple[
 def markdown(rows: list[dict]) -> str:
     """The rows as a Markdown table."""
     head = (
-        "| trial | hip ° | knee ° | ankle ° | hip add ° | markers mm | at limit beyond expert | floor "
+        "| trial | hip ° | knee ° | ankle ° | hip add ° | markers mm | at limit where expert is not | floor "
         "| slip m/s | pen. mm |"
     )
     lines = [head, "|" + "---|" * 10]
@@ -131,6 +181,23 @@ def markdown(rows: list[dict]) -> str:
             f"{100 * r['at_limit_excess_frac']:.0f} % {r.get('at_limit_worst', '')} | {floor} | {slip} | "
             f"{r['penetration_max_mm']:.1f} |"
         )
+    return "\n".join(lines)
+
+
+def markdown_legs(rows: list[dict]) -> str:
+    """Per trial and leg: the angle RMS, the leg's markers, its worst bound beyond the expert."""
+    lines = [
+        "| trial | leg | hip ° | knee ° | ankle ° | hip add ° | markers mm | at limit where expert is not |",
+        "|" + "---|" * 8,
+    ]
+    for r in rows:
+        for side, leg in r.get("legs", {}).items():
+            markers = "-" if leg["marker_rms_mm"] is None else f"{leg['marker_rms_mm']:.1f}"
+            lines.append(
+                f"| {r['trial']} | {side} | {leg['hip_rms_deg']:.1f} | {leg['knee_rms_deg']:.1f} | "
+                f"{leg['ankle_rms_deg']:.1f} | {leg['hip_adduction_rms_deg']:.1f} | {markers} | "
+                f"{100 * leg['at_limit_excess_frac']:.0f} % {leg['at_limit_worst']} |"
+            )
     return "\n".join(lines)
 
 
@@ -184,7 +251,7 @@ def run(args) -> int:
         {"--json": args.json, "--markdown": args.markdown, "--plot": args.plot}, inputs=[out, expert]
     )
     rows, mean = accuracy_table(out, expert, trials)
-    table = markdown([*rows, mean])
+    table = markdown([*rows, mean]) + "\n\nPer leg:\n\n" + markdown_legs(rows)
     print(table)
     if args.markdown:
         Path(args.markdown).write_text(table + "\n")

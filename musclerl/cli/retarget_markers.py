@@ -190,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{result.calibrated.missing_body}",
                 file=sys.stderr,
             )
+        if result.report.get("side_warning"):
+            print(f"musclerl: warning: {trials[0].name}: {result.report['side_warning']}", file=sys.stderr)
         rms = result.report["marker_rms_m"]["mean"]
         print(
             f"{trials[0].name}: {result.report['frames']} frames, marker RMS {1e3 * rms:.1f} mm, "

@@ -268,6 +268,7 @@ def summary_rows(reports: list[dict]) -> list[dict]:
         if "error" in report:
             row["plausible"], row["reason"] = False, report["error"].removeprefix(f"{report.get('trial')}: ")
         row["notes"] = (report.get("source") or {}).get("notes", [])
+        row["side_warning"] = report.get("side_warning")
         out.append(row)
     return out
 
@@ -303,6 +304,8 @@ def format_table(rows: list[dict]) -> str:
             )
             if r.get("plausible") is False and r["status"] != "error":
                 line += f"\n    {r['reason']}"
+        if r.get("side_warning"):
+            line += f"\n    {r['side_warning']}"
         lines.append(line)
     return "\n".join(lines)
 

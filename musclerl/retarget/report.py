@@ -23,6 +23,9 @@ Fields (T frames, all lengths in metres, world frame Z up):
     "joints": [...], "marker_rms_worst_m": ...}``, worst run first. A frame whose error is large
     and lies in a run has that error from the model's range (question the listed joints' limits,
     or the source); ``marker_rms_m`` gains ``worst_frame_unbound``, the worst frame outside them.
+``marker_rms_by_segment_m``, ``sides``, ``side_warning``
+    per body and per leg, and one line when one leg is clearly worse (:mod:`musclerl.retarget.sides`;
+    markers by side only when ``target_bodies`` names each target's body).
 ``equality_residual_max``
     largest absolute equality-constraint residual (MuJoCo ``efc_pos`` of equality rows).
 ``penetration_frac``, ``penetration_max_m``
@@ -72,6 +75,7 @@ from musclerl.models.geoms import collision_geoms, foot_geoms
 from musclerl.motion.trajectory import Terrain
 from musclerl.retarget.ground.terrain import terrain_summary
 from musclerl.retarget.ik.constraints import muscle_tendon_ids, predicted_tendon_changes, tendon_jumps
+from musclerl.retarget.sides import side_summary
 
 PENETRATION_TOLERANCE_M = 1e-3
 LIMIT_TOLERANCE = 1e-6
@@ -121,12 +125,13 @@ def quality_report(
     solve_seconds: float | None = None,
     terrain: Terrain | None = None,
     loop: bool = False,
+    target_bodies: dict[str, str] | None = None,
 ) -> tuple[dict, dict]:
     """Report dict (JSON-ready) and per-frame series for the plot.
 
     ``qpos`` (T, nq); ``target_errors_m`` (T, M) distances model point -> target (NaN missing);
     ``converged`` (T,) bool; ``loop``: the clip is cyclic (its ends are neighbours for the
-    plausibility check's derivatives).
+    plausibility check's derivatives); ``target_bodies``: target name -> the body it is on.
     """
     qpos = np.asarray(qpos, dtype=float)
     n = qpos.shape[0]
@@ -196,6 +201,8 @@ def quality_report(
     report["failed_frame_indices"] = [int(i) for i in np.flatnonzero(~conv)]
     report["joint_limit_violation_frac"] = float(violation.mean()) if violation.size else 0.0
     report.update(limit_bound_summary(bound, bound_names, series.get("marker_rms_m")))
+    by_name = report.get("marker_rms_by_name_m", {})
+    report.update(side_summary(by_name, target_bodies or {}, bound, bound_names, rate_hz))
     report["coupled_joint_range_excess_max"] = (
         float(max(0.0, excess[:, coupled].max())) if coupled.any() else 0.0
     )
@@ -295,10 +302,15 @@ def plot_report(
     ax = axes[0, 1]
     by_name = {k: v for k, v in report.get("marker_rms_by_name_m", {}).items() if v is not None}
     if by_name:
+        sides = {s: v.get("marker_rms_m") for s, v in report.get("sides", {}).items()}
         ax.barh(list(by_name), [1e3 * v for v in by_name.values()])
         ax.tick_params(axis="y", labelsize=6)
+        if all(v is not None for v in sides.values()) and sides:
+            legs = ", ".join(f"{s} leg {1e3 * v:.1f}" for s, v in sides.items())
+            ax.set_title(f"per target ({legs} mm)", fontsize=9)
     ax.set_xlabel("RMS (mm)")
-    ax.set_title("per target")
+    if not ax.get_title():
+        ax.set_title("per target")
     ax = axes[1, 0]
     for name, values in (coordinates_deg or {}).items():
         ax.plot(t[: len(values)], values, label=name)

@@ -338,6 +338,7 @@ def retarget_markers(
         converged=solution.converged,
         solve_seconds=solution.seconds,
         terrain=grounded.terrain if on_floor else None,
+        target_bodies={m.name: m.body for m in calibrated.marker_set.markers},
     )
     report.update(grounded.report() if on_floor else {"floor": {"skipped": grounded}})
     if not isinstance(placed, str):
