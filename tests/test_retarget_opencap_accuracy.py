@@ -146,3 +146,15 @@ def test_the_walk_with_a_mirrored_thigh_cluster_names_that_leg(opencap):
         > 3 * rows["walking1"]["legs"]["right"]["marker_rms_mm"]
     )
     assert json.loads((out / "walkingTI2.json").read_text())["side_warning"] is None
+    # the cause, named: the cluster's labels against the static trial's
+    assert [(c["body"], c["relabel"]) for c in report["cluster_labels"]] == [
+        (
+            "femur_l",
+            {"L_thigh1": "L_thigh3", "L_thigh2": "L_thigh4", "L_thigh3": "L_thigh1", "L_thigh4": "L_thigh2"},
+        )
+    ]
+    to1 = json.loads((out / "walkingTO1.json").read_text())["cluster_labels"]
+    assert [(c["body"], c["relabel"]) for c in to1] == [
+        ("femur_r", {"r_thigh3": "r_thigh5", "r_thigh5": "r_thigh3"})
+    ]
+    assert json.loads((out / "walking2.json").read_text())["cluster_labels"] == []

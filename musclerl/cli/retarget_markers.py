@@ -190,8 +190,9 @@ def run(args: argparse.Namespace) -> int:
                 f"{result.calibrated.missing_body}",
                 file=sys.stderr,
             )
-        if result.report.get("side_warning"):
-            print(f"musclerl: warning: {trials[0].name}: {result.report['side_warning']}", file=sys.stderr)
+        for key in ("label_warning", "side_warning"):
+            if result.report.get(key):
+                print(f"musclerl: warning: {trials[0].name}: {result.report[key]}", file=sys.stderr)
         rms = result.report["marker_rms_m"]["mean"]
         print(
             f"{trials[0].name}: {result.report['frames']} frames, marker RMS {1e3 * rms:.1f} mm, "

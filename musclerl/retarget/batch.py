@@ -268,7 +268,7 @@ def summary_rows(reports: list[dict]) -> list[dict]:
         if "error" in report:
             row["plausible"], row["reason"] = False, report["error"].removeprefix(f"{report.get('trial')}: ")
         row["notes"] = (report.get("source") or {}).get("notes", [])
-        row["side_warning"] = report.get("side_warning")
+        row["warnings"] = [w for w in (report.get("label_warning"), report.get("side_warning")) if w]
         out.append(row)
     return out
 
@@ -304,8 +304,8 @@ def format_table(rows: list[dict]) -> str:
             )
             if r.get("plausible") is False and r["status"] != "error":
                 line += f"\n    {r['reason']}"
-        if r.get("side_warning"):
-            line += f"\n    {r['side_warning']}"
+        for warning in r.get("warnings", []):
+            line += f"\n    {warning}"
         lines.append(line)
     return "\n".join(lines)
 

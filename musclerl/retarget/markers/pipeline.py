@@ -62,6 +62,7 @@ from musclerl.retarget.markers.calibration import (
     marker_weights,
     time_window,
 )
+from musclerl.retarget.markers.clusters import cluster_label_checks, cluster_warning
 from musclerl.retarget.markers.fit import (
     trial_marker_locations,
 )
@@ -341,6 +342,8 @@ def retarget_markers(
         target_bodies={m.name: m.body for m in calibrated.marker_set.markers},
     )
     report.update(grounded.report() if on_floor else {"floor": {"skipped": grounded}})
+    report["cluster_labels"] = cluster_label_checks(calibrated.marker_set, markers)
+    report["label_warning"] = cluster_warning(report["cluster_labels"])
     if not isinstance(placed, str):
         placed_floor = placed.report()["floor"]
         report["output_floor"] = {k: placed_floor[k] for k in ("shift_m", "lift_max_m", "lift_frac")}
