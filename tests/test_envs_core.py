@@ -58,7 +58,7 @@ def test_reset_at_reference_reproduces_reference_sites(env, dataset):
     assert np.all(errors["site_err_m"] < 1e-9) and np.all(errors["site_ori"] < 1e-12)
 
 
-def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, last, cfg):
+def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, last, cfg, acc):
     """Reward terms of one env from MuJoCo C directly (mj_objectVelocity, quaternion angles)."""
 
     def sites(q, v):
@@ -88,6 +88,7 @@ def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, la
         "site_pos": np.mean(((pos - qpos[:3]) - (rpos - ref_qpos[:3])) ** 2),
         "site_ori": np.mean(angle**2),
         "site_vel": np.mean((vel - rvel) ** 2),
+        "com_acc": np.mean((acc / 9.81) ** 2),
     }
     out = {t: cfg.reward.weights[t] * np.exp(-cfg.reward.scales[t] * mse[t]) for t in term_names("tracking")}
     out["activation_energy"] = -cfg.reward.activation_energy * np.mean(act**2)
@@ -117,8 +118,13 @@ def test_reward_terms_match_hand_computation(env):
     kin = env.kinematics(fixed)
     target = lookup(env.reference.as_arrays(np), fixed.info["clip"], fixed.info["time_s"], np)
     action, last = rng.uniform(0, 1, (8, 6)), rng.uniform(0, 1, (8, 6))
-    errors = tracking_errors(kin.replace(ctrl=action), target, last, np)
-    terms = reward_terms(errors, env.config.reward, np)
+    acc = rng.normal(0.0, 3.0, (8, 3))  # the centre of mass's acceleration error, m/s^2
+    errors = tracking_errors(kin.replace(ctrl=action, com_acc_err_mps2=acc), target, last, np)
+    reward = env.config.reward
+    cfg = dataclasses.replace(
+        env.config, reward=dataclasses.replace(reward, weights={**reward.weights, "com_acc": 0.1})
+    )
+    terms = reward_terms(errors, cfg.reward, np)
     for i in range(8):
         hand, site_err = _hand_terms(
             env.model,
@@ -130,14 +136,15 @@ def test_reward_terms_match_hand_computation(env):
             act[i],
             action[i],
             last[i],
-            env.config,
+            cfg,
+            acc[i],
         )
         for term, value in hand.items():
             assert terms[f"reward/{term}"][i] == pytest.approx(value, rel=1e-6, abs=1e-9), term
         assert errors["site_err_m"][i] == pytest.approx(site_err, rel=1e-9)
     assert set(hand) == set(REWARD_TERMS)  # every registered term is checked by hand
     for term in term_names("tracking"):  # the state is really off the reference in every term
-        assert np.all(terms[f"reward/{term}"] < (1 - 1e-4) * env.config.reward.weights[term]), term
+        assert np.all(terms[f"reward/{term}"] < (1 - 1e-4) * cfg.reward.weights[term]), term
     # penalties are bounded by their weights
     assert np.all(terms["reward/activation_energy"] >= -env.config.reward.activation_energy)
     assert np.all(terms["reward/action_rate"] >= -env.config.reward.action_rate)
@@ -386,3 +393,26 @@ def test_joint_limit_penalty_watches_only_the_named_coordinates(dataset):
     bad = EnvConfig.from_dict({"reward": {"limit_joints": ["knee_angle_x"]}})
     with pytest.raises(InputError, match="reward.limit_joints.*knee_angle_x"):
         TrackingEnv("tiny", dataset, bad, backend="cpu", num_envs=2, threads=1)
+
+
+def test_com_acc_is_the_second_difference_of_the_offset_from_the_reference(dataset):
+    """``com_acc`` sees the centre of mass's acceleration minus the reference's, as the second
+    difference of their offset over the last three control steps; a fresh episode starts with
+    no error of its own (its offset held)."""
+    cfg = EnvConfig.from_dict({"reward": {"weights": {"com_acc": 1.0}}})
+    env = TrackingEnv("tiny", dataset, cfg, backend="cpu", num_envs=4, threads=1)
+    ref = env.reference.as_arrays(np)
+    state = env.reset(0, clip=np.zeros(4, int), time_s=np.array([0.2, 0.4, 0.6, 0.8]))
+    offsets = []
+    for k in range(3):
+        kin = env.kinematics(state)
+        offsets.append(kin.com_m - lookup(ref, state.info["clip"], state.info["time_s"], np)["com_m"])
+        state = env.step(state, np.full((4, env.action_size), 0.2 + 0.2 * k))
+        assert not state.done.any()
+    kin = env.kinematics(state)
+    offset = kin.com_m - lookup(ref, state.info["clip"], state.info["time_s"], np)["com_m"]
+    acc = (offset - 2 * offsets[2] + offsets[1]) / env.control_dt_s**2
+    expected = np.exp(-10.0 * np.mean((acc / 9.81) ** 2, axis=1))
+    np.testing.assert_allclose(state.metrics["reward/com_acc"], expected, rtol=1e-9)
+    assert np.all(expected < 0.999)  # the excitations moved the body off the reference's course
+    np.testing.assert_allclose(state.info["com_offset_m"], np.concatenate([offset, offsets[2]], axis=1))

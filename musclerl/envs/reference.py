@@ -44,6 +44,7 @@ class Reference:
     site_pos_m: np.ndarray  # (T, S, 3) world
     site_xmat: np.ndarray  # (T, S, 3, 3) site-to-world rotations
     site_vel_mps: np.ndarray  # (T, S, 3) world linear velocity
+    com_m: np.ndarray  # (T, 3) whole-body centre of mass, world
     muscle_length_m: np.ndarray  # (T, nu) actuator length
     muscle_velocity_mps: np.ndarray  # (T, nu) actuator velocity
     muscle_jacobian: np.ndarray  # (T, nu, K) d(actuator length)/d(independent coordinate), m/rad
@@ -103,6 +104,7 @@ def build_reference(
     site_pos = np.zeros((n, s, 3))
     site_xmat = np.zeros((n, s, 3, 3))
     site_vel = np.zeros((n, s, 3))
+    com = np.zeros((n, 3))
     muscle_length = np.zeros((n, model.nu))
     muscle_velocity = np.zeros((n, model.nu))
     coords = independent_coordinates(model)
@@ -118,6 +120,7 @@ def build_reference(
         # dependent coordinates follow their independent one (couplings), as in the pose itself
         jacobian[t] = moment_arms(model, data) @ coupling_matrix(model, data.qpos, coords).T
         site_pos[t] = data.site_xpos[world.site_ids]
+        com[t] = data.subtree_com[world.root_body]
         site_xmat[t] = data.site_xmat[world.site_ids].reshape(s, 3, 3)
         for i, sid in enumerate(world.site_ids):
             mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, int(sid), vel6, 0)
@@ -143,6 +146,7 @@ def build_reference(
         qpos=np.asarray(traj.qpos, dtype=float),
         qvel=np.asarray(traj.qvel, dtype=float),
         site_pos_m=site_pos,
+        com_m=com,
         site_xmat=site_xmat,
         site_vel_mps=site_vel,
         muscle_length_m=muscle_length,
@@ -172,6 +176,7 @@ LOOKUP_FIELDS = (
     "site_pos_m",
     "site_xmat",
     "site_vel_mps",
+    "com_m",
     "muscle_length_m",
     "muscle_velocity_mps",
     "muscle_jacobian",
@@ -200,7 +205,7 @@ def lookup(
     """Reference at clip time ``time_s`` (N,) of clips ``clip`` (N,): batched arrays.
 
     Returns qpos (N, nq), qvel (N, nv), site_pos_m (N, S, 3), site_xmat (N, S, 3, 3),
-    site_vel_mps (N, S, 3), muscle_length_m and muscle_velocity_mps (N, nu), muscle_jacobian
+    site_vel_mps (N, S, 3), com_m (N, 3), muscle_length_m and muscle_velocity_mps (N, nu), muscle_jacobian
     (N, nu, K), activation (N, na); positions of looping clips shifted by their completed periods.
     ``fields`` names the ones to gather (default all): a step reads the reference several times
     (next frame, goal frames), and each read needs only a few of them. The joint ranges of
@@ -215,6 +220,8 @@ def lookup(
             value = xp.concatenate([value[:, :3] + shift, value[:, 3:]], axis=1)
         elif name == "site_pos_m":
             value = value + shift[:, None, :]
+        elif name == "com_m":
+            value = value + shift
         out[name] = value
     out.update({name: ref[name] for name in LIMIT_FIELDS})
     return out

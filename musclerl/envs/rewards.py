@@ -17,6 +17,10 @@ config validation, the metric names and the total follow the table. The terms:
 - ``activation_energy``: ``mean(act^2)``, act in [0, 1]
 - ``action_rate``: ``mean((e_t - e_{t-1})^2)`` of the excitations e in [0, 1] the action
   commanded (so in [0, 1] in every action space)
+- ``com_acc``: the whole-body centre of mass's acceleration minus the reference's, in units of g
+  (``Kinematics.com_acc_err_mps2 / 9.81``): times the body weight, the error of the net ground
+  reaction force, vertical and horizontal. The joint and site terms see a hard landing only
+  through the pose; this term sees the impact itself. Off (weight 0) by default
 - ``joint_limit``: how far the joint coordinate nearest its range bound has gone into the last
   :data:`LIMIT_MARGIN_RAD` before it, squared, in [0, 1] — where the reference stays clear of that
   bound. A policy that locks a knee on its limit lets the limit constraint carry the body (a
@@ -110,6 +114,15 @@ def site_vel_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: 
     return _mse(kin.site_vel_mps - target["site_vel_mps"], xp)
 
 
+GRAVITY_MPS2 = 9.81
+
+
+def com_acc_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    if kin.com_acc_err_mps2 is None:  # kinematics of one state (a reset): no acceleration yet
+        return xp.zeros(kin.qpos.shape[0], dtype=kin.qpos.dtype)
+    return _mse(kin.com_acc_err_mps2 / GRAVITY_MPS2, xp)
+
+
 def activation_energy_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
     return _mse(kin.act, xp)
 
@@ -148,6 +161,8 @@ REWARD_TERMS: dict[str, RewardTerm] = {
     "site_pos": RewardTerm("tracking", site_pos_error, 0.3, 500.0),
     "site_ori": RewardTerm("tracking", site_ori_error, 0.1, 5.0),
     "site_vel": RewardTerm("tracking", site_vel_error, 0.15, 2.0),
+    # scale 10: exp(-1) at 0.32 g RMS over the three components (0.32 body weights of force)
+    "com_acc": RewardTerm("tracking", com_acc_error, 0.0, 10.0),
     "activation_energy": RewardTerm("penalty", activation_energy_error, 0.02),
     "action_rate": RewardTerm("penalty", action_rate_error, 0.02),
     "joint_limit": RewardTerm("penalty", joint_limit_error, 0.0),

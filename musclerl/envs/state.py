@@ -69,3 +69,8 @@ class Kinematics:
     ctrl: Any  # (N, nu) excitations applied in the last physics step
     geom_pos_m: Any  # (N, G, 3) world centres of the non-foot collision geoms (fall detection)
     geom_xmat: Any  # (N, G, 3, 3) their geom-to-world rotations
+    com_m: Any  # (N, 3) whole-body centre of mass, world
+    # (N, 3) the centre of mass's acceleration minus the reference's, m/s^2: the second difference
+    # of their offset over the last three control steps (TrackingEnv.step sets it; None elsewhere).
+    # Times the body mass it is the error of the net ground reaction force
+    com_acc_err_mps2: Any = None

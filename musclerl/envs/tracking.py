@@ -60,7 +60,7 @@ from musclerl.errors import InputError
 from musclerl.motion.dataset import check_clip_lengths
 from musclerl.motion.trajectory import Trajectory
 
-_START_FIELDS = ("qpos", "qvel", "activation")  # what an episode's start state reads of the reference
+_START_FIELDS = ("qpos", "qvel", "activation", "com_m")  # what an episode's start reads of the reference
 
 
 class TrackingEnv:
@@ -178,6 +178,7 @@ class TrackingEnv:
         start = lookup(self._ref, clip, time_s, xp, _START_FIELDS)
         qpos, qvel = self._start_state(start, noise)
         physics, kin = self._physics.set_state(None, qpos, qvel, self._start_act(start))
+        com_offset = self._com_offset_history(kin, start)
         obs = self._observe(kin, clip, time_s)
         zeros = xp.zeros(n)
         false = xp.zeros(n, dtype=bool)
@@ -191,6 +192,7 @@ class TrackingEnv:
             "last_action": xp.zeros((n, self.action_size)) + xp.asarray(self.actions.neutral),
             "last_ctrl": kin.ctrl,
             "clip_fail_rate": fail_rate,
+            "com_offset_m": com_offset,
         }
         return State(
             physics=physics,
@@ -218,6 +220,10 @@ class TrackingEnv:
         ctrl = self.actions.controller(action, target, length, velocity, xp)
         physics, bad_sim = self._physics.step(state.physics, ctrl, cfg.substeps)
         kin = self._physics.kinematics(physics)
+        offset = kin.com_m - target["com_m"]  # (N, 3); the last two control steps' in com_offset_m
+        history = state.info["com_offset_m"]
+        dt = self.control_dt_s
+        kin = kin.replace(com_acc_err_mps2=(offset - 2.0 * history[:, :3] + history[:, 3:]) / (dt * dt))
         errors = tracking_errors(kin, target, state.info["last_ctrl"], xp)
         terms = reward_terms(errors, cfg.reward, xp)
         bad = is_bad(kin, cfg.termination.max_qvel, xp) | bad_sim
@@ -253,8 +259,9 @@ class TrackingEnv:
         new_clip, new_time = sample_starts(
             u[0], u[1], probs, self._ref, self.control_dt_s, cfg.sampling.rsi, xp
         )
-        physics, next_obs, reset_ctrl = self._auto_reset(
-            physics, done, obs, new_clip, new_time, kin.ctrl, u[2:]
+        history = xp.concatenate([offset, history[:, :3]], axis=1)
+        physics, next_obs, reset_ctrl, history = self._auto_reset(
+            physics, done, obs, new_clip, new_time, kin.ctrl, u[2:], history
         )
         clip = xp.where(done, new_clip, clip)
         time_s = xp.where(done, new_time, time_s)
@@ -267,6 +274,7 @@ class TrackingEnv:
             "last_action": xp.where(done[:, None], xp.asarray(self.actions.neutral), action),
             "last_ctrl": reset_ctrl,
             "clip_fail_rate": fail_rate,
+            "com_offset_m": history,
         }
         return State(
             physics=physics,
@@ -312,20 +320,33 @@ class TrackingEnv:
         return {k: xp.zeros(n) for k in names}
 
     def _auto_reset(
-        self, physics: Any, done: Any, obs: Any, clip: Any, time_s: Any, ctrl: Any, noise: Any
-    ) -> tuple[Any, Any, Any]:
+        self, physics: Any, done: Any, obs: Any, clip: Any, time_s: Any, ctrl: Any, noise: Any, history: Any
+    ) -> tuple[Any, Any, Any, Any]:
         """Reset the done envs at (clip, time_s) (with the start noise of uniforms ``noise``
-        (rows, N)); return physics, the post-reset observation and the excitations (N, nu) the
-        next step's action-rate penalty compares with."""
+        (rows, N)); return physics, the post-reset observation, the excitations (N, nu) the
+        next step's action-rate penalty compares with and the centre-of-mass offset history (N, 6)."""
         rows = self._physics.reset_rows(done)
         if rows is None:
-            return physics, obs, ctrl
+            return physics, obs, ctrl, history
         start = lookup(self._ref, clip[rows], time_s[rows], self._xp, _START_FIELDS)
         qpos, qvel = self._start_state(start, noise[:, rows])
         physics, kin = self._physics.reset(physics, rows, done, qpos, qvel, self._start_act(start))
         fresh = self._observe(kin, clip[rows], time_s[rows])
         merge = self._physics.merge
-        return physics, merge(obs, rows, done, fresh), merge(ctrl, rows, done, kin.ctrl)
+        started = self._com_offset_history(kin, start)
+        return (
+            physics,
+            merge(obs, rows, done, fresh),
+            merge(ctrl, rows, done, kin.ctrl),
+            merge(history, rows, done, started),
+        )
+
+    def _com_offset_history(self, kin: Kinematics, start: dict[str, Any]) -> Any:
+        """(n, 6) the centre of mass's offset from the reference's (3,) twice: an episode starts
+        as if it had held that offset (start noise moves the body off the reference), so its first
+        steps' ``com_acc`` error is the acceleration since the start, not the start's offset."""
+        offset = kin.com_m - start["com_m"]
+        return self._xp.concatenate([offset, offset], axis=1)
 
     def _start_state(self, start: dict[str, Any], noise: Any) -> tuple[Any, Any]:
         """qpos (n, nq), qvel (n, nv) an episode starts from at the reference state ``start``: with

@@ -55,6 +55,7 @@ class CpuPhysics:
             b.bind("act"),
             b.bind("ctrl"),
         )
+        self._root = np.array([world.root_body])  # its subtree is the whole body
         self._site_local_pos = world.model.site_pos[world.site_ids][..., None]  # (S, 3, 1) in body frame
         self._site_local_rot = np.zeros((len(world.site_ids), 3, 3))
         mat9 = np.zeros(9)
@@ -215,6 +216,7 @@ class CpuPhysics:
             ctrl=self.ctrl.copy() if ids is None else self.ctrl[ids],
             geom_pos_m=take("geom_xpos", self._nonfoot),
             geom_xmat=take("geom_xmat", self._nonfoot).reshape(-1, len(self._nonfoot), 3, 3),
+            com_m=take("subtree_com", self._root)[:, 0],
         )
 
     def mj_data(self, physics: Any, i: int) -> mujoco.MjData:

@@ -165,6 +165,7 @@ class MjxPhysics:
             ctrl=data.ctrl,
             geom_pos_m=data.geom_xpos[:, self._nonfoot],
             geom_xmat=data.geom_xmat[:, self._nonfoot],
+            com_m=data.subtree_com[:, self.world.root_body],
         )
 
     def mj_data(self, data: mjx.Data | None, i: int) -> mujoco.MjData:
