@@ -158,3 +158,39 @@ def test_the_walk_with_a_mirrored_thigh_cluster_names_that_leg(opencap):
         ("femur_r", {"r_thigh3": "r_thigh5", "r_thigh5": "r_thigh3"})
     ]
     assert json.loads((out / "walking2.json").read_text())["cluster_labels"] == []
+
+
+@pytest.mark.slow
+def test_a_marker_missing_from_the_static_trial_is_placed_from_the_trial(opencap, tmp_path):
+    """r_thigh2 left out of the static trial: a placeholder (OpenCap's generic thigh markers share
+    one point), nothing places it, and posing the walk with it pulled the right thigh to that point
+    (right leg markers 41 mm). The walk is posed without it, it is placed where that pose puts it,
+    and the walk solved again: the right leg as with the full static trial."""
+    import dataclasses
+    import json
+
+    from musclerl.motion.trc import read_trc, write_trc
+
+    data, _, with_static = opencap
+    static = read_trc(data / "static1.trc")
+    keep = [i for i, n in enumerate(static.names) if n != "r_thigh2"]
+    names = tuple(static.names[i] for i in keep)
+    write_trc(
+        tmp_path / "static.trc",
+        dataclasses.replace(static, names=names, positions_m=static.positions_m[:, keep]),
+    )
+    out, trials = tmp_path / "out", [str(data / "walking2.trc"), str(data / "walkingTS2.trc")]
+    code = main(
+        ["retarget", "markers", *trials, "--model", "myolegs", "--markers", str(data / "generic.osim"),
+         "--static", str(tmp_path / "static.trc"), "--out", str(out), "--mot", "1"]
+    )  # fmt: skip
+    assert code == 0
+    rows, _ = accuracy_table(out, data, ["walking2", "walkingTS2"])
+    for row in rows:
+        report = json.loads((out / f"{row['trial']}.json").read_text())
+        assert report["markers_placed_from_trial"] == ["r_thigh2"] and report["side_warning"] is None
+        full = with_static[row["trial"]]["legs"]["right"]
+        right = row["legs"]["right"]
+        assert right["marker_rms_mm"] <= full["marker_rms_mm"] + 2.0
+        for metric in ("hip_rms_deg", "knee_rms_deg", "ankle_rms_deg", "hip_adduction_rms_deg"):
+            assert right[metric] <= full[metric] + 0.5, (row["trial"], metric)

@@ -142,15 +142,42 @@ def place_from_trial(
     rigid on the pelvis, and gait2354's subject leans further forward walking than standing,
     so its trunk markers are far off until ``("torso",)`` re-places them.
     """
-    model = calibrated.model
     on = trial_placed_markers(calibrated, bodies, solution.names)
-    targets = markers.positions_m[:, [markers.names.index(n) for n in on]]
-    placed = calibrated.marker_set.with_locations(trial_marker_locations(model, solution.qpos, on, targets))
+    return placed_from_trial(calibrated, solution.qpos, markers, on)
+
+
+def placed_from_trial(
+    calibrated: CalibratedModel, qpos: np.ndarray, markers: MarkerData, names: list[str]
+) -> CalibratedModel:
+    """``calibrated`` with markers ``names`` placed at their mean body-frame positions in the trial
+    ``markers`` posed by ``qpos`` (T, nq) (:func:`trial_marker_locations`), the model rebuilt."""
+    targets = markers.positions_m[:, [markers.names.index(n) for n in names]]
+    locations = trial_marker_locations(calibrated.model, qpos, names, targets)
+    placed = calibrated.marker_set.with_locations(locations)
     spec, compiled, missing = build_subject(
         calibrated.model_name, placed, calibrated.scale_factors, calibrated.mass_kg, scale_markers=False
     )
     return dataclasses.replace(
         calibrated, model=compiled, spec=spec, marker_set=placed, markers_scaled=False, problems={}
+    )
+
+
+def unplaced_placeholders(calibrated: CalibratedModel, names: tuple[str, ...]) -> list[str]:
+    """Markers of the trial ``names`` that sit at a generic point shared with another marker
+    (placeholders: the point says nothing of where the marker is) and that the static trial
+    lacked, so nothing placed them: posing the trial with them would pull the body to that point."""
+    return [
+        n
+        for n, entry in calibrated.registration.items()
+        if entry.get("placeholder") and not entry.get("in_static", True) and n in names
+    ]
+
+
+def without_markers(markers: MarkerData, names: list[str]) -> MarkerData:
+    """``markers`` with the columns ``names`` left out."""
+    keep = [i for i, n in enumerate(markers.names) if n not in names]
+    return dataclasses.replace(
+        markers, names=tuple(markers.names[i] for i in keep), positions_m=markers.positions_m[:, keep]
     )
 
 
@@ -289,6 +316,10 @@ def retarget_markers(
     markers = time_window(markers, start, end)
     if options.place_from_trial:  # bad names fail before any solve
         trial_placed_markers(calibrated, options.place_from_trial, markers.names)
+    unplaced = unplaced_placeholders(calibrated, markers.names)
+    if unplaced:  # pose the trial without them, place them where it puts them, then solve with them
+        first = solve_trial(calibrated, without_markers(markers, unplaced), ik_setup, robust=options.robust)
+        calibrated = placed_from_trial(calibrated, first.qpos, markers, unplaced)
     solution = solve_trial(calibrated, markers, ik_setup, robust=options.robust)
     if options.place_from_trial:
         calibrated = place_from_trial(calibrated, solution, markers, options.place_from_trial)
@@ -369,6 +400,7 @@ def retarget_markers(
     report["markers_missing_body"] = calibrated.missing_body
     report["registration"] = calibrated.registration
     report["markers_placed_from_trial_on"] = list(options.place_from_trial)
+    report["markers_placed_from_trial"] = unplaced  # placeholders the static trial lacked
     report["marker_weights"] = {n: float(w) for n, w in zip(solution.names, solution.weights, strict=True)}
     report["time_range_s"] = [float(markers.time_s[0]), float(markers.time_s[-1])]
     table = coordinate_table(model, qpos, markers.time_s, Path(trc).stem)

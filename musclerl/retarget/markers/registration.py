@@ -73,8 +73,9 @@ def registration_report(
     static_weights: dict[str, float],
     missing_body: dict[str, str],
 ) -> dict:
-    """Per marker: ``mapped_mm`` (frame mapping shift), ``placed_mm`` (placement shift from the
-    scaled generic offset), ``static_weight`` (its weight in the static fit) and ``why``.
+    """Per marker: ``placeholder`` and ``in_static`` (flags), ``mapped_mm`` (frame mapping shift),
+    ``placed_mm`` (placement shift from the scaled generic offset), ``static_weight`` (its weight
+    in the static fit) and ``why``.
 
     ``original`` is the marker set as read, ``mapped`` in the model's frames, ``placed`` after
     placement (scaled body frames); ``factors`` body -> (3,) scale factors.
@@ -109,6 +110,8 @@ def registration_report(
             )
         out[name] = {
             "body": marker.body,
+            "placeholder": name in placeholders,
+            "in_static": name in static_weights,
             "mapped_mm": round(1000.0 * float(np.linalg.norm(generic - marker.location_m)), 2),
             "placed_mm": round(moved_mm, 2),
             "static_weight": float(static_weights.get(name, 0.0)),
