@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from musclerl.bench.accuracy import accuracy_table
@@ -194,3 +195,60 @@ def test_a_marker_missing_from_the_static_trial_is_placed_from_the_trial(opencap
         assert right["marker_rms_mm"] <= full["marker_rms_mm"] + 2.0
         for metric in ("hip_rms_deg", "knee_rms_deg", "ankle_rms_deg", "hip_adduction_rms_deg"):
             assert right[metric] <= full[metric] + 0.5, (row["trial"], metric)
+
+
+def _hip_rotation_rms_deg(ours_mot, expert_mot, column: str) -> float:
+    ours, expert = read_storage(ours_mot), read_storage(expert_mot)
+    ref = np.interp(ours.time_s, expert.time_s, expert.column(column))
+    return float(np.sqrt(np.mean((ours.column(column) - ref) ** 2)))
+
+
+@pytest.mark.slow
+def test_an_extra_marker_on_one_thigh_changes_nothing(opencap, tmp_path):
+    """Another lab's set: a fifth marker on the left thigh plate (in the marker set at the plate's
+    shared generic point, in the static trial and the walk on the plate, rigidly). That leg's
+    angles, hip rotation included, stay where the four-marker plate puts them."""
+    import copy
+    import dataclasses
+    import xml.etree.ElementTree as ET
+
+    from musclerl.motion.trc import read_trc, write_trc
+
+    data, base_out, with_static = opencap
+    tree = ET.parse(data / "generic.osim")
+    for objects in tree.getroot().iter("objects"):
+        first = next((m for m in objects.iter("Marker") if m.get("name") == "L_thigh1"), None)
+        if first is not None:
+            extra = copy.deepcopy(first)
+            extra.set("name", "L_thigh5")
+            objects.append(extra)
+            break
+    tree.write(tmp_path / "extra.osim")
+    for trial in ("static1", "walking2"):
+        d = read_trc(data / f"{trial}.trc")
+        p1, p2, p3 = (d.positions_m[:, d.names.index(f"L_thigh{k}")] for k in (1, 2, 3))
+        normal = np.cross(p2 - p1, p3 - p1)
+        p5 = p1 + 0.5 * (p2 - p1) + 0.3 * (p3 - p1) + 0.015 * normal / np.linalg.norm(normal, axis=1)[:, None]
+        positions = np.concatenate([d.positions_m, p5[:, None]], axis=1)
+        write_trc(
+            tmp_path / f"{trial}.trc",
+            dataclasses.replace(d, names=(*d.names, "L_thigh5"), positions_m=positions),
+        )
+    out = tmp_path / "out"
+    code = main(
+        ["retarget", "markers", str(tmp_path / "walking2.trc"), "--model", "myolegs",
+         "--markers", str(tmp_path / "extra.osim"), "--static", str(tmp_path / "static1.trc"),
+         "--out", str(out / "walking2.npz"), "--report", str(out / "walking2.json"),
+         "--mot", str(out / "walking2.mot")]
+    )  # fmt: skip
+    assert code == 0
+    rows, _ = accuracy_table(out, data, ["walking2"])
+    left, base = rows[0]["legs"]["left"], with_static["walking2"]["legs"]["left"]
+    for metric in ("hip_rms_deg", "knee_rms_deg", "ankle_rms_deg", "hip_adduction_rms_deg"):
+        assert left[metric] <= base[metric] + 0.5, metric
+    assert left["marker_rms_mm"] <= base["marker_rms_mm"] + 2.0
+    rotation = _hip_rotation_rms_deg(out / "walking2.mot", data / "walking2.mot", "hip_rotation_l")
+    assert (
+        rotation
+        <= _hip_rotation_rms_deg(base_out / "walking2.mot", data / "walking2.mot", "hip_rotation_l") + 1.0
+    )
