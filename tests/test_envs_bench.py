@@ -50,6 +50,9 @@ def test_bench_env_cpu_json(capsys):
     assert result["raw_sim_s"] == pytest.approx(10 * 4 * 5 * env.model.opt.timestep, rel=1e-9)
     assert result["env_mj_steps_per_s"] == pytest.approx(result["env_steps_per_s"] * 5)
     assert result["ratio"] == pytest.approx(result["env_steps_per_s"] / result["raw_steps_per_s"])
+    assert result["contract_ratio"] == pytest.approx(
+        result["env_steps_per_s"] / result["raw_contract_steps_per_s"]
+    )
     assert "thread_speedup" not in result  # one thread: nothing to scale
 
 

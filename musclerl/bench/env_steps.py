@@ -7,10 +7,13 @@ threads, doing the same ``substeps`` mj_step per control step from the same stat
 the env before each step, untimed) with the same controls, in as many batch calls as the env
 makes (one per physics step when a PD law runs before each), and nothing else. Both are reported
 as control steps per second summed over envs: ``env_steps_per_s``, ``raw_steps_per_s``,
-``ratio`` = env / raw; ``*_mj_steps_per_s`` multiply by ``substeps``. ``raw_sim_s`` is the
-simulated time the raw batch advanced over the timed steps, summed over simulations (read from
-MuJoCo's own clock). ``raw_loop_mj_steps_per_s`` is a plain Python loop of ``mujoco.mj_step`` on
-one MjData, for reference.
+``ratio`` = env / raw; ``raw_contract_steps_per_s`` and ``contract_ratio`` the same against a raw
+batch stepped as the env's own is (persistent, positions and velocities made current after every
+call: 1.12x the plain batch's time on the demo config), so ``contract_ratio`` is what the env's
+Python between MuJoCo's calls keeps of its physics; ``*_mj_steps_per_s`` multiply by
+``substeps``. ``raw_sim_s`` is the simulated time the raw batch advanced over the timed steps,
+summed over simulations (read from MuJoCo's own clock). ``raw_loop_mj_steps_per_s`` is a plain
+Python loop of ``mujoco.mj_step`` on one MjData, for reference.
 
 Thread scaling (``single`` given: the same env built with one thread): every timed control step
 is taken by both envs in turn (same actions, so the same states: MuJoCo's batch is bit-identical
@@ -65,7 +68,12 @@ def bench_cpu(env, steps: int, single=None) -> dict:
         name: mujoco.batch.Batch(e.model, nsim=num_envs, nthread=e._physics.batch.nthread)
         for name, e in sides
     }
+    # the env's own stepping contract: one MjData per simulation, positions and velocities made
+    # current after every call (its PD law reads them), as a raw batch
+    contract = mujoco.batch.Batch(env.model, nsim=num_envs, nthread=threads, persistent=True)
+    vel = int(mujoco.mjtStage.mjSTAGE_VEL)
     times = {f"{name}{kind}": 0.0 for name, _ in sides for kind in ("env", "raw")}
+    times["contract"] = 0.0
     cpu = dict.fromkeys([*times, *(f"{name}mujoco" for name, _ in sides)], 0.0)  # CPU seconds
     sim_s = [0.0]
 
@@ -94,6 +102,14 @@ def bench_cpu(env, steps: int, single=None) -> dict:
                 cpu[f"{name}raw"] += time.process_time() - start_cpu
                 if name == "" and timed:
                     sim_s[0] += float(np.sum(raw.bind("time") - before))
+                if name == "":
+                    contract.state[:] = rows
+                    if not pd:
+                        contract.bind("ctrl")[:] = actions[k]
+                    start = time.perf_counter()
+                    for nstep in calls:
+                        contract.step(nstep=nstep, stage=vel)
+                    times["contract"] += time.perf_counter() - start
         return states
 
     if single is not None:  # CPU seconds inside its MuJoCo calls (no clock is read on the timed env)
@@ -122,6 +138,8 @@ def bench_cpu(env, steps: int, single=None) -> dict:
         "env_steps_per_s": env_sps,
         "raw_steps_per_s": raw_sps,
         "ratio": env_sps / raw_sps,
+        "raw_contract_steps_per_s": steps * num_envs / times["contract"],
+        "contract_ratio": times["contract"] / times["env"],
         "env_mj_steps_per_s": env_sps * substeps,
         "raw_mj_steps_per_s": raw_sps * substeps,
         "raw_sim_s": sim_s[0],
