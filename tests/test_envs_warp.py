@@ -82,23 +82,12 @@ def test_warp_buffers_are_sized_from_the_reference_frames():
 @pytest.mark.slow
 def test_trainer_runs_tiny_on_warp(tmp_path):
     """Two PPO updates of tiny through the normal trainer, the whole update jitted on Warp."""
+    from test_rl_train import TINY_TWO_UPDATES
+
     from musclerl.rl.config import load_config
     from musclerl.rl.runner import train
 
-    overrides = [
-        "model=tiny",
-        "motion=assets/motions/walk_tiny.npz",
-        "backend=mjx",
-        "env.mjx.impl=warp",
-        "ppo.num_envs=4",
-        "ppo.rollout_steps=8",
-        "ppo.total_env_steps=64",
-        "ppo.num_minibatches=2",
-        "ppo.update_epochs=1",
-        "network.policy_hidden=[16]",
-        "network.value_hidden=[16]",
-        "log.progress=false",
-    ]
+    overrides = [*TINY_TWO_UPDATES, "backend=mjx", "env.mjx.impl=warp"]
     summary = train(load_config(None, overrides), tmp_path / "run", quiet=True)
     assert summary["updates"] == 2
     assert (tmp_path / "run" / "policy").is_dir()

@@ -30,6 +30,21 @@ TOY = [
 ]
 
 
+#: tiny on its bundled walk, two PPO updates of 4 envs x 8 steps: the trainer end to end, fast
+TINY_TWO_UPDATES = [
+    "model=tiny",
+    "motion=assets/motions/walk_tiny.npz",
+    "ppo.num_envs=4",
+    "ppo.rollout_steps=8",
+    "ppo.total_env_steps=64",
+    "ppo.num_minibatches=2",
+    "ppo.update_epochs=1",
+    "network.policy_hidden=[16]",
+    "network.value_hidden=[16]",
+    "log.progress=false",
+]
+
+
 def _params(run_dir):
     policy = load_policy(run_dir / "policy")
     return jax.tree_util.tree_leaves(policy.params), policy
@@ -159,19 +174,10 @@ def test_pd_action_spaces_train_export_and_act_in_their_bounds(tmp_path, space, 
     from musclerl.envs import TrackingEnv
 
     overrides = [
-        "model=tiny",
-        "motion=assets/motions/walk_tiny.npz",
+        *TINY_TWO_UPDATES,
         f"env.action.space={space}",
-        "ppo.num_envs=4",
-        "ppo.rollout_steps=8",
-        "ppo.total_env_steps=64",
-        "ppo.num_minibatches=2",
-        "ppo.update_epochs=1",
-        "network.policy_hidden=[16]",
-        "network.value_hidden=[16]",
         f"network.noise={noise}",
         "network.squash=clip",
-        "log.progress=false",
     ]
     cfg = load_config(None, overrides)
     train(cfg, tmp_path / "run", quiet=True)

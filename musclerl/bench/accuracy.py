@@ -88,7 +88,7 @@ def _leg_row(row_angles: dict, markers: dict[str, float], bodies: dict, bound: d
     joints = {n: f for n, f in bound.items() if side_of(n) == side}
     worst = max(joints, key=joints.get) if joints else ""
     return {
-        **{key: errors for key, errors in row_angles.items()},
+        **row_angles,
         "marker_rms_mm": 1000.0 * float(np.sqrt(np.mean(np.square(mine)))) if mine else None,
         "at_limit_excess_frac": float(joints.get(worst, 0.0)),
         "at_limit_worst": worst,

@@ -42,6 +42,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from musclerl.dynamics.plausibility import GRAVITY_MPS2
 from musclerl.geometry import arrays as geo
 
 if TYPE_CHECKING:
@@ -112,9 +113,6 @@ def site_ori_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: 
 
 def site_vel_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
     return _mse(kin.site_vel_mps - target["site_vel_mps"], xp)
-
-
-GRAVITY_MPS2 = 9.81
 
 
 def com_acc_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:

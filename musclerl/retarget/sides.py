@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from musclerl.geometry.arrays import runs
+
 SIDES = {"right": "_r", "left": "_l"}
 WORSE_MARKER_RATIO = 1.5
 WORSE_MARKER_M = 0.005
@@ -52,9 +54,7 @@ def _pooled(values: list[float]) -> float | None:
 
 def _longest_run(flags: np.ndarray) -> int:
     """Length of the longest run of True in ``flags`` (T,)."""
-    padded = np.concatenate([[False], flags, [False]])
-    edges = np.flatnonzero(padded[1:] != padded[:-1])
-    return int((edges[1::2] - edges[::2]).max()) if len(edges) else 0
+    return max((b - a for a, b, on in runs(flags) if on), default=0)
 
 
 def side_summary(

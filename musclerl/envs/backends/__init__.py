@@ -112,9 +112,11 @@ def make_physics(
             from musclerl.envs.backends.warp import WarpPhysics, buffer_sizes, require_warp
 
             require_warp()
-            frames = world.model.qpos0[None] if qpos_frames is None else qpos_frames
-            nconmax, njmax = buffer_sizes(world.model, frames)
-            nconmax, njmax = (mjx.nconmax or nconmax), (mjx.njmax or njmax)
+            nconmax, njmax = mjx.nconmax, mjx.njmax
+            if not (nconmax and njmax):  # one or both sized from the reference frames
+                frames = world.model.qpos0[None] if qpos_frames is None else qpos_frames
+                sized = buffer_sizes(world.model, frames)
+                nconmax, njmax = (nconmax or sized[0]), (njmax or sized[1])
             return WarpPhysics(world, num_envs, nconmax, njmax)
         from musclerl.envs.backends.mjx import MjxPhysics
 

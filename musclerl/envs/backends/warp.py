@@ -109,17 +109,14 @@ def batched(data: mjx.Data, num_envs: int) -> mjx.Data:
     return jax.tree_util.tree_map_with_path(one, data)
 
 
-def _rows_where(mask: Any, new: Any, old: Any) -> Any:
-    """``new`` where ``mask`` (N,) else ``old``, for a per-world leaf (N, ...)."""
-    return jnp.where(mask.reshape(mask.shape + (1,) * (new.ndim - 1)), new, old)
-
-
 def where(mask: Any, new: mjx.Data, old: mjx.Data) -> mjx.Data:
     """The worlds of ``new`` where ``mask`` (N,), else of ``old``; the shared buffers of ``old``
     (``Data.where`` of MJX, for an (N,) mask outside vmap)."""
 
     def one(path: Any, a: Any, b: Any) -> Any:
-        return _rows_where(mask, a, b) if _has_world_axis(path) else b
+        if not _has_world_axis(path):
+            return b
+        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
 
     return jax.tree_util.tree_map_with_path(one, new, old)
 
@@ -168,15 +165,16 @@ class WarpPhysics(MjxPhysics):
 
     def _write(self, data: mjx.Data, mask: Any, qpos: Any, qvel: Any, act: Any) -> mjx.Data:
         """Worlds where ``mask`` (N,) get qpos (N, nq), qvel (N, nv), act (N, na), zero controls
-        and warm start, and their derived fields recomputed; the others are unchanged."""
+        and warm start, and their derived fields recomputed; the others are unchanged (every
+        world is written and recomputed, :func:`where` keeps the masked ones)."""
         dtype = data.qpos.dtype
         fresh = data.replace(
-            qpos=_rows_where(mask, qpos.astype(dtype), data.qpos),
-            qvel=_rows_where(mask, qvel.astype(dtype), data.qvel),
-            act=_rows_where(mask, act.astype(dtype), data.act),
-            ctrl=_rows_where(mask, jnp.zeros_like(data.ctrl), data.ctrl),
-            qacc_warmstart=_rows_where(mask, jnp.zeros_like(data.qacc_warmstart), data.qacc_warmstart),
-            time=jnp.where(mask, 0.0, data.time).astype(data.time.dtype),
+            qpos=qpos.astype(dtype),
+            qvel=qvel.astype(dtype),
+            act=act.astype(dtype),
+            ctrl=jnp.zeros_like(data.ctrl),
+            qacc_warmstart=jnp.zeros_like(data.qacc_warmstart),
+            time=jnp.zeros_like(data.time),
         )
         fresh = mjx.forward(self.model, fresh)  # actuator_force at the written state, as fwd_actuation
         return where(mask, fresh, data)
