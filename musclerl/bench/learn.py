@@ -218,7 +218,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             motion = bench_dataset(_test_set(args, train_cfg), train_cfg.model)
         except InputError as err:  # the policy's config pairs its model with this motion
-            raise InputError(policy.path / "config.json", str(err)) from err
+            problem = str(err)
+            if args.motion is None:  # the policy's own sets, perhaps not made on this machine
+                hint = train_cfg.motion_help.strip()
+                make = f"make them ({hint}) or " if hint else ""
+                problem += f"; {make}test it on another set with --motion"
+            raise InputError(policy.path / "config.json", problem) from err
     result.update(dataset_test(policy, motion, args.seconds, args.clip, args.phases))
     if args.video:
         first_clip = clip_index(motion.clip_names, args.clip) if args.clip is not None else 0
