@@ -86,3 +86,13 @@ def test_bench_learn_tracks_the_bundled_walk_with_the_generalist(capsys):
     assert main(args) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["success"] and result["mpjpe_m"] <= 0.05
+
+
+def test_shipped_names_work_from_any_directory(tmp_path, monkeypatch):
+    """The README's commands name ``assets/policies/...`` and ``assets/motions/...``: from a wheel
+    install, or any other working directory, those are the bundled files."""
+    monkeypatch.chdir(tmp_path)
+    name, walk = "assets/policies/myolegs_walk_general", "assets/motions/walk_myolegs.npz"
+    assert load_policy(name).path == POLICIES[1]
+    assert main(["evaluate", name, "--motion", walk, "--max-steps", "5", "--out", "ev"]) == 0
+    assert (tmp_path / "ev" / "report.md").is_file()

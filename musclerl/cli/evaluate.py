@@ -184,7 +184,10 @@ def _options(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from musclerl.evaluate import report
+    from musclerl.resources import resolve_path
 
+    if args.motion:  # a bundled clip (assets/motions/...) from any working directory
+        args.motion = str(resolve_path(args.motion))
     refs = args.reference or []
     one_reference = len(refs) == 1 and Path(refs[0]).is_file()
     folder_mode = bool((args.motion and Path(args.motion).is_dir()) or (refs and not one_reference))

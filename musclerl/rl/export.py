@@ -164,14 +164,16 @@ def policy_bounds(config: dict[str, Any]):
 
 
 def load_policy(path: str | os.PathLike) -> Policy:
-    """Read a policy folder written by :func:`export_policy` (or a run folder containing ``policy/``)."""
+    """Read a policy folder written by :func:`export_policy` (or a run folder containing ``policy/``);
+    ``assets/policies/<name>`` names a shipped policy from any working directory."""
     import flax.serialization
     import jax
     import jax.numpy as jnp
 
+    from musclerl.resources import resolve_path
     from musclerl.rl import networks
 
-    path = Path(path)
+    path = resolve_path(path)
     if (path / "policy" / "config.json").is_file():
         path = path / "policy"
     for name in ("config.json", "params.msgpack", "obs_stats.npz"):
