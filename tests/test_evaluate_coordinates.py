@@ -195,3 +195,31 @@ def test_retarget_mot_round_trips_through_opensim_coordinates(tmp_path):
     for t in range(5):
         for a, b in zip(bodies(qpos[t]), bodies(again[t]), strict=True):
             np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_pelvis_rotation_stays_continuous_through_180_deg(myolegs):
+    """A walk heading along -x turns the pelvis through +-180 deg: the coordinates written for it
+    are continuous (a 360 deg jump differentiates into a spin: inverse dynamics on the C3D walk that
+    heads that way gave hip moments of 23 N·m/kg), and still put the pelvis where it was."""
+    rotation_deg = np.linspace(170.0, 190.0, 21)
+    v = np.c_[np.full(21, 5.0), np.full(21, -3.0), rotation_deg, np.zeros((21, 1)), np.ones(21), np.zeros(21)]
+    qpos = C.coordinates_to_qpos(myolegs, list(C.PELVIS_COLUMNS), v).qpos
+    back = OC.qpos_to_pelvis(myolegs, qpos)
+    assert np.abs(np.diff(back[:, 2])).max() < 2.0
+    np.testing.assert_allclose(back[:, 2] - back[0, 2], rotation_deg - rotation_deg[0], atol=1e-6)
+    again = C.coordinates_to_qpos(myolegs, list(C.PELVIS_COLUMNS), back).qpos
+    np.testing.assert_allclose(np.abs(np.sum(again[:, 3:7] * qpos[:, 3:7], axis=1)), 1.0, atol=1e-9)
+
+
+def test_a_wrapped_table_is_unwrapped_before_anything_differentiates_it():
+    """A table another tool wrote with angles in (-180, 180]: the pelvis rotations come back
+    continuous (degrees or radians); the joints are left as they are."""
+    rotation_deg = np.linspace(170.0, 190.0, 11)
+    wrapped = (rotation_deg + 180.0) % 360.0 - 180.0
+    columns = ["pelvis_rotation", "knee_angle_r"]
+    values = np.c_[wrapped, np.linspace(0.0, 60.0, 11)]
+    out = OC.unwrap_pelvis_rotations(columns, values, in_degrees=True)
+    np.testing.assert_allclose(out[:, 0] - out[0, 0], rotation_deg - rotation_deg[0], atol=1e-9)
+    np.testing.assert_array_equal(out[:, 1], values[:, 1])
+    rad = OC.unwrap_pelvis_rotations(columns, np.radians(values), in_degrees=False)
+    np.testing.assert_allclose(np.degrees(rad[:, 0]), out[:, 0], atol=1e-9)

@@ -120,6 +120,7 @@ def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarra
     """(qpos (T, nq), time_s (T,), notes, signs) from a Trajectory NPZ or a coordinates .mot."""
     from musclerl.dynamics.inverse_dynamics import lowpass
     from musclerl.evaluate.coordinates import check_angle_units, coordinates_to_qpos
+    from musclerl.models.opensim_coordinates import unwrap_pelvis_rotations
     from musclerl.motion.storage import read_storage
     from musclerl.motion.trajectory import Trajectory
 
@@ -142,6 +143,7 @@ def _load_motion(args: argparse.Namespace, model) -> tuple[np.ndarray, np.ndarra
     if not np.all(np.isfinite(values)):
         raise InputError(path, "coordinates contain NaN or inf")
     check_angle_units(model, list(table.columns), values, table.in_degrees, path)
+    values = unwrap_pelvis_rotations(list(table.columns), values, table.in_degrees)
     if args.lowpass_hz > 0:
         values = lowpass(values, table.rate_hz, args.lowpass_hz)
         notes.append(
@@ -212,11 +214,12 @@ def _subject_model(args: argparse.Namespace, generic):
 def _subject_poses(args: argparse.Namespace, root, bodies: list[str]) -> dict:
     """Poses of ``bodies`` of the subject model along the motion, low-passed like the motion."""
     from musclerl.dynamics.inverse_dynamics import lowpass
+    from musclerl.models.opensim_coordinates import unwrap_pelvis_rotations
     from musclerl.models.osim_frames import body_poses_along
     from musclerl.motion.storage import read_storage
 
     table = read_storage(args.motion)
-    values = np.asarray(table.data, dtype=float)
+    values = unwrap_pelvis_rotations(list(table.columns), table.data, table.in_degrees)
     if args.lowpass_hz > 0:
         values = lowpass(values, table.rate_hz, args.lowpass_hz)
     return body_poses_along(root, list(table.columns), values, table.in_degrees, bodies, args.subject_model)

@@ -80,7 +80,8 @@ def qpos_to_coordinates(
 
 
 def qpos_to_pelvis(model: mujoco.MjModel, qpos: np.ndarray, pelvis_body: str = "pelvis") -> np.ndarray:
-    """Inverse of the pelvis mapping: (T, 6) = tilt, list, rotation (deg), tx, ty, tz (m, OpenSim ground)."""
+    """Inverse of the pelvis mapping: (T, 6) = tilt, list, rotation (deg, unwrapped over the frames),
+    tx, ty, tz (m, OpenSim ground)."""
     qpos = np.atleast_2d(qpos)
     adr = int(model.jnt_qposadr[_root_joint(model)])
     R_pr, p_pr = pelvis_in_root(model, pelvis_body)
@@ -93,8 +94,23 @@ def qpos_to_pelvis(model: mujoco.MjModel, qpos: np.ndarray, pelvis_body: str = "
         b = np.arcsin(np.clip(R[2, 1], -1.0, 1.0))
         a = np.arctan2(-R[0, 1], R[1, 1])
         c = np.arctan2(-R[2, 0], R[2, 2])
-        out[t, :3] = np.degrees([a, b, c])
+        out[t, :3] = [a, b, c]
         out[t, 3:] = OPENSIM_TO_MUJOCO.T @ (qpos[t, adr : adr + 3] + Rr @ p_pr)
+    # continuous in time, as OpenSim's IK writes them: a walk heading along -x crosses the
+    # rotation's +-180 deg, and a 360 deg jump there is a spin to anything that differentiates it
+    out[:, :3] = np.degrees(np.unwrap(out[:, :3], axis=0))
+    return out
+
+
+def unwrap_pelvis_rotations(columns: list[str], values: np.ndarray, in_degrees: bool) -> np.ndarray:
+    """``values`` (T, K) of a coordinates table with its pelvis rotations made continuous in time
+    (a table written with angles in (-180, 180] jumps by 360 deg where a walk heads along -x; a
+    joint cannot turn that far in one frame, so the jump is the writer's, not the motion's)."""
+    out = np.array(values, dtype=float)
+    period = 360.0 if in_degrees else 2.0 * np.pi
+    for k, name in enumerate(columns):
+        if name in PELVIS_ROTATIONS:
+            out[:, k] = np.unwrap(out[:, k], period=period)
     return out
 
 
