@@ -96,3 +96,26 @@ def test_shipped_names_work_from_any_directory(tmp_path, monkeypatch):
     assert load_policy(name).path == POLICIES[1]
     assert main(["evaluate", name, "--motion", walk, "--max-steps", "5", "--out", "ev"]) == 0
     assert (tmp_path / "ev" / "report.md").is_file()
+
+
+def test_a_trial_tracked_to_its_last_control_step_counts_as_tracked_to_the_end(tmp_path):
+    """A clip that does not loop ends where the environment ends it, its last whole control step;
+    no early termination there is a trial tracked to the end, whatever the clip's length in
+    control periods (a 1.19 s trial ends at 1.16 s at 50 Hz)."""
+    import dataclasses
+
+    walk = Trajectory.load(WALK)
+    n = 17  # 0.533 s at 30 Hz: not a whole number of 20 ms control steps
+    cut = dataclasses.replace(
+        walk,
+        qpos=walk.qpos[:n],
+        qvel=walk.qvel[:n],
+        site_pos_m=None if walk.site_pos_m is None else walk.site_pos_m[:n],
+        contact=None if walk.contact is None else walk.contact[:n],
+        clip_loop=np.zeros(1, dtype=bool),
+    )
+    cut.save(tmp_path / "cut.npz")
+    out = tmp_path / "eval"
+    assert main(["evaluate", str(POLICIES[0]), "--motion", str(tmp_path / "cut.npz"), "--out", str(out)]) == 0
+    tracking = json.loads((out / "metrics.json").read_text())["tracking"]
+    assert tracking["early_terminations"] == 0 and tracking["tracked_to_end"]

@@ -155,11 +155,13 @@ def evaluate_trial(
     tracking = compare.tracking_summary(recordings)
     clip = traj.clip(options.clip)
     tracking["trial_duration_s"] = (clip.num_frames - 1) / clip.rate_hz
-    # ran to the end: no early termination and the rollout reached the clip's last control step
-    tracking["tracked_to_end"] = bool(
-        not rec.early_termination
-        and rec.time_s[-1] - rec.time_s[0] >= tracking["trial_duration_s"] - 1.5 * rec.control_dt_s
-    )
+    # ran to the end: no early termination, and the episode ended where the environment ends it
+    # (its last control step of the clip as resampled; a trial 1.19 s long ends at 1.16 s at 50 Hz)
+    # rather than at --max-steps
+    from musclerl.rl.rollout import episode_steps
+
+    full = len(rec.time_s) - 1 >= episode_steps(env, options.clip, 0.0)
+    tracking["tracked_to_end"] = bool(not rec.early_termination and (rec.truncated or full))
     groups: dict[str, list[compare.Series]] = {}
     ref_grf = None
     if ref is not None:
