@@ -301,3 +301,27 @@ def test_each_column_is_cut_at_its_own_legs_strikes():
         assert c.sim.count == 3
         np.testing.assert_allclose(c.sim.bounds_s[:, 0], strikes["l"][:-1])
     assert compare.leg_of("SOL (soleus_r+gasmed_l)") is None and compare.leg_of("hip_flexion_r") == "r"
+
+
+def test_knee_at_its_limit_counts_stance_frames_and_spares_a_person_who_stands_straight():
+    """Stance frames with the knee within 1 deg of a bound: all of them, and those where the
+    tracked motion keeps the knee more than 5 deg from that bound (a person who stands on a
+    straight knee is copied, not locked)."""
+    from types import SimpleNamespace
+
+    from musclerl.evaluate.headline import knee_at_limit_fraction
+
+    knee_deg = np.array([0.2, 0.5, 0.9, 3.0, 20.0, 0.1, 40.0, 0.0])  # the policy's knee
+    target_deg = np.array([2.0, 15.0, 18.0, 16.0, 20.0, 1.0, 40.0, 17.0])  # the motion's
+    stance = np.array([1, 1, 1, 1, 1, 1, 0, 0], dtype=bool)
+    rec = SimpleNamespace(
+        coordinates=["hip_flexion_r", "knee_angle_r"],
+        angle=np.c_[np.zeros(8), knee_deg],
+        coordinate_range=np.array([[-30.0, 120.0], [0.0, 120.0]]),
+    )
+    # stance frames 0, 1, 2, 5 sit within 1 deg of 0: 4 of 6
+    assert knee_at_limit_fraction(rec, stance, "r") == pytest.approx(4 / 6)
+    # of those, frames 0 and 5 copy a motion at 2 and 1 deg: 2 of 6 are locked
+    assert knee_at_limit_fraction(rec, stance, "r", target_deg=target_deg) == pytest.approx(2 / 6)
+    assert np.isnan(knee_at_limit_fraction(rec, np.zeros(8, bool), "r"))
+    assert np.isnan(knee_at_limit_fraction(rec, stance, "l"))

@@ -9,7 +9,11 @@ columns are secondary.
 Gait events per foot (:func:`gait_summary`): heel-strike and toe-off timing errors (ms, the
 policy's event minus the reference's nearest within 0.3 s), the peak vertical GRF (BW, mean over
 complete stances) of both, and the fraction of the policy's stance frames with the knee within
-``KNEE_LIMIT_MARGIN_DEG`` of a bound of its joint range (the aim: at most 5 %).
+``KNEE_LIMIT_MARGIN_DEG`` of a bound of its joint range (the aim: at most 5 %): all of them, and
+(``knee_at_limit_beyond_motion_frac``) those where the motion it tracks keeps the knee more than
+``KNEE_CLEAR_DEG`` from that bound. A person who stands on a straight knee (some do: OpenCap's
+subject at 0-3 deg in mid-stance) is copied, not locked; the lock the field objects to is the knee
+on its stop where the person flexes it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ JOINTS = ("hip_flexion", "knee_angle", "ankle_angle")
 KINDS = ("angle", "torque", "torque_muscle")
 GRF_COMPONENTS = ("vertical", "ap")
 KNEE_LIMIT_MARGIN_DEG = 1.0
+KNEE_CLEAR_DEG = 5.0
 KNEE_LIMIT_AIM = 0.05
 LABELS = {
     "angle": "angle",
@@ -51,11 +56,17 @@ def headline_rows(table: list[dict]) -> list[dict]:
 
 
 def knee_at_limit_fraction(
-    rec, stance: np.ndarray, side: str, margin_deg: float = KNEE_LIMIT_MARGIN_DEG
+    rec,
+    stance: np.ndarray,
+    side: str,
+    margin_deg: float = KNEE_LIMIT_MARGIN_DEG,
+    target_deg: np.ndarray | None = None,
+    clear_deg: float = KNEE_CLEAR_DEG,
 ) -> float:
     """Fraction of the policy's stance frames (``stance`` (T,) bool on the recording's frames) with
-    ``knee_angle_<side>`` within ``margin_deg`` of a bound of its joint range; NaN without stance,
-    knee or range."""
+    ``knee_angle_<side>`` within ``margin_deg`` of a bound of its joint range; with ``target_deg``
+    (T,), the tracked motion's knee on the same frames, only the frames where the target is more
+    than ``clear_deg`` from that bound count. NaN without stance, knee or range."""
     name = f"knee_angle_{side}"
     if name not in rec.coordinates or rec.coordinate_range is None or not np.any(stance):
         return float("nan")
@@ -63,8 +74,14 @@ def knee_at_limit_fraction(
     lo, hi = rec.coordinate_range[k]
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return float("nan")
-    angle = rec.angle[np.asarray(stance, bool), k]
-    return float(np.mean((angle <= lo + margin_deg) | (angle >= hi - margin_deg)))
+    stance = np.asarray(stance, bool)
+    angle = rec.angle[stance, k]
+    at_lo, at_hi = angle <= lo + margin_deg, angle >= hi - margin_deg
+    if target_deg is not None:
+        target = np.asarray(target_deg, dtype=float)[stance]
+        at_lo &= target > lo + clear_deg
+        at_hi &= target < hi - clear_deg
+    return float(np.mean(at_lo | at_hi))
 
 
 def gait_summary(
@@ -73,11 +90,14 @@ def gait_summary(
     sim_events: dict[str, GaitEvents],
     ref_grf: FootGRF | None,
     ref_events: dict[str, GaitEvents] | None,
+    target_knee_deg: dict[str, np.ndarray] | None = None,
 ) -> dict[str, float]:
     """Per foot (suffix ``_r`` / ``_l``): ``peak_vertical_sim_bw``, ``peak_vertical_ref_bw``,
     ``heel_strike_error_ms``, ``heel_strike_abs_error_ms``, ``heel_strikes_matched``, the same for
-    ``toe_off``, ``sim_heel_strikes``, ``ref_heel_strikes`` and ``knee_at_limit_stance_frac``.
-    Reference figures are NaN without reference GRF (``ref_events`` None)."""
+    ``toe_off``, ``sim_heel_strikes``, ``ref_heel_strikes``, ``knee_at_limit_stance_frac`` and, given
+    the tracked motion's knee angles on the recording's frames (``target_knee_deg``: side -> (T,)
+    deg), ``knee_at_limit_beyond_motion_frac``. Reference figures are NaN without reference GRF
+    (``ref_events`` None)."""
     out: dict[str, float] = {}
     nan = float("nan")
     for side in SIDES:
@@ -95,4 +115,8 @@ def gait_summary(
             out[f"{event}_abs_error_ms_{side}"] = timing["mean_abs_error_ms"]
             out[f"{event}s_matched_{side}"] = timing["matched"]
         out[f"knee_at_limit_stance_frac_{side}"] = knee_at_limit_fraction(rec, ev.stance, side)
+        if target_knee_deg is not None and side in target_knee_deg:
+            out[f"knee_at_limit_beyond_motion_frac_{side}"] = knee_at_limit_fraction(
+                rec, ev.stance, side, target_deg=target_knee_deg[side]
+            )
     return out

@@ -103,6 +103,24 @@ def load_inputs(inputs: TrialInputs):
     return ref, act_table, emg, emg_map
 
 
+def _motion_knees(env, clip, rec) -> dict[str, np.ndarray]:
+    """The tracked clip's knee angles (deg) on the recording's frames, per side (clip time from 0,
+    wrapped when the clip loops)."""
+    import mujoco
+
+    from musclerl.evaluate.gait_events import SIDES
+
+    time_s = np.arange(clip.num_frames) / clip.rate_hz
+    period = clip.num_frames / clip.rate_hz if bool(clip.clip_loop[0]) else None
+    out = {}
+    for side in SIDES:
+        joint = mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_JOINT, f"knee_angle_{side}")
+        if joint >= 0:
+            knee_rad = clip.qpos[:, env.model.jnt_qposadr[joint]]
+            out[side] = np.degrees(np.interp(rec.time_s, time_s, knee_rad, period=period))
+    return out
+
+
 def evaluate_trial(
     policy, inputs: TrialInputs, options: TrialOptions, out: Path, progress: bool = False
 ) -> TrialResult:
@@ -233,7 +251,7 @@ def evaluate_trial(
             )
             + " (a cycle needs two of each); those columns have time-domain figures only"
         )
-    gait = headline.gait_summary(rec, sim_grf, sim_events, ref_grf, ref_events)
+    gait = headline.gait_summary(rec, sim_grf, sim_events, ref_grf, ref_events, _motion_knees(env, clip, rec))
     column_metrics = []
     cycle_metrics = {}
     for kind, series in groups.items():
