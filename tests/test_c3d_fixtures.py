@@ -74,6 +74,7 @@ def test_marker_set_names_the_lab_labels_on_myolegs_bodies(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # three retargetings and inverse dynamics: 9-15 min on two busy cores
 @pytest.mark.skipif(not (C3D_DIR / "walking2.c3d").is_file(), reason="shared C3D data absent")
 def test_c3d_walks_become_reference_trials_with_plausible_loads(tmp_path):
     """The three walks retarget within 15 mm marker RMS, the person weighs the same in all three
