@@ -11,8 +11,9 @@ plates) in the Boo_LevelWalking layout, made the way a user with a C3D and no Op
    marker is seen, serves as one: the static fit poses the model there, the segment lengths come from
    the markers (the thigh and shank from the joint centres, which do not depend on the pose);
 3. ``musclerl retarget markers`` over the frames where the landmarks are seen, written as a ``.mot``;
-4. ``musclerl reference MOT --grf C3D --mass M --lowpass-hz 6`` (inverse dynamics with the plates;
-   the subject's mass from the plates themselves: :func:`plate_body_weight_n`);
+4. ``musclerl reference MOT --grf C3D --lowpass-hz 6`` (inverse dynamics with the plates; the
+   subject's mass from the plates themselves, ``reference``'s default without ``--mass``:
+   :func:`musclerl.motion.foot_loads.body_weight_from_stances_n`);
 5. the trial cut to the plates' stances with 0.1 s either side, and the joint moments and ground
    reactions marked valid only while every foot on the ground stands on a plate
    (:func:`measured_window_s`): elsewhere a foot carries load no plate measured.
@@ -35,8 +36,6 @@ import numpy as np
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 C3D_DIR = SHARED / "opensim_c3d"
 GAIT2354_MARKERS = SHARED / "opensim_gait2354" / "gait2354_Scale_MarkerSet.xml"
-GRAVITY = 9.80665
-STANCE_N = 20.0  # vertical plate force above which a foot is on the plate
 MARGIN_S = 0.1  # the trial runs this long before the first plate stance and after the last
 LOWPASS_HZ = 6.0  # the usual cut-off for walking kinematics before inverse dynamics
 TRIALS = {"test_walking": "Trial01", "walking2": "Trial02", "walking5": "Trial05"}
@@ -98,31 +97,13 @@ def marker_set_xml(path: Path, gait2354: Path = GAIT2354_MARKERS) -> Path:
     return path
 
 
-def plate_stances_s(grf) -> dict[str, tuple[float, float]]:
-    """Foot -> (first, last) time its plate carries more than ``STANCE_N`` (a converted
-    ``_grf.mot``: one plate stance per foot in these walks)."""
-    out = {}
-    for side in ("r", "l"):
-        loaded = np.flatnonzero(grf.column(f"ground_force_{side}_vy") > STANCE_N)
-        out[side] = (float(grf.time_s[loaded[0]]), float(grf.time_s[loaded[-1]]))
-    return out
-
-
-def plate_body_weight_n(grf) -> float:
-    """Body weight from the plates: over a stride each foot stands once, so one stance per foot
-    carries the body weight times the stride time, taken as twice the time from one foot's heel
-    strike to the other's."""
-    stances = sorted(plate_stances_s(grf).values())
-    step_s = stances[1][0] - stances[0][0]
-    impulse = sum(np.trapezoid(grf.column(f"ground_force_{s}_vy"), grf.time_s) for s in ("r", "l"))
-    return float(impulse / (2.0 * step_s))
-
-
 def measured_window_s(grf) -> tuple[float, float]:
     """The span in which every foot on the ground is on a plate: from the first plate stance's
     start plus the double support (the other foot's previous stance, off the plates, overlaps it as
     long as the two plate stances overlap) to the last one's end minus the same."""
-    (on_a, off_a), (on_b, off_b) = sorted(plate_stances_s(grf).values())
+    from musclerl.motion.foot_loads import stances
+
+    (on_a, off_a), (on_b, off_b) = sorted(stance for side in "rl" for stance in stances(grf, side))
     double_s = off_a - on_b
     return on_a + double_s, off_b - double_s
 
@@ -169,6 +150,7 @@ def _cut(arrays: dict[str, np.ndarray], rows: np.ndarray, valid: np.ndarray) -> 
 def write_trial(root: Path, name: str, work: Path, marker_set: Path, data: Path = C3D_DIR) -> Path:
     """One C3D walk as ``root/S801/S801_<TrialNN>_Step01_Step02.npz`` (module docstring)."""
     from musclerl.cli import main as cli
+    from musclerl.motion.foot_loads import stances
     from musclerl.motion.readers import read_motion_file
     from musclerl.motion.storage import read_storage
 
@@ -182,15 +164,14 @@ def write_trial(root: Path, name: str, work: Path, marker_set: Path, data: Path 
     retarget = ["retarget", "markers", str(c3d), "--markers", str(marker_set), "--static", str(static)]
     retarget += ["--start", f"{start_s}", "--end", f"{end_s}", "--out", str(work / f"{name}.npz")]
     assert cli([*retarget, "--mot", str(mot), "--report", str(work / f"{name}.json")]) == 0
-    mass_kg = plate_body_weight_n(grf) / GRAVITY
-    whole = work / f"{name}_reference.npz"
-    reference = ["reference", str(mot), "--grf", str(c3d), "--mass", f"{mass_kg:.2f}", "--lowpass-hz"]
-    assert cli([*reference, f"{LOWPASS_HZ}", "--no-static-optimisation", "--out", str(whole)]) == 0
+    whole = work / f"{name}_reference.npz"  # the mass from the plates (reference's default)
+    reference = ["reference", str(mot), "--grf", str(c3d), "--lowpass-hz", f"{LOWPASS_HZ}"]
+    assert cli([*reference, "--no-static-optimisation", "--out", str(whole)]) == 0
     with np.load(whole, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     t = arrays["original_kinematics_time_sec"]
-    stances = plate_stances_s(grf).values()
-    first_s, last_s = min(s[0] for s in stances) - MARGIN_S, max(s[1] for s in stances) + MARGIN_S
+    on_plates = [stance for side in "rl" for stance in stances(grf, side)]
+    first_s, last_s = min(s[0] for s in on_plates) - MARGIN_S, max(s[1] for s in on_plates) + MARGIN_S
     rows = np.flatnonzero((t >= first_s) & (t <= last_s))
     lo_s, hi_s = measured_window_s(grf)
     out = _cut(arrays, rows, (t[rows] >= lo_s) & (t[rows] <= hi_s))

@@ -252,3 +252,25 @@ def test_retarget_from_c3d_equals_from_trc(tmp_path):
         outs[kind] = read_mot(mot)
     assert outs["c3d"].columns == outs["trc"].columns
     np.testing.assert_allclose(outs["c3d"].data, outs["trc"].data, atol=1e-6)  # degrees
+
+
+def test_reference_weighs_the_person_on_the_plates_without_a_mass(c3d_data, tmp_path):
+    """A C3D carries no mass: ``reference --grf X.c3d`` without ``--mass`` takes the plates' (one
+    stance of each foot a step apart: walking2's person, 63.5 kg; the model weighs 75 kg) and
+    normalises by it; with ``--mass`` the given one."""
+    from musclerl.motion.reference import read_reference
+
+    t = np.arange(2.2, 3.3, 0.02)
+    motion = tmp_path / "still.mot"
+    header = f"still\nversion=1\nnRows={len(t)}\nnColumns=3\ninDegrees=yes\nendheader\n"
+    motion.write_text(
+        header + "time\thip_flexion_r\thip_flexion_l\n" + "".join(f"{v:.4f}\t10\t-5\n" for v in t)
+    )
+    base = ["reference", str(motion), "--model", "myolegs", "--no-static-optimisation"]
+    base += ["--grf", str(c3d_data / "walking2.c3d")]
+    assert main([*base, "--out", str(tmp_path / "a.npz")]) == 0
+    assert main([*base, "--mass", "70", "--out", str(tmp_path / "b.npz")]) == 0
+    a, b = read_reference(tmp_path / "a.npz"), read_reference(tmp_path / "b.npz")
+    assert a.subject_weight_kg == pytest.approx(63.5, abs=0.1) and b.subject_weight_kg == 70.0
+    assert "from the plates" in a.qc_notes and "from the plates" not in b.qc_notes
+    np.testing.assert_allclose(a.computed_grf * 63.474, b.computed_grf * 70.0, rtol=1e-3, atol=1e-9)

@@ -1,21 +1,15 @@
-"""The C3D walks as reference trials of an unseen person (:mod:`c3d_fixtures`): the body weight
-and the measured window from the plates, the marker set for the lab's labels, and (slow) the
-whole chain on OpenSim's C3D walks."""
+"""The C3D walks as reference trials of an unseen person (:mod:`c3d_fixtures`), and the body weight
+from the plates that ``musclerl reference`` takes when no mass is given: the weight and the
+measured window on synthetic plates, the marker set for the lab's labels, and (slow) the whole
+chain on OpenSim's C3D walks."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from c3d_fixtures import (
-    C3D_DIR,
-    GAIT2354_MARKERS,
-    marker_set_xml,
-    measured_window_s,
-    plate_body_weight_n,
-    plate_stances_s,
-    write_dataset,
-)
+from c3d_fixtures import C3D_DIR, GAIT2354_MARKERS, marker_set_xml, measured_window_s, write_dataset
 
+from musclerl.motion.foot_loads import body_weight_from_stances_n, stances
 from musclerl.motion.storage import Table
 
 RATE_HZ = 1000.0
@@ -38,15 +32,26 @@ def _walk_plates(weight_n: float, step_s: float, stance_s: float) -> Table:
 
 def test_body_weight_comes_back_from_one_stance_per_foot():
     grf = _walk_plates(weight_n=630.0, step_s=0.42, stance_s=0.5)
-    assert plate_body_weight_n(grf) == pytest.approx(630.0, rel=0.01)
+    assert body_weight_from_stances_n(grf) == pytest.approx(630.0, rel=0.01)
     # the same walk at another cadence and stance time: still the weight
-    assert plate_body_weight_n(_walk_plates(800.0, 0.55, 0.7)) == pytest.approx(800.0, rel=0.01)
+    assert body_weight_from_stances_n(_walk_plates(800.0, 0.55, 0.7)) == pytest.approx(800.0, rel=0.01)
+
+
+def test_no_weight_without_a_step_on_the_plates():
+    """Stances that are not one step apart (the second starts after the first ended), a foot cut by
+    the recording, or plates not named per foot: no estimate (reference keeps the model's mass)."""
+    apart = _walk_plates(630.0, step_s=0.9, stance_s=0.5)  # no double support: not one step
+    assert body_weight_from_stances_n(apart) is None
+    grf = _walk_plates(630.0, step_s=0.42, stance_s=0.5)
+    cut = Table(grf.columns, grf.data[: int(0.9 * RATE_HZ)], grf.time_s[: int(0.9 * RATE_HZ)], False, "cut")
+    assert stances(cut, "r") == [] and body_weight_from_stances_n(cut) is None
+    plates = Table(("ground_force_vy", "1_ground_force_vy"), grf.data, grf.time_s, False, "plates")
+    assert body_weight_from_stances_n(plates) is None
 
 
 def test_measured_window_drops_the_double_support_off_the_plates():
     grf = _walk_plates(630.0, step_s=0.42, stance_s=0.5)
-    stances = plate_stances_s(grf)
-    (on_l, off_l), (on_r, off_r) = stances["l"], stances["r"]
+    ((on_l, off_l),), ((on_r, off_r),) = stances(grf, "l"), stances(grf, "r")
     double_s = off_l - on_r  # 0.08 s: the other foot's stance before and after overlaps as long
     assert double_s == pytest.approx(0.08, abs=0.01)
     lo, hi = measured_window_s(grf)

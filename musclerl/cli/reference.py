@@ -43,7 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="OpenSim ExternalLoads .xml naming the bodies the GRFs act on (its <datafile> is used "
         "when --grf is not given)",
     )
-    parser.add_argument("--mass", type=float, help="subject mass in kg (default: model mass)")
+    parser.add_argument(
+        "--mass",
+        type=float,
+        help="subject mass in kg (default: from the plates when --grf has one complete stance of each "
+        "foot a step apart, else the model's mass)",
+    )
     parser.add_argument(
         "--subject-model",
         metavar="SUBJECT.osim",
@@ -332,6 +337,13 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(args.grf, "GRF time range does not overlap the motion")
         if not grf_valid.all():
             notes.append(f"{int((~grf_valid).sum())} frames outside the GRF time range marked invalid")
+        if args.mass is None:  # a C3D carries no mass: the plates weigh the person
+            from musclerl.motion.foot_loads import body_weight_from_stances_n
+
+            weight_n = body_weight_from_stances_n(grf)
+            if weight_n is not None:
+                mass_kg = weight_n / STANDARD_GRAVITY
+                notes.append(f"mass {mass_kg:.1f} kg from the plates (one stance per foot, a stride apart)")
     result = idyn.inverse_dynamics(model, qpos, time_s, free, loads)
     rms_res = np.sqrt(np.mean(result.residual**2, axis=0))
     notes.append(

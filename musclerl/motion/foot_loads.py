@@ -181,3 +181,38 @@ def external_loads_xml(datafile: str) -> str:
 \t</ExternalLoads>
 </OpenSimDocument>
 """
+
+
+def stances(grf: Table, side: str) -> list[tuple[float, float]]:
+    """(on, off) times (s) of each complete stance of foot ``side`` in a per-foot GRF table
+    (``ground_force_<side>_vy`` above :data:`MIN_LOAD_N`; a run that starts at the first sample or
+    ends at the last is cut by the recording and left out)."""
+    loaded = grf.column(f"ground_force_{side}_vy") > MIN_LOAD_N
+    n = len(loaded)
+    return [
+        (float(grf.time_s[a]), float(grf.time_s[b - 1]))
+        for a, b, on in runs(loaded)
+        if on and a > 0 and b < n
+    ]
+
+
+def body_weight_from_stances_n(grf: Table) -> float | None:
+    """Body weight (N) from one complete stance of each foot, one step apart: over a stride each
+    foot stands once, so the two stances' vertical impulse is the weight times the stride time,
+    taken as twice the time from one heel strike to the other's (steady walking). None when the
+    table has no such pair (a foot never complete on a plate, or the two stances more than a step
+    apart: the second must start before the first ends, as in walking's double support)."""
+    if not all(f"ground_force_{s}_vy" in grf.columns for s in FEET):
+        return None
+    every = sorted((on, off, side) for side in FEET for on, off in stances(grf, side))
+    steps = [
+        (a, b) for a, b in zip(every[:-1], every[1:], strict=True) if a[2] != b[2] and a[0] < b[0] <= a[1]
+    ]
+    if not steps:
+        return None
+    impulse = 0.0
+    for on, off, side in steps[0]:
+        keep = (grf.time_s >= on) & (grf.time_s <= off)
+        impulse += float(np.trapezoid(grf.column(f"ground_force_{side}_vy")[keep], grf.time_s[keep]))
+    step_s = steps[0][1][0] - steps[0][0][0]
+    return impulse / (2.0 * step_s)
