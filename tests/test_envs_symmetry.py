@@ -252,13 +252,14 @@ def test_symmetry_coef_needs_mirrored_batches():
         load_config(None, ["ppo.symmetry_coef=1.0"])
 
 
-def _train_tiny_with_mirror(tmp_path, backend: str):
+def _train_tiny_with_mirror(tmp_path, backend: str, overrides: list[str] | None = None):
     from musclerl import load_policy
     from musclerl.rl.runner import build_env, train
 
     cfg = load_config(
         ["configs/tiny.yaml"],
         [
+            *(overrides or []),
             f"backend={backend}",
             "ppo.mirror_augment=true",
             "ppo.num_envs=8",
@@ -292,3 +293,52 @@ def test_mirror_augmented_training_on_the_cpu_backend(tmp_path):
 def test_mirror_augmented_training_on_the_mjx_backend(tmp_path):
     policy, mirror = _train_tiny_with_mirror(tmp_path, "mjx")
     _assert_symmetric_statistics(policy, mirror)
+
+
+def test_symmetric_network_makes_each_mirrored_copy_a_sample_of_the_policy():
+    """``network.symmetric``: pi(g_a u | g_o o) = pi(u | o) and V(g_o o) = V(o) for any parameters
+    (a pushed bias included), so a mirrored copy's ratio is the sample's own; the plain network
+    with the same parameters is not symmetric."""
+    rng = np.random.default_rng(0)
+    raw = jnp.asarray(rng.normal(size=(64, 3)), jnp.float32)
+    u = jnp.asarray(rng.normal(size=(64, 2)), jnp.float32)
+
+    def log_probs(symmetric: bool):
+        cfg = load_config(None, ["ppo.mirror_augment=true", f"network.symmetric={str(symmetric).lower()}"])
+        learner = _learner_with_swap(cfg)
+        state = learner.init(jax.random.PRNGKey(1))
+        inner = dict(state.params["params"])
+        policy = dict(inner["policy"])
+        last = max(policy, key=lambda k: int(k.split("_")[-1]))
+        policy[last] = {**policy[last], "bias": jnp.array([0.5, -0.5])}
+        params = {"params": {**inner, "policy": policy, "log_std": jnp.array([-1.0, -0.5])}}
+        g_o, g_a = learner.mirror.observation.apply, learner.mirror.action.apply
+        d, v = learner.network.apply(params, learner.normalize(state, raw))
+        dm, vm = learner.network.apply(params, learner.normalize(state, g_o(raw)))
+        return d.log_prob(u), dm.log_prob(g_a(u)), v, vm
+
+    lp, lp_mirror, v, v_mirror = log_probs(True)
+    np.testing.assert_allclose(lp_mirror, lp, atol=1e-5)
+    np.testing.assert_allclose(v_mirror, v, atol=1e-5)
+    lp, lp_mirror, _, _ = log_probs(False)
+    assert np.abs(np.asarray(lp_mirror - lp)).mean() > 1.0
+
+
+def test_symmetric_network_needs_mirrored_batches():
+    cfg = load_config(None, ["network.symmetric=true"])
+    bounds = networks.ActionBounds(low=-np.ones(2), high=np.ones(2), neutral=np.zeros(2))
+    with pytest.raises(InputError, match="ppo.mirror_augment=true"):
+        ppo.make_learner(cfg, 3, bounds, 10, None, None)
+
+
+def test_symmetric_network_trains_exports_and_acts_mirrored(tmp_path):
+    """tiny trained with the symmetric network: the exported policy, loaded back, acts as the
+    mirror of itself, act(g_o o) = g_a act(o), to float rounding (1.5e-8 measured; the same run
+    with the plain network: 6e-3 after its two updates, and growing as it learns)."""
+    policy, mirror = _train_tiny_with_mirror(tmp_path, "cpu", ["network.symmetric=true"])
+    assert policy.network.mirror is not None and "network_mirror" in policy.config
+    rng = np.random.default_rng(0)
+    obs = (policy.obs_mean + policy.obs_std * rng.normal(size=(32, policy.obs_size))).astype(np.float32)
+    np.testing.assert_allclose(
+        policy.act(mirror.observation.apply(obs)), mirror.action.apply(policy.act(obs)), atol=1e-5
+    )

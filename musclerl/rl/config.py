@@ -82,6 +82,9 @@ class NetworkConfig:
     init_log_std: float = -1.0  # initial log standard deviation of the Gaussian (pre-squash)
     squash: str = "sigmoid"  # sigmoid | clip: how Gaussian samples become actions in the env's bounds
     noise: str = "diagonal"  # diagonal | lattice (latent, correlated across muscles)
+    # mirror-symmetric by construction (needs ppo.mirror_augment): mean and value averaged over the
+    # observation and its left/right mirror, so each mirrored copy is an on-policy sample
+    symmetric: bool = False
 
 
 @dataclasses.dataclass

@@ -5,7 +5,9 @@ Layout of ``DIR/policy/``::
     params.msgpack      flax-serialised actor-critic parameters
     obs_stats.npz       mean (D,), std (D,), count of the running observation statistics
     config.json         the training config plus ``obs_size``, ``action_size``, ``action_bounds``
-                        (low, high, neutral of the env's action space) and run facts
+                        (low, high, neutral of the env's action space), run facts and, for a
+                        symmetric network (``network.symmetric``), ``network_mirror``: the
+                        observation and action mirrors (perm, sign) it averages over
 
 ``load_policy(path)`` (also ``musclerl.load_policy``) returns a :class:`Policy`:
 ``policy.act(obs (..., D), deterministic=True) -> actions (..., A)`` in the action space it was
@@ -39,14 +41,16 @@ def export_policy(
     obs_size: int,
     bounds,
     extra: dict[str, Any] | None = None,
+    network_mirror: tuple | None = None,
 ) -> Path:
-    """Write the policy folder atomically (a temporary folder renamed into place)."""
+    """Write the policy folder atomically (a temporary folder renamed into place);
+    ``network_mirror`` is the learner network's ``mirror`` (a symmetric network's)."""
     import flax.serialization
 
     path = Path(path)
     stats = train_state.obs_stats
     params = flax.serialization.to_bytes(_host(train_state.params))
-    config = _policy_config(cfg, obs_size, bounds, extra)
+    config = _policy_config(cfg, obs_size, bounds, extra, network_mirror)
     with atomic_path(path) as tmp:
         tmp.mkdir(parents=True)
         (tmp / "params.msgpack").write_bytes(params)
@@ -60,25 +64,36 @@ def export_policy(
     return path
 
 
-def _policy_config(cfg: TrainConfig, obs_size: int, bounds, extra: dict[str, Any] | None) -> dict[str, Any]:
+def _policy_config(
+    cfg: TrainConfig, obs_size: int, bounds, extra: dict[str, Any] | None, network_mirror: tuple | None = None
+) -> dict[str, Any]:
     """The ``config.json`` of a policy folder (module docstring)."""
+    mirror = {} if network_mirror is None else {"network_mirror": [list(x) for x in network_mirror]}
     return {
         "format_version": FORMAT_VERSION,
         "obs_size": int(obs_size),
         "action_size": int(bounds.low.shape[0]),
         "action_bounds": bounds.to_dict(),
         "train_config": cfg.to_dict(),
+        **mirror,
         **(extra or {}),
     }
 
 
-def policy_of(cfg: TrainConfig, train_state, obs_size: int, bounds, path: str | os.PathLike) -> Policy:
+def policy_of(
+    cfg: TrainConfig,
+    train_state,
+    obs_size: int,
+    bounds,
+    path: str | os.PathLike,
+    network_mirror: tuple | None = None,
+) -> Policy:
     """The :class:`Policy` a run's ``train_state`` would export, in memory (no files): what the
     validation during training rolls out. ``path`` only names it in error messages."""
     stats = train_state.obs_stats
     return Policy(
         Path(path),
-        _policy_config(cfg, obs_size, bounds, None),
+        _policy_config(cfg, obs_size, bounds, None, network_mirror),
         cfg,
         _host(train_state.params),
         np.asarray(stats.mean, np.float32),
@@ -120,7 +135,7 @@ class Policy:
         self.path, self.config, self.train_config = path, config, train_config
         self.obs_size, self.action_size = int(config["obs_size"]), int(config["action_size"])
         self.bounds = policy_bounds(config)
-        self.network = networks.make_network(train_config.network, self.bounds)
+        self.network = networks.make_network(train_config.network, self.bounds, config.get("network_mirror"))
         self.params, self.obs_mean, self.obs_std = params, obs_mean, obs_std
         self._normalize = train_config.ppo.normalize_obs
         self._clip = train_config.ppo.obs_clip
@@ -212,7 +227,7 @@ def load_policy(path: str | os.PathLike) -> Policy:
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)):
         raise InputError(path / "obs_stats.npz", "normaliser mean/std must be finite with std > 0")
     train_config = TrainConfig.from_dict(saved, str(path / "config.json"))
-    net = networks.make_network(train_config.network, bounds)
+    net = networks.make_network(train_config.network, bounds, config.get("network_mirror"))
     template = jax.tree_util.tree_map(np.asarray, net.init(jax.random.PRNGKey(0), jnp.zeros((1, obs_size))))
     try:
         params = flax.serialization.from_bytes(template, (path / "params.msgpack").read_bytes())

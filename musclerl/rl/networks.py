@@ -164,9 +164,16 @@ class ActorCritic(nn.Module):
     init_log_std: float = -1.0
     mean_bias: Sequence[float] | float = 0.0
     noise: str = "diagonal"
+    # (obs perm, obs sign, action perm, action sign): the env's left/right mirror g_o, g_a
+    # (``x'[k] = sign[k] x[perm[k]]``, involutions); None: no symmetry imposed
+    mirror: tuple[tuple[int, ...], tuple[float, ...], tuple[int, ...], tuple[float, ...]] | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[Gaussian, jax.Array]:
+        """With ``mirror``: mean(o) = (f(o) + g_a f(g_o o)) / 2, value(o) = (V(o) + V(g_o o)) / 2 and
+        the log std averaged with its mirror, so that pi(g_a u | g_o o) = pi(u | o) exactly (for
+        observations normalised by mirror-invariant statistics, which the mirrored batches' running
+        statistics are): a mirrored copy of a sample is then a sample of the same policy."""
         out_scale = 0.01
         policy = MLP(
             self.policy_hidden,
@@ -177,9 +184,20 @@ class ActorCritic(nn.Module):
             out_bias=0.0,
             name="policy",
         )
-        mean = policy(obs) + jnp.asarray(self.mean_bias, jnp.float32)
+        bias = jnp.asarray(self.mean_bias, jnp.float32)
+        mean = policy(obs) + bias
         log_std = self.param("log_std", nn.initializers.constant(self.init_log_std), (self.action_size,))
-        value = MLP(self.value_hidden, 1, self.activation, self.layer_norm, out_scale=1.0, name="value")(obs)
+        value_net = MLP(self.value_hidden, 1, self.activation, self.layer_norm, out_scale=1.0, name="value")
+        value = value_net(obs)
+        if self.mirror is not None:
+            if self.noise != "diagonal":
+                raise ValueError("a symmetric network needs diagonal noise")
+            obs_perm, obs_sign, act_perm, act_sign = (np.asarray(x) for x in self.mirror)
+            mirrored = obs[..., obs_perm] * obs_sign.astype(np.float32)
+            mean_m = policy(mirrored) + bias
+            mean = 0.5 * (mean + mean_m[..., act_perm] * act_sign.astype(np.float32))
+            value = 0.5 * (value + value_net(mirrored))
+            log_std = 0.5 * (log_std + log_std[act_perm])
         if self.noise == "lattice":
             hidden = self.policy_hidden[-1]
             latent = self.param(
@@ -193,8 +211,22 @@ class ActorCritic(nn.Module):
         return Gaussian(mean, log_std), value[..., 0]
 
 
-def make_network(net_cfg: NetworkConfig, bounds: ActionBounds) -> ActorCritic:
-    """Build the actor-critic from the ``network`` config section and the env's action bounds."""
+def network_mirror(mirror) -> tuple | None:
+    """An ``envs.symmetry.EnvMirror`` as :class:`ActorCritic`'s ``mirror`` field (None: None)."""
+    if mirror is None:
+        return None
+    o, a = mirror.observation, mirror.action
+    return (
+        tuple(int(i) for i in o.perm),
+        tuple(float(x) for x in o.sign),
+        tuple(int(i) for i in a.perm),
+        tuple(float(x) for x in a.sign),
+    )
+
+
+def make_network(net_cfg: NetworkConfig, bounds: ActionBounds, mirror: tuple | None = None) -> ActorCritic:
+    """Build the actor-critic from the ``network`` config section and the env's action bounds;
+    ``mirror`` (:func:`network_mirror`) makes it symmetric (``network.symmetric``)."""
     return ActorCritic(
         action_size=int(bounds.low.shape[0]),
         policy_hidden=tuple(net_cfg.policy_hidden),
@@ -204,6 +236,7 @@ def make_network(net_cfg: NetworkConfig, bounds: ActionBounds) -> ActorCritic:
         init_log_std=net_cfg.init_log_std,
         mean_bias=tuple(float(x) for x in unsquash(bounds.neutral, net_cfg.squash, bounds)),
         noise=net_cfg.noise,
+        mirror=tuple(tuple(x) for x in mirror) if mirror is not None else None,
     )
 
 

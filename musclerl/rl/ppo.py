@@ -38,6 +38,7 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from musclerl.errors import InputError
 from musclerl.rl import networks
 from musclerl.rl import normalization as norm
 from musclerl.rl.clip_stats import clip_sums
@@ -441,9 +442,12 @@ def make_learner(
     adds the mirrored copy of every sample to each PPO batch."""
     ppo = cfg.ppo
     tx, schedule = make_optimizer(cfg, total_updates * ppo.update_epochs * ppo.num_minibatches)
+    if cfg.network.symmetric and mirror is None:
+        raise InputError("network.symmetric", "needs the mirrored batches: set ppo.mirror_augment=true")
+    symmetric = networks.network_mirror(mirror) if cfg.network.symmetric else None
     return Learner(
         cfg=cfg,
-        network=networks.make_network(cfg.network, bounds),
+        network=networks.make_network(cfg.network, bounds, symmetric),
         tx=tx,
         schedule=schedule,
         obs_size=obs_size,

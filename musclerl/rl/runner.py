@@ -290,7 +290,12 @@ def train(
             return {}
         t = time.perf_counter()
         row = validator.run(
-            train_state, env.observation_size, learner.bounds, update, update * steps_per_update
+            train_state,
+            env.observation_size,
+            learner.bounds,
+            update,
+            update * steps_per_update,
+            learner.network.mirror,
         )
         if validator.improved():
             export_policy(
@@ -300,6 +305,7 @@ def train(
                 env.observation_size,
                 learner.bounds,
                 extra={"model": cfg.model, "updates": update, "validation": validator.best},
+                network_mirror=learner.network.mirror,
             )
         val_s += time.perf_counter() - t
         return row
@@ -370,6 +376,7 @@ def train(
                 "updates": last,
                 "env_steps": last * steps_per_update,
             },
+            network_mirror=learner.network.mirror,
         )
         if clip_log is not None:
             summary["clip_results"] = clip_log.summary()

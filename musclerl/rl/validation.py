@@ -172,11 +172,20 @@ class Validator:
             return self.at_start
         return update % self.every_updates == 0 or update == last_update
 
-    def run(self, train_state, obs_size: int, bounds, update: int, env_steps: int) -> dict[str, float]:
-        """Test the policy of ``train_state``; returns the ``val/...`` scalars and keeps best/last."""
+    def run(
+        self,
+        train_state,
+        obs_size: int,
+        bounds,
+        update: int,
+        env_steps: int,
+        network_mirror: tuple | None = None,
+    ) -> dict[str, float]:
+        """Test the policy of ``train_state`` (``network_mirror``: a symmetric network's mirror);
+        returns the ``val/...`` scalars and keeps best/last."""
         from musclerl.rl.export import policy_of
 
-        policy = policy_of(self.cfg, train_state, obs_size, bounds, "validation policy")
+        policy = policy_of(self.cfg, train_state, obs_size, bounds, "validation policy", network_mirror)
         result = clips_test(self.env, policy, self.steps, range(len(self.clip_names)))
         row = {
             "val/success": result["success_rate"],
