@@ -192,6 +192,16 @@ def test_symmetry_loss_by_hand():
     np.testing.assert_allclose(got, expected, rtol=1e-5)
 
 
+def _pushed_bias(params):
+    """``params`` of a two-action policy with its output bias set to (0.5, -0.5): one leg pushed,
+    the other held, an asymmetric policy."""
+    inner = dict(params["params"])
+    policy = dict(inner["policy"])
+    last = max(policy, key=lambda k: int(k.split("_")[-1]))
+    policy[last] = {**policy[last], "bias": jnp.array([0.5, -0.5])}
+    return {"params": {**inner, "policy": policy}}
+
+
 def test_symmetry_loss_makes_an_asymmetric_policy_symmetric():
     """A PPO update whose policy term is zero (all advantages 0) moves an asymmetric policy
     towards symmetry through the mirror loss alone, and leaves it where it is without it."""
@@ -211,11 +221,7 @@ def test_symmetry_loss_makes_an_asymmetric_policy_symmetric():
         )
         learner = _learner_with_swap(cfg)
         state = learner.init(jax.random.PRNGKey(1))
-        inner = dict(state.params["params"])
-        policy = jax.tree_util.tree_map(lambda x: x, inner["policy"])
-        last = max(policy, key=lambda k: int(k.split("_")[-1]))
-        policy[last] = {**policy[last], "bias": jnp.array([0.5, -0.5])}  # one leg pushed, the other held
-        state = state.replace(params={"params": {**inner, "policy": policy}})
+        state = state.replace(params=_pushed_bias(state.params))
         rng = np.random.default_rng(0)
         raw = jnp.asarray(rng.normal(size=(16, 8, 3)), jnp.float32)
 
@@ -307,11 +313,8 @@ def test_symmetric_network_makes_each_mirrored_copy_a_sample_of_the_policy():
         cfg = load_config(None, ["ppo.mirror_augment=true", f"network.symmetric={str(symmetric).lower()}"])
         learner = _learner_with_swap(cfg)
         state = learner.init(jax.random.PRNGKey(1))
-        inner = dict(state.params["params"])
-        policy = dict(inner["policy"])
-        last = max(policy, key=lambda k: int(k.split("_")[-1]))
-        policy[last] = {**policy[last], "bias": jnp.array([0.5, -0.5])}
-        params = {"params": {**inner, "policy": policy, "log_std": jnp.array([-1.0, -0.5])}}
+        pushed = _pushed_bias(state.params)
+        params = {"params": {**pushed["params"], "log_std": jnp.array([-1.0, -0.5])}}
         g_o, g_a = learner.mirror.observation.apply, learner.mirror.action.apply
         d, v = learner.network.apply(params, learner.normalize(state, raw))
         dm, vm = learner.network.apply(params, learner.normalize(state, g_o(raw)))
