@@ -16,9 +16,13 @@ def write_c3d(
     residuals: np.ndarray | None = None,
     screen: tuple[str, str] = ("+X", "+Z"),
     events: list[tuple[str, str, float]] = (),
+    plate_channels: tuple[int, ...] | None = None,
 ) -> None:
     """``positions`` (T, M, 3) in ``units`` and the lab frame, written as a C3D marker file;
-    ``residuals`` (T, M) (default 0: every sample measured); ``events`` (context, label, time_s)."""
+    ``residuals`` (T, M) (default 0: every sample measured); ``events`` (context, label, time_s).
+    ``plate_channels``: also one type-2 force plate (500 x 600 mm at the lab origin, 600 N down
+    throughout) on six analog channels (Fx Fy Fz Mx My Mz, 10 samples per frame), its
+    ``FORCE_PLATFORM:CHANNEL`` the given 1-based channel numbers (numbers past 6 point past the data)."""
     import ezc3d
 
     c3d = ezc3d.c3d()
@@ -41,4 +45,25 @@ def write_c3d(
         c3d.add_parameter("EVENT", "CONTEXTS", [c for c, _, _ in events])
         c3d.add_parameter("EVENT", "LABELS", [label for _, label, _ in events])
         c3d.add_parameter("EVENT", "TIMES", times)
+    if plate_channels is not None:
+        _add_plate(c3d, n_frames, plate_channels)
     c3d.write(str(path))
+
+
+def _add_plate(c3d, n_frames: int, channels: tuple[int, ...]) -> None:
+    import ezc3d
+
+    analog = c3d["parameters"]["ANALOG"]
+    analog["RATE"]["value"] = [10.0 * c3d["parameters"]["POINT"]["RATE"]["value"][0]]
+    analog["LABELS"]["value"] = ["Fx", "Fy", "Fz", "Mx", "My", "Mz"]
+    analog["UNITS"]["value"] = ["N", "N", "N", "Nmm", "Nmm", "Nmm"]
+    samples = np.zeros((1, 6, 10 * n_frames))
+    samples[0, 2] = -600.0
+    c3d["data"]["analogs"] = samples
+    corners = np.array([[500.0, 0, 0], [500, 600, 0], [0, 600, 0], [0, 0, 0]]).T[:, :, None]
+    c3d.add_parameter("FORCE_PLATFORM", "CORNERS", corners)
+    c3d.add_parameter("FORCE_PLATFORM", "ORIGIN", np.array([[0.0], [0.0], [-40.0]]))
+    integers = {"USED": [1], "TYPE": [2], "ZERO": [1, 0], "CHANNEL": [[c] for c in channels]}
+    for name, value in integers.items():  # ezc3d's add_parameter stores Python ints as floats
+        c3d.add_parameter("FORCE_PLATFORM", name, np.array(value, dtype=float))
+        c3d["parameters"]["FORCE_PLATFORM"][name]["type"] = ezc3d.ezc3d.INT

@@ -254,3 +254,17 @@ def bvh_text(
 def bvh_width(skeleton=BVH_SKELETON) -> int:
     """Channels per frame of :func:`bvh_text`'s file."""
     return 3 + 3 * sum(name != "End" for name, _, _ in skeleton)
+
+
+def bvh_standing_sway(count: int = 24) -> np.ndarray:
+    """Stands with the hips 0.93 m up (feet on y = 0), swaying 2 cm sideways, knees slightly bent."""
+    t = np.arange(count) / 40.0
+    frames = np.zeros((count, bvh_width()))
+    frames[:, 0] = 2.0 * np.sin(2 * np.pi * t)
+    frames[:, 1] = 92.5
+    for side in (1, 6):  # LeftUpLeg, RightUpLeg: hip flexion about X, then the knee back
+        hip, knee, ankle = 3 + 3 * side, 3 + 3 * (side + 1), 3 + 3 * (side + 2)
+        frames[:, hip + 2] = -8.0
+        frames[:, knee + 2] = 12.0
+        frames[:, ankle + 2] = -4.0
+    return frames

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fuzz_bvh import bvh_variants
 from fuzz_c3d import c3d_variants
 from fuzz_harness import check_call
 from fuzz_inputs import (
@@ -99,6 +100,7 @@ def _info(path: Path, folder: Path):
 
 TRC = list(trc_variants())
 C3D = list(c3d_variants())
+BVH = list(bvh_variants())
 MOT = list(mot_variants())
 DEEPMIMIC = list(deepmimic_variants())
 AMASS = list(amass_variants())
@@ -111,6 +113,7 @@ COORDS = list(mot_coordinate_variants())
 SUFFIX = {
     "trc": ".trc",
     "c3d": ".c3d",
+    "bvh": ".bvh",
     "mot": ".mot",
     "deepmimic": ".txt",
     "amass": ".npz",
@@ -119,7 +122,7 @@ SUFFIX = {
 }
 INFO_CASES = [
     (kind, v) for kind, vs in (
-        ("trc", TRC), ("c3d", C3D), ("mot", MOT), ("deepmimic", DEEPMIMIC), ("amass", AMASS),
+        ("trc", TRC), ("c3d", C3D), ("bvh", BVH), ("mot", MOT), ("deepmimic", DEEPMIMIC), ("amass", AMASS),
         ("trajectory", TRAJECTORY), ("reference", REFERENCE),
     ) for v in vs
 ]  # fmt: skip
@@ -216,12 +219,12 @@ def test_reference_reads_external_loads(variant, valid_inputs, room, capsys, mon
 SHORT_SMPL = [
     Variant(name, v.write, "refuse") for v in AMASS for name in ("amass_one_frame",) if v.name == name
 ]
-SMPL_BAD = _refused(AMASS) + _refused(DEEPMIMIC) + SHORT_SMPL
+SMPL_BAD = _refused(AMASS) + _refused(DEEPMIMIC) + _refused(BVH) + SHORT_SMPL
 
 
 @pytest.mark.parametrize("variant", SMPL_BAD, ids=_ids(SMPL_BAD))
 def test_retarget_smpl_refuses(variant, room, capsys, monkeypatch):
-    suffix = ".npz" if variant.name.startswith("amass") else ".txt"
+    suffix = {"amass": ".npz", "bvh": ".bvh"}.get(variant.name.split("_")[0], ".txt")
 
     def argv(path: Path, folder: Path):
         out = folder / "out.npz"
@@ -321,7 +324,7 @@ def test_every_kind_is_fuzzed():
     """The suite covers each input kind with refused and accepted variants."""
     total = len(INFO_CASES) + len(XML) + len(POLICY) + len(YAML) + len(COORDS) + len(SHORT)
     assert total >= 300, total
-    for variants in (TRC, C3D, MOT, DEEPMIMIC, AMASS, TRAJECTORY, REFERENCE, XML):
+    for variants in (TRC, C3D, BVH, MOT, DEEPMIMIC, AMASS, TRAJECTORY, REFERENCE, XML):
         kinds = {v.expect for v in variants}
         assert {"refuse", "accept"} <= kinds
 
@@ -332,6 +335,7 @@ SLOW_RANDOM = [
     for kind, variants in (
         ("trc", trc_variants(seed, 24)),
         ("c3d", c3d_variants(seed, 24)),
+        ("bvh", bvh_variants(seed, 24)),
         ("mot", mot_variants(seed, 24)),
         ("deepmimic", deepmimic_variants(seed, 12)),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from motion_samples import BVH_SKELETON as SKELETON
-from motion_samples import bvh_text
+from motion_samples import bvh_standing_sway, bvh_text
 
 from musclerl.cli import main
 from musclerl.errors import InputError
@@ -202,23 +202,9 @@ def test_clavicle_and_toeless_foot(tmp_path):
     )
 
 
-def _standing_sway(count: int = 24) -> np.ndarray:
-    """Stands with the hips 0.93 m up (feet on y = 0), swaying 2 cm sideways, knees slightly bent."""
-    t = np.arange(count) / 40.0
-    frames = np.zeros((count, WIDTH))
-    frames[:, 0] = 2.0 * np.sin(2 * np.pi * t)
-    frames[:, 1] = 92.5
-    for side in (1, 6):  # LeftUpLeg, RightUpLeg: hip flexion about X, then the knee back
-        hip, knee, ankle = 3 + 3 * side, 3 + 3 * (side + 1), 3 + 3 * (side + 2)
-        frames[:, hip + 2] = -8.0
-        frames[:, knee + 2] = 12.0
-        frames[:, ankle + 2] = -4.0
-    return frames
-
-
 def test_retarget_cli_on_tiny(tmp_path, capsys):
     path = tmp_path / "synthetic.bvh"
-    path.write_text(bvh_text(_standing_sway(), "ZXY"))
+    path.write_text(bvh_text(bvh_standing_sway(), "ZXY"))
     out = tmp_path / "out.npz"
     code = main(["retarget", "smpl", str(path), "--model", "tiny", "--out", str(out)])
     assert code == 0, capsys.readouterr().err

@@ -17,13 +17,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import mujoco
 import numpy as np
 
-from musclerl.models.registry import load_model
 from musclerl.motion.storage import read_storage
-from musclerl.motion.trajectory import Trajectory
-from musclerl.retarget.report import LIMIT_BOUND_TOLERANCE, limit_excess
 from musclerl.retarget.sides import side_of
 
 ANGLES = {
@@ -50,6 +46,8 @@ COLUMNS = (
 def _expert_on_bound(model, expert, name: str) -> np.ndarray | None:
     """(T_expert,) bool: the expert's coordinate ``name`` at or past a bound of ``model``; None when
     the expert has no such column or the joint no range."""
+    import mujoco  # here, not at the top: the command line builds its parser without mujoco
+
     j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
     if j < 0 or name not in expert.columns or not model.jnt_limited[j]:
         return None
@@ -67,6 +65,8 @@ def bound_beyond_expert(model, qpos: np.ndarray, time_s: np.ndarray, expert) -> 
     """Per independent limited joint ever on a bound in ``qpos`` (T, nq) at ``time_s`` (T,): the
     fraction of frames it is on a bound where the expert's coordinate (interpolated to our
     frames) is not."""
+    from musclerl.retarget.report import LIMIT_BOUND_TOLERANCE, limit_excess
+
     excess, coupled, names = limit_excess(model, qpos)
     ours = excess[:, ~coupled] > -LIMIT_BOUND_TOLERANCE
     out = {}
@@ -98,6 +98,9 @@ def _leg_row(row_angles: dict, markers: dict[str, float], bodies: dict, bound: d
 def trial_row(report_path: Path, mot_path: Path, expert_path: Path, model=None) -> dict:
     """One trial's row (keys :data:`COLUMNS`, plus ``trial`` and ``at_limit_worst``); ``model``
     (compiled, for the joint ranges) defaults to the report's registered model."""
+    from musclerl.models.registry import load_model
+    from musclerl.motion.trajectory import Trajectory
+
     report = json.loads(Path(report_path).read_text())
     if model is None:
         model = load_model(report["model"])
@@ -141,6 +144,8 @@ def trial_row(report_path: Path, mot_path: Path, expert_path: Path, model=None) 
 
 def accuracy_table(out_dir: Path, expert_dir: Path, trials: list[str]) -> tuple[list[dict], dict]:
     """Rows for ``trials`` (stems) and their mean (numbers averaged, ``floor_flat`` the fraction)."""
+    from musclerl.models.registry import load_model
+
     models: dict = {}
 
     def model_of(report: Path):

@@ -24,7 +24,9 @@ from collections.abc import Sequence
 from musclerl.errors import InputError
 
 # (parser path, module, help). Modules are imported when the parser is built; they must keep
-# heavy imports (jax, flax) inside ``run``.
+# heavy imports (mujoco, jax, scipy) inside ``run``: ``import mujoco`` picks its OpenGL backend from
+# ``MUJOCO_GL`` and fails with a traceback when that backend's library is missing, before ``main``
+# could say so in one line (tests/test_cli_environment.py checks both in a fresh interpreter).
 COMMANDS: list[tuple[tuple[str, ...], str, str]] = [
     (("info",), "musclerl.cli.info", "summarise a model (registry name or MJCF) or a motion file"),
     (
@@ -108,12 +110,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: MUJOCO_GL values and the shared library ``import mujoco`` then loads (it fails without it).
 GL_LIBRARIES = {"osmesa": ("OSMesa", "apt-get install libosmesa6"), "egl": ("EGL", "apt-get install libegl1")}
+#: the values ``import mujoco`` accepts on Linux (mujoco/rendering/classic/gl_context.py); others raise
+GL_VALUES = ("", "disable", "disabled", "off", "false", "0", "enable", "enabled", "on", "true", "1")
+GL_VALUES += ("glfw", "glx", "egl", "osmesa", "wgl", "cgl")
 
 
 def check_gl_backend() -> None:
-    """Refuse, in one line, a ``MUJOCO_GL`` whose library is missing: ``import mujoco`` would
-    otherwise fail deep inside PyOpenGL with an unrelated-looking AttributeError."""
-    backend = os.environ.get("MUJOCO_GL", "").lower()
+    """Refuse, in one line, a ``MUJOCO_GL`` that ``import mujoco`` would fail on: an unknown value,
+    or a backend whose library is missing (deep inside PyOpenGL, as an unrelated-looking
+    AttributeError). Runs before the parser is built, so no command's module is imported yet."""
+    backend = os.environ.get("MUJOCO_GL", "").lower().strip()
+    if backend not in GL_VALUES:
+        problem = f"'{backend}' is not a rendering backend; use egl, osmesa or glfw, or unset it"
+        raise InputError("MUJOCO_GL", problem)
     if backend in GL_LIBRARIES:
         library, install = GL_LIBRARIES[backend]
         if ctypes.util.find_library(library) is None:
@@ -127,10 +136,14 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        check_gl_backend()
+    except InputError as err:
+        print(f"musclerl: error: {err}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        check_gl_backend()
         with warnings.catch_warnings():  # restores the caller's warning display on exit
             warnings.showwarning = _show_warning
             return int(args._run(args) or 0)

@@ -219,8 +219,15 @@ def _parse_hierarchy(path: Path, tokens: list[str]) -> list[BvhJoint]:
                 joint["offset"] = _numbers(path, take(3, "an OFFSET"), f"OFFSET of {joint['name']}")
                 continue
             count = take(1, "CHANNELS")[0]
-            if not count.isdigit() or not 0 <= int(count) <= 6 or joint["end_site"]:
+            if not count.isdigit() or joint["end_site"]:
                 raise InputError(path, f"bad CHANNELS line for {joint['name']}")
+            listed = _listed_channels(tokens, i)
+            if int(count) != listed:
+                raise InputError(
+                    path, f"joint {joint['name']}: CHANNELS {count}, but {listed} channel names follow it"
+                )
+            if int(count) > 6:
+                raise InputError(path, f"joint {joint['name']}: CHANNELS {count} (at most 6)")
             channels = tuple(take(int(count), "CHANNELS"))
             unknown = [c for c in channels if c not in CHANNEL_NAMES]
             if unknown or len(set(channels)) != len(channels):
@@ -238,6 +245,19 @@ def _parse_hierarchy(path: Path, tokens: list[str]) -> list[BvhJoint]:
     if missing:
         raise InputError(path, f"no OFFSET for {', '.join(missing[:5])}")
     return [BvhJoint(**j) for j in joints]
+
+
+#: words that end a CHANNELS line's list of names (the next statement of the HIERARCHY)
+_HIERARCHY_WORDS = frozenset(("ROOT", "JOINT", "End", "{", "}", "OFFSET", "CHANNELS", "MOTION"))
+
+
+def _listed_channels(tokens: list[str], start: int) -> int:
+    """How many words after a CHANNELS count (``tokens[start:]``) stand where channel names do: up
+    to the next statement, so a count that disagrees with its list is told apart from a bad name."""
+    end = start
+    while end < len(tokens) and tokens[end] not in _HIERARCHY_WORDS:
+        end += 1
+    return end - start
 
 
 def _numbers(path: Path, words: list[str], what: str) -> np.ndarray:

@@ -349,7 +349,7 @@ def _plates(path: Path, c3d, rotation: np.ndarray, point_rate_hz: float, first_f
         origin_m=np.stack(arrays["origin"]),
         time_s=first_frame / point_rate_hz + np.arange(n) / rate_hz,
         rate_hz=rate_hz,
-        types=tuple(int(t) for t in (types if types is not None else [])[: len(platforms)]),
+        types=tuple(int(t) for t in np.ravel(types if types is not None else [])[: len(platforms)]),
     )
 
 
