@@ -50,6 +50,7 @@ import dataclasses
 import mujoco
 import numpy as np
 
+from musclerl.errors import InputError
 from musclerl.ground.contact import ContactParams, dilate_flags
 from musclerl.ground.surface import (
     GeomSurface,
@@ -257,14 +258,24 @@ def retarget_keypoints(
         # Terrain evidence from heel and toe tip only: on the foot's long axis, they do not move
         # when an unconstrained foot rolls (the edge points do).
         axis = np.flatnonzero(np.isin(np.tile(np.arange(len(SOLE_POINTS)), 2), [0, 1]))
-        patches = support_patches(
-            sole1[:, axis],
-            flags[:, axis],
-            prepared.sole_foot[axis],
-            0.0,
-            params.terrain.slope_ridge,
-            min_frames=params.terrain.min_stance_frames(motion.rate_hz),
-        )
+        patches = []
+        # A run's stances can all be shorter than min_stance_s (a jog's heel and toe are still
+        # together for a few frames at most): then its shorter stances show the ground.
+        for min_frames in (params.terrain.min_stance_frames(motion.rate_hz), 3):
+            patches = patches or support_patches(
+                sole1[:, axis],
+                flags[:, axis],
+                prepared.sole_foot[axis],
+                0.0,
+                params.terrain.slope_ridge,
+                min_frames=min_frames,
+            )
+        if not patches:
+            raise InputError(
+                motion.source or "motion",
+                "no foot is still on the ground for 3 frames anywhere, so the ground cannot be "
+                "recovered; --no-ground retargets it without one",
+            )
         margin = dilate_flags(flags, int(round(0.1 * motion.rate_hz)), loop=wraps_in_place(motion))
         free = sole1[~margin]
         floor = one_floor(patches, params.terrain, (0, n_frames))
