@@ -90,10 +90,11 @@ def test_tiny_walk_return_rises(tmp_path):
 
 
 @pytest.mark.slow
-def test_demo_policy_tracks_the_walk_for_three_seconds(tmp_path):
-    """The issue's aim for ``python train.py`` (demo config, under 10 min on 2 cores): the final
-    policy's deterministic rollout from t = 0 on the bundled walk lasts at least 3 s, and the
-    mean episode length at the end is at least 4x the first update's."""
+def test_demo_policy_tracks_the_walk_for_four_seconds(tmp_path):
+    """The aim for ``python train.py`` (demo config, under 10 min on 2 cores): the final policy's
+    deterministic rollout from t = 0 on the bundled walk lasts at least 4 s for every seed and CPU
+    (this is seed 0 on this machine's), and the mean episode length at the end is at least 4x the
+    first update's."""
     out = subprocess.run(
         [sys.executable, "-m", "musclerl", "bench", "learn", "--out", str(tmp_path / "demo"), "--json"],
         capture_output=True,
@@ -102,5 +103,5 @@ def test_demo_policy_tracks_the_walk_for_three_seconds(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result["tracked_s"] >= 3.0, result
+    assert result["tracked_s"] >= 4.0, result
     assert result["episode_length_last"] >= 4 * result["episode_length_first"], result
