@@ -90,6 +90,7 @@ def test_tiny_walk_return_rises(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # 7 min alone on two cores, over 15 beside another training run
 @pytest.mark.parametrize("max_isa", [None, "AVX2"], ids=["this-cpu", "avx2-cpu"])
 def test_demo_policy_tracks_the_walk_for_four_seconds(tmp_path, max_isa):
     """The aim for ``python train.py`` (demo config, under 10 min on 2 cores): the final policy's
