@@ -137,13 +137,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        check_gl_backend()
-    except InputError as err:
-        print(f"musclerl: error: {err}", file=sys.stderr)
-        return 2
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
+        check_gl_backend()  # before the parser: building it imports every command's module
+        args = build_parser().parse_args(argv)
         with warnings.catch_warnings():  # restores the caller's warning display on exit
             warnings.showwarning = _show_warning
             return int(args._run(args) or 0)

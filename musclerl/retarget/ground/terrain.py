@@ -29,6 +29,9 @@ from scipy.spatial import cKDTree
 from musclerl.ground.contact import foot_flags, stance_phases
 from musclerl.motion.trajectory import Terrain
 
+#: the fewest frames of a stance run that make a support patch, at any rate
+MIN_PATCH_FRAMES = 3
+
 
 @dataclasses.dataclass(frozen=True)
 class SupportPatch:
@@ -79,7 +82,7 @@ class TerrainParams:
 
     def min_stance_frames(self, rate_hz: float) -> int:
         """Frames a stance run needs to give a patch at ``rate_hz``."""
-        return max(3, int(round(self.min_stance_s * rate_hz)))
+        return max(MIN_PATCH_FRAMES, int(round(self.min_stance_s * rate_hz)))
 
 
 def fit_patch(samples_m: np.ndarray, foot: int, frames: tuple[int, int], ridge: float) -> SupportPatch:

@@ -67,6 +67,7 @@ from musclerl.retarget import correspondence as corr
 from musclerl.retarget.ground.constraint import SoleContact, ground_planes
 from musclerl.retarget.ground.soles import SOLE_POINTS
 from musclerl.retarget.ground.terrain import (
+    MIN_PATCH_FRAMES,
     TerrainParams,
     one_floor,
     recover_terrain,
@@ -258,11 +259,9 @@ def retarget_keypoints(
         # Terrain evidence from heel and toe tip only: on the foot's long axis, they do not move
         # when an unconstrained foot rolls (the edge points do).
         axis = np.flatnonzero(np.isin(np.tile(np.arange(len(SOLE_POINTS)), 2), [0, 1]))
-        patches = []
-        # A run's stances can all be shorter than min_stance_s (a jog's heel and toe are still
-        # together for a few frames at most): then its shorter stances show the ground.
-        for min_frames in (params.terrain.min_stance_frames(motion.rate_hz), 3):
-            patches = patches or support_patches(
+
+        def patches_of(min_frames: int) -> list:
+            return support_patches(
                 sole1[:, axis],
                 flags[:, axis],
                 prepared.sole_foot[axis],
@@ -270,11 +269,15 @@ def retarget_keypoints(
                 params.terrain.slope_ridge,
                 min_frames=min_frames,
             )
+
+        # A run's stances can all be shorter than min_stance_s (a jog's heel and toe are still
+        # together for a few frames at most): then its shorter stances show the ground.
+        patches = patches_of(params.terrain.min_stance_frames(motion.rate_hz)) or patches_of(MIN_PATCH_FRAMES)
         if not patches:
             raise InputError(
                 motion.source or "motion",
-                "no foot is still on the ground for 3 frames anywhere, so the ground cannot be "
-                "recovered; --no-ground retargets it without one",
+                f"no foot is still on the ground for {MIN_PATCH_FRAMES} frames anywhere, so the ground "
+                "cannot be recovered; --no-ground retargets it without one",
             )
         margin = dilate_flags(flags, int(round(0.1 * motion.rate_hz)), loop=wraps_in_place(motion))
         free = sole1[~margin]
