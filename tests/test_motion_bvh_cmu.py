@@ -383,3 +383,52 @@ def test_cmu_runs_retarget_onto_a_level_floor(tmp_path):
         report = json.loads((tmp_path / f"{name}.json").read_text())
         assert report["terrain"]["kind"] == "flat" and report["terrain"]["max_slope_deg"] < 0.5, name
     assert [row["status"] for row in summary] == ["done", "done"], summary
+    for name in names:
+        _check_run_on_the_marker_ground_pass(tmp_path / f"{name}.npz", name)
+
+
+def _check_run_on_the_marker_ground_pass(path: Path, name: str) -> None:
+    """The marker pipeline's ground pass on a retargeted run (myolegs poses), as it was run and
+    put on a treadmill (its net travel taken out: the stance feet move backwards at the run's
+    speed): stance found the same on both, the belt's velocity within 5 %, both floors level."""
+    from musclerl.models.registry import load_model
+    from musclerl.motion.trajectory import Trajectory
+    from musclerl.retarget.markers.ground import ground_clip
+
+    model = load_model("myolegs")
+    traj = Trajectory.load(path)
+    t_s = np.arange(traj.num_frames) / traj.rate_hz
+    travel_mps = (traj.qpos[-1, :2] - traj.qpos[0, :2]) / t_s[-1]
+    on_belt = traj.qpos.copy()
+    on_belt[:, :2] -= travel_mps * t_s[:, None]
+    overground = ground_clip(model, "myolegs", traj.qpos, traj.rate_hz)
+    treadmill = ground_clip(model, "myolegs", on_belt, traj.rate_hz)
+    assert not overground.treadmill and treadmill.treadmill, name
+    error = np.linalg.norm(treadmill.belt_velocity_mps + travel_mps) / np.linalg.norm(travel_mps)
+    assert error < 0.05, f"{name}: belt {treadmill.belt_velocity_mps} against {-travel_mps}"
+    assert overground.floor_flat and treadmill.floor_flat, name
+    assert overground.flags.mean() > 0.1, f"{name}: stance in {overground.flags.mean():.0%} of sole frames"
+    assert abs(treadmill.flags.mean() - overground.flags.mean()) < 0.02, name
+
+
+def test_a_runners_stances_last_as_long_as_a_terrain_patch_needs():
+    """The CMU runs' toe keypoints roll at 0.3-0.6 m/s through a 0.2 s stance: each stance is found
+    (thresholds scaled by the body's speed, :mod:`musclerl.ground.contact`), long enough to show the
+    ground (``TerrainParams.min_stance_s``). With the fixed thresholds 09_03's right toe stood 8
+    frames and its left heel never."""
+    from musclerl.ground.contact import ContactParams, stance_phases
+    from musclerl.retarget import correspondence as corr
+    from musclerl.retarget.ground.terrain import TerrainParams
+    from musclerl.retarget.keypoints.files import read_motion
+    from musclerl.retarget.keypoints.model import source_contact_flags
+
+    names = ("09_03", "78_06", "102_10", "104_04")
+    if not all((CMU / "mb" / f"{n}.bvh").is_file() for n in names):
+        pytest.skip("../shared/data/cmu_walks/mb not present")
+    for name in names:
+        motion = read_motion(CMU / "mb" / f"{name}.bvh")
+        flags = source_contact_flags(motion, corr.source_kind(motion.names), ContactParams())
+        need = TerrainParams().min_stance_frames(motion.rate_hz)
+        for side in range(2):
+            toe = [e - s for s, e in stance_phases(flags[:, side, 1])]
+            assert toe and min(toe) >= need, f"{name} side {side}: toe stances {toe} frames, need {need}"

@@ -9,7 +9,9 @@ import pytest
 
 from musclerl.ground.contact import (
     ContactParams,
+    body_speed_mps,
     detect_contacts,
+    dilate_flags,
     foot_flags,
     height_above_local_level_m,
     point_speed_mps,
@@ -89,6 +91,52 @@ def test_contacts_match_truth(name):
     feet = foot_flags(flags, FEET)
     # One stance per foothold: the planner uses n_steps + 2 footholds, split over two feet.
     assert len(stance_phases(feet[:, 0])) + len(stance_phases(feet[:, 1])) == 12
+
+
+def _run_foot(speed_mps: float = 3.5, rate_hz: float = 120.0, roll_mps: float = 0.45):
+    """One foot point of a run along x at ``speed_mps``: stance 0.2 s in which the point creeps
+    forward at ``roll_mps`` (a forefoot rolling, a skeleton's toe joint), 0.5 s strides, swing
+    raised 10 cm; returns (points (T, 1, 3), true stance (T,), the body's x (T,))."""
+    t = np.arange(int(3.0 * rate_hz)) / rate_hz
+    stride_s, stance_s = 0.5, 0.2
+    k, phase = np.divmod(t, stride_s)
+    stance = phase < stance_s
+    swing = np.clip((phase - stance_s) / (stride_s - stance_s), 0.0, 1.0)
+    ease = swing**3 * (10 - 15 * swing + 6 * swing**2)  # minimum jerk
+    stance_start_x = k * speed_mps * stride_s
+    travel = speed_mps * stride_s - roll_mps * stance_s  # the swing covers the rest of the stride
+    x = stance_start_x + np.where(stance, roll_mps * phase, roll_mps * stance_s + travel * ease)
+    z = np.where(stance, 0.0, 0.10 * np.sin(np.pi * swing))
+    points = np.stack([x, np.zeros_like(x), z], axis=-1)[:, None, :]
+    return points, stance, speed_mps * t
+
+
+def test_a_runners_rolling_stance_is_found_by_the_body_speed():
+    """A run's stance foot point creeps at 0.45 m/s (CMU 09_03's toes: 0.3-0.6 m/s for most of a
+    0.2 s stance at 3.5 m/s): the fixed 0.25 m/s threshold misses the stances, thresholds scaled by
+    the body's speed find them, and no swing frame is called stance beyond toe-off's first 25 ms."""
+    points, truth, body_x = _run_foot()
+    rate_hz = 120.0
+    body = body_speed_mps(np.column_stack([body_x, np.zeros_like(body_x)]), rate_hz, 0.5)
+    np.testing.assert_allclose(body[10:-10], 3.5, atol=1e-6)
+    fixed = detect_contacts(points, rate_hz)[:, 0]
+    scaled = detect_contacts(points, rate_hz, body_speed=body)[:, 0]
+    assert (fixed & truth).sum() < 0.2 * truth.sum()
+    assert (scaled & truth).sum() > 0.8 * truth.sum()
+    late = scaled & ~truth  # the swing's first frames, still low and slow (toe-off)
+    assert not np.any(late & ~dilate_flags(truth[:, None], 3)[:, 0]), "stance beyond 25 ms of a true one"
+    assert len(stance_phases(scaled)) == 6
+
+
+def test_a_walks_stances_do_not_move_with_the_body_speed():
+    """Up to 1.66 m/s (0.25 / 0.15) the body's speed changes no threshold: a walk's flags are
+    the fixed thresholds' to the frame."""
+    gait, pts = _gait(COURSES["flat"])
+    for speed_mps in (1.0, 1.6):
+        body = np.full(len(pts), speed_mps)
+        np.testing.assert_array_equal(
+            detect_contacts(pts, gait.rate_hz, body_speed=body), detect_contacts(pts, gait.rate_hz)
+        )
 
 
 def test_patch_plane_fit_recovers_slope():

@@ -10,6 +10,13 @@ previous ``level_window_s`` seconds (whichever is closer to its current height).
 on a higher step is level with its own coming stance; a foot in mid swing is above both its past
 and its coming stance.
 
+"Slow" also scales with the body's own speed where that is given: a runner's planted foot
+rolls over its forefoot, and foot points a skeleton or a marker fit places on it move at 0.3-0.6
+m/s for most of a 0.2 s stance at 3.5 m/s (CMU 09_03, whose swing foot moves at 6-8 m/s), where a
+walker's stay under 0.25 m/s. The thresholds are the larger of the fixed ones and a fraction of the
+body's horizontal speed over the ground (``speed_*_body_frac``), which leaves walks up to 1.66 m/s
+(0.25 / 0.15) exactly as before.
+
 Hysteresis keeps the flags from chattering: a point enters stance when both speed and height are
 under the ``*_on`` thresholds and leaves it when either exceeds the ``*_off`` thresholds. Stance
 or swing runs shorter than ``min_phase_s`` are then removed (short swings filled, short stances
@@ -35,6 +42,9 @@ class ContactParams:
 
     speed_on_mps: float = 0.25
     speed_off_mps: float = 0.45
+    speed_on_body_frac: float = 0.15  # of the body's horizontal speed, where larger (runs)
+    speed_off_body_frac: float = 0.25
+    body_speed_window_s: float = 0.5  # the body's speed averaged over about a step
     height_on_m: float = 0.03
     height_off_m: float = 0.06
     level_window_s: float = 0.4
@@ -102,6 +112,31 @@ def height_above_local_level_m(
     return z - level
 
 
+def body_speed_mps(
+    root_xy_m: np.ndarray,
+    rate_hz: float,
+    window_s: float,
+    loop: bool = False,
+    ground_velocity_mps: np.ndarray | None = None,
+) -> np.ndarray:
+    """Horizontal speed (T,) in m/s of the body over the ground under it, from its root's
+    horizontal positions ``root_xy_m`` (T, 2) averaged over ``window_s`` (a step's rise and fall of
+    speed evened out); ``ground_velocity_mps`` (2,) or (3,): a treadmill belt's, subtracted."""
+    xy = np.asarray(root_xy_m, dtype=float)[:, :2]
+    if len(xy) < 2:
+        return np.zeros(len(xy))
+    if loop:
+        vel = (np.roll(xy, -1, axis=0) - np.roll(xy, 1, axis=0)) * (rate_hz / 2.0)
+    else:
+        vel = np.gradient(xy, 1.0 / rate_hz, axis=0)
+    if ground_velocity_mps is not None:
+        vel = vel - np.asarray(ground_velocity_mps, dtype=float)[:2]
+    width = int(round(window_s * rate_hz))
+    if width > 1:  # velocities averaged, not positions: the clip's ends keep their speed
+        vel = uniform_filter1d(vel, size=width, axis=0, mode="wrap" if loop else "nearest")
+    return np.linalg.norm(vel, axis=-1)
+
+
 def _hysteresis(enter: np.ndarray, stay: np.ndarray, loop: bool) -> np.ndarray:
     """Schmitt trigger along axis 0 for (T, P) bool arrays: on at ``enter``, off when not ``stay``."""
     n, p = enter.shape
@@ -144,11 +179,14 @@ def detect_contacts(
     loop: bool = False,
     params: ContactParams | None = None,
     ground_velocity_mps: np.ndarray | None = None,
+    body_speed: np.ndarray | None = None,
 ) -> np.ndarray:
     """Stance flags (T, P) bool for foot points ``points_m`` (T, P, 3), world metres, Z up.
 
     ``ground_velocity_mps`` (3,): the ground's own velocity (a treadmill belt), against which
-    "slow" is measured; None for still ground."""
+    "slow" is measured; None for still ground. ``body_speed`` (T,) m/s (:func:`body_speed_mps`):
+    the body's speed over that ground, which raises the speed thresholds of a run (module
+    docstring); None: the fixed thresholds alone."""
     params = params or ContactParams()
     pts = np.asarray(points_m, dtype=float)
     if pts.ndim != 3 or pts.shape[-1] != 3:
@@ -157,8 +195,13 @@ def detect_contacts(
         pts, rate_hz, loop=loop, smooth_s=params.smooth_s, ground_velocity_mps=ground_velocity_mps
     )
     height = height_above_local_level_m(pts[..., 2], rate_hz, params.level_window_s, loop=loop)
-    enter = (speed < params.speed_on_mps) & (height < params.height_on_m)
-    stay = (speed < params.speed_off_mps) & (height < params.height_off_m)
+    speed_on, speed_off = params.speed_on_mps, params.speed_off_mps
+    if body_speed is not None:
+        body = np.asarray(body_speed, dtype=float)[:, None]  # (T, 1)
+        speed_on = np.maximum(speed_on, params.speed_on_body_frac * body)
+        speed_off = np.maximum(speed_off, params.speed_off_body_frac * body)
+    enter = (speed < speed_on) & (height < params.height_on_m)
+    stay = (speed < speed_off) & (height < params.height_off_m)
     flags = _hysteresis(enter, stay, loop)
     return remove_short_phases(flags, max(int(round(params.min_phase_s * rate_hz)), 1))
 

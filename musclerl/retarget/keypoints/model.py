@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 
 from musclerl.errors import InputError
-from musclerl.ground.contact import ContactParams, detect_contacts
+from musclerl.ground.contact import ContactParams, body_speed_mps, detect_contacts
 from musclerl.ground.surface import GeomSurface
 from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import compile_spec, load_spec
@@ -245,7 +245,10 @@ def source_contact_flags(motion: KeypointMotion, kind: str, params: ContactParam
     """Stance flags (T, 2, 2) of the source's heel and toe keypoints, [side, (heel, toe)]."""
     names = [kp for side in corr.SIDES for kp in corr.CONTACT_KEYPOINTS[kind][side]]
     pts = np.stack([motion.keypoint(nm) for nm in names], axis=1)
-    flags = detect_contacts(pts, motion.rate_hz, loop=wraps_in_place(motion), params=params)
+    loop = wraps_in_place(motion)
+    root_xy = motion.keypoint(corr.SOURCE_SEGMENTS[kind]["pelvis"])[:, :2]
+    body = body_speed_mps(root_xy, motion.rate_hz, params.body_speed_window_s, loop=loop)
+    flags = detect_contacts(pts, motion.rate_hz, loop=loop, params=params, body_speed=body)
     return flags.reshape(len(flags), 2, 2)
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from musclerl.geometry.free_root import free_root_qposadr
 from musclerl.ground.belt import belt_velocity_mps
-from musclerl.ground.contact import ContactParams, detect_contacts
+from musclerl.ground.contact import ContactParams, body_speed_mps, detect_contacts
 from musclerl.ground.surface import GeomSurface, penetration_m
 from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import model_profiles
@@ -182,7 +182,11 @@ def ground_clip(
     sole = point_positions_m(model, q, points)
     t_s = np.arange(len(q)) / rate_hz
     along_axis = np.isin(np.tile(np.arange(len(SOLE_POINTS)), len(corr.SIDES)), [0, 1])  # heel, toe tip
-    belt = belt_velocity_mps(sole[:, along_axis], rate_hz, options.contact) if len(q) >= 3 else np.zeros(2)
+    belt = (
+        belt_velocity_mps(sole[:, along_axis], rate_hz, options.contact, root_xy_m=q[:, root : root + 2])
+        if len(q) >= 3
+        else np.zeros(2)
+    )
     estimated = belt.copy()
     speed = float(np.linalg.norm(belt))
     if options.treadmill is None:
@@ -199,8 +203,10 @@ def ground_clip(
     q[:, root : root + 2] += shift_xy
     sole[..., :2] += shift_xy[:, None, :]
 
+    # the body's speed over the (belt-corrected) ground raises a run's stance thresholds
+    body = body_speed_mps(q[:, root : root + 2], rate_hz, options.contact.body_speed_window_s)
     flags = (
-        detect_contacts(sole, rate_hz, params=options.contact)
+        detect_contacts(sole, rate_hz, params=options.contact, body_speed=body)
         if len(q) >= 3
         else np.zeros(sole.shape[:2], bool)
     )
@@ -232,7 +238,7 @@ def ground_clip(
         q, leg_change = lift_trailing_feet(model, q, fitted, terrain, model_feet(model), supporting, rate_hz)
         sole = point_positions_m(model, q, points)  # the soles, stance and slip of the final poses
         if len(q) >= 3:
-            flags = detect_contacts(sole, rate_hz, params=options.contact)
+            flags = detect_contacts(sole, rate_hz, params=options.contact, body_speed=body)
     step = np.linalg.norm(np.diff(sole[..., :2], axis=0), axis=-1) * rate_hz  # (T-1, P)
     both = flags[1:] & flags[:-1]
     return GroundedClip(
