@@ -236,3 +236,19 @@ def test_one_floor_for_a_lab_walk_a_heightfield_for_steps():
     assert ramp.slope_deg == pytest.approx(8.0, abs=0.5)
     for course in (sg.step_course(0.12), sg.stairs_course(4, 0.15, 0.32), sg.slope_course(8.0)):
         assert one_floor(_stance_patches(course), params, frames) is None, course.name
+
+
+def test_a_box_and_the_floor_are_no_single_floor():
+    """A drop jump's four stances: both feet on a 0.3 m box, then both on the floor 0.9 m ahead.
+    A 17.5 deg plane runs through all four within the one-floor tolerance, but each stance is
+    level: no single floor (it was taken as one level floor at mid height)."""
+    params = TerrainParams()
+    patches = []
+    for foot, (x, y, z) in enumerate(
+        [(-1.1, 0.1, 0.3), (-1.1, -0.1, 0.3), (-0.2, 0.1, 0.0), (-0.2, -0.1, 0.0)]
+    ):
+        xy = np.column_stack([x + np.linspace(-0.1, 0.1, 20), np.full(20, y)])
+        patches.append(
+            fit_patch(np.column_stack([xy, np.full(20, z)]), foot % 2, (0, 20), params.slope_ridge)
+        )
+    assert one_floor(patches, params, (0, 100)) is None

@@ -93,3 +93,38 @@ def test_bound_beyond_expert_counts_frames_where_the_expert_is_elsewhere():
     out = bound_beyond_expert(model, qpos, time_s, Expert())
     assert abs(out["knee_angle_r"] - 0.20) < 1e-9  # frames 20..39
     assert mujoco.mjtJoint(model.jnt_type[knee.id]) == mujoco.mjtJoint.mjJNT_HINGE
+
+
+def test_accuracy_compares_only_the_frames_the_expert_solved(tmp_path):
+    """An expert's IK may cover part of a trial (OpenCap's drop jump: 0.96-1.9 s of 2.39 s): the
+    angles are compared there only, and the table says how much was compared; an expert that covers
+    none of the trial is a one-line error."""
+    import json
+
+    import pytest
+
+    from musclerl.bench.accuracy import markdown, trial_row
+    from musclerl.errors import InputError
+    from musclerl.motion.storage import Table, write_storage
+
+    columns = tuple(
+        f"{c}_{s}" for c in ("hip_flexion", "knee_angle", "ankle_angle", "hip_adduction") for s in "rl"
+    )
+    time_s = np.arange(240) / 100.0
+    ours = np.full((240, len(columns)), 10.0)
+    ours[:96, :] = 60.0  # before the expert's span: another pose, which nothing can be compared with
+    write_storage(tmp_path / "ours.mot", Table(columns, ours, time_s, True, "ours"))
+    inside = (time_s >= 0.96) & (time_s <= 1.9)
+    expert = np.full((int(inside.sum()), len(columns)), 12.0)
+    write_storage(tmp_path / "expert.mot", Table(columns, expert, time_s[inside], True, "expert"))
+    report = {"model": "myolegs", "marker_rms_by_name_m": {"RThigh": 0.01}, "registration": {}}
+    (tmp_path / "trial.json").write_text(json.dumps(report))
+    row = trial_row(tmp_path / "trial.json", tmp_path / "ours.mot", tmp_path / "expert.mot")
+    for key in ("hip", "knee", "ankle", "hip_adduction"):
+        assert abs(row[f"{key}_rms_deg"] - 2.0) < 1e-9, key  # 10 vs 12 deg inside; 60 outside ignored
+    assert abs(row["compared_frac"] - inside.mean()) < 1e-9
+    assert "(40 % of frames compared)" in markdown([row])
+    late = Table(columns, expert, time_s[inside] + 5.0, True, "late")
+    write_storage(tmp_path / "late.mot", late)
+    with pytest.raises(InputError, match="covers 5.96-6.90 s, none of"):
+        trial_row(tmp_path / "trial.json", tmp_path / "ours.mot", tmp_path / "late.mot")

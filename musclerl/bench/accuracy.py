@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from musclerl.errors import InputError
 from musclerl.motion.storage import read_storage
 from musclerl.retarget.sides import side_of
 
@@ -61,12 +62,25 @@ def _expert_on_bound(model, expert, name: str) -> np.ndarray | None:
     return (values <= lo + tol) | (values >= hi - tol)
 
 
+def expert_span(time_s: np.ndarray, expert) -> np.ndarray:
+    """(T,) bool: our frames at ``time_s`` (T,) inside the time the expert's IK covers (half a frame
+    of slack at each end). An expert may solve part of a trial only (OpenCap's drop jump: 0.96-1.9 s
+    of a 2.39 s recording); outside it there is nothing to compare with, and interpolation would
+    hold the expert's first and last pose there (DJ1 came out 22 deg off at the knee that way, 1-2
+    deg inside the span)."""
+    time_s = np.asarray(time_s, dtype=float)
+    slack = 0.5 * float(np.median(np.diff(time_s))) if len(time_s) > 1 else 0.0
+    return (time_s >= expert.time_s[0] - slack) & (time_s <= expert.time_s[-1] + slack)
+
+
 def bound_beyond_expert(model, qpos: np.ndarray, time_s: np.ndarray, expert) -> dict[str, float]:
     """Per independent limited joint ever on a bound in ``qpos`` (T, nq) at ``time_s`` (T,): the
     fraction of frames it is on a bound where the expert's coordinate (interpolated to our
-    frames) is not."""
+    frames) is not, over the frames the expert covers (:func:`expert_span`)."""
     from musclerl.retarget.report import LIMIT_BOUND_TOLERANCE, limit_excess
 
+    span = expert_span(time_s, expert)
+    qpos, time_s = np.asarray(qpos)[span], np.asarray(time_s)[span]
     excess, coupled, names = limit_excess(model, qpos)
     ours = excess[:, ~coupled] > -LIMIT_BOUND_TOLERANCE
     out = {}
@@ -105,16 +119,23 @@ def trial_row(report_path: Path, mot_path: Path, expert_path: Path, model=None) 
     if model is None:
         model = load_model(report["model"])
     ours, expert = read_storage(mot_path), read_storage(expert_path)
-    row: dict = {"trial": Path(report_path).stem}
+    span = expert_span(ours.time_s, expert)
+    if not span.any():
+        raise InputError(
+            expert_path,
+            f"covers {expert.time_s[0]:.2f}-{expert.time_s[-1]:.2f} s, none of {mot_path}'s "
+            f"{ours.time_s[0]:.2f}-{ours.time_s[-1]:.2f} s",
+        )
+    row: dict = {"trial": Path(report_path).stem, "compared_frac": float(span.mean())}
     per_side: dict[str, dict[str, float]] = {"right": {}, "left": {}}
     for column, key in ANGLES.items():
         errors = []
         for side, suffix in (("right", "r"), ("left", "l")):
             name = f"{column}_{suffix}"
-            ref = np.interp(ours.time_s, expert.time_s, expert.column(name))
+            ref = np.interp(ours.time_s[span], expert.time_s, expert.column(name))
             if column == "knee_angle" and np.median(ref) < 0:
                 ref = -ref
-            errors.append(ours.column(name) - ref)
+            errors.append(ours.column(name)[span] - ref)
             per_side[side][f"{key}_rms_deg"] = float(np.sqrt(np.mean(np.square(errors[-1]))))
         row[f"{key}_rms_deg"] = float(np.sqrt(np.mean(np.square(errors))))
     bodies = {n: m.get("body") for n, m in report.get("registration", {}).items()}
@@ -137,6 +158,7 @@ def trial_row(report_path: Path, mot_path: Path, expert_path: Path, model=None) 
     row["at_limit_worst"] = worst
     floor = report.get("floor", {})
     row["floor_flat"] = bool(floor.get("flat", False))
+    row["floor_kind"] = floor.get("kind", "level" if row["floor_flat"] else "sloped")
     row["stance_slip_mps"] = floor.get("stance_speed_mps")
     row["penetration_max_mm"] = 1000.0 * float(report.get("penetration_max_m", 0.0))
     return row
@@ -178,15 +200,24 @@ def markdown(rows: list[dict]) -> str:
     lines = [head, "|" + "---|" * 10]
     for r in rows:
         flat = r["floor_flat"]
-        floor = ("flat" if flat else "sloped") if isinstance(flat, bool) else f"{100 * flat:.0f} % flat"
+        kind = r.get("floor_kind") or ("level" if flat else "sloped")
+        shown = "flat" if kind == "level" else kind
+        floor = shown if isinstance(flat, bool) else f"{100 * flat:.0f} % flat"
         slip = "-" if r["stance_slip_mps"] is None else f"{r['stance_slip_mps']:.3f}"
         lines.append(
-            f"| {r['trial']} | {r['hip_rms_deg']:.1f} | {r['knee_rms_deg']:.1f} | {r['ankle_rms_deg']:.1f} | "
+            f"| {_trial_name(r)} | {r['hip_rms_deg']:.1f} | {r['knee_rms_deg']:.1f} | "
+            f"{r['ankle_rms_deg']:.1f} | "
             f"{r['hip_adduction_rms_deg']:.1f} | {r['marker_rms_lower_mm']:.1f} | "
             f"{100 * r['at_limit_excess_frac']:.0f} % {r.get('at_limit_worst', '')} | {floor} | {slip} | "
             f"{r['penetration_max_mm']:.1f} |"
         )
     return "\n".join(lines)
+
+
+def _trial_name(row: dict) -> str:
+    """The trial's name, with the share of its frames the expert covers when not all."""
+    share = row.get("compared_frac", 1.0)
+    return row["trial"] if share > 0.999 else f"{row['trial']} ({100 * share:.0f} % of frames compared)"
 
 
 def markdown_legs(rows: list[dict]) -> str:
@@ -237,7 +268,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from musclerl.errors import InputError
     from musclerl.fileio import check_outputs
 
     out, expert = Path(args.out), Path(args.expert)

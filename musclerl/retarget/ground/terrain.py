@@ -332,7 +332,27 @@ def one_floor(
     heights = np.array([p.samples_m[:, 2].mean() for p in patches])
     if np.abs(heights - plane.predict_m(centres, np.inf)).max() > ONE_FLOOR_TOL_M:
         return None
-    return plane if is_sloped(plane, p_value) else dataclasses.replace(plane, slope=np.zeros(2))
+    if is_sloped(plane, p_value) and stances_tilt_with(plane, patches):
+        return plane
+    level = dataclasses.replace(plane, slope=np.zeros(2))
+    if (
+        plane.slope_deg >= LEVEL_SLOPE_DEG
+        and np.abs(heights - level.predict_m(centres, np.inf)).max() > ONE_FLOOR_TOL_M
+    ):
+        return None  # a steep plane through stances that are level each: a box, a step (a drop jump)
+    return level
+
+
+def stances_tilt_with(plane: SupportPatch, patches: list[SupportPatch], share: float = 0.5) -> bool:
+    """Whether the stances ``patches`` lean with the ``plane`` through them: the median of their
+    own slopes along the plane's steepest direction is at least ``share`` of the plane's. Feet on
+    a ramp tilt with it; feet on a box and then on the floor are level each, while the plane
+    through both levels is steep (OpenCap's drop jump: 17.5 deg through stances of 0.1-5 deg)."""
+    steepest = float(np.linalg.norm(plane.slope))
+    if steepest < 1e-9:
+        return True
+    along = np.array([p.slope @ plane.slope / steepest for p in patches])
+    return bool(np.median(along) >= share * steepest)
 
 
 def recover_terrain(

@@ -10,16 +10,18 @@ leg's joints, and so most of the marker fit, are unchanged):
 1. **Sole points** (:func:`musclerl.retarget.ground.soles.model_soles`), heel, toe tip and the two
    edges of each foot, follow the IK poses.
 2. **Belt.** A stance foot is low and moves with the ground under it: still overground, at the
-   belt's velocity on a treadmill. The belt velocity is the median horizontal velocity of the
-   heel and toe points over the frames they are low (within ``height_on_m`` of their own support
-   level, :func:`musclerl.ground.contact.height_above_local_level_m`), refined once as the median
-   over the stance frames found relative to it. A trial is a treadmill trial when that speed is
+   belt's velocity on a treadmill. The belt velocity is first the velocity most heel and toe points
+   share over the frames they are low (within ``height_on_m`` of their own support level,
+   :func:`musclerl.ground.contact.height_above_local_level_m`), then the median over the stance
+   frames found relative to it, repeated until it settles
+   (:func:`musclerl.ground.belt.belt_velocity_mps`). A trial is a treadmill trial when that speed is
    at least :data:`TREADMILL_MIN_SPEED_MPS`, runs backwards (against the feet's heel-to-toe
    direction) and the root stays behind it (net root speed under half the belt's: the subject
    walks in place) — or when forced, optionally with the belt speed.
    The belt's displacement ``-v (t - t0)`` is then added to the root, so the Trajectory walks
    overground with still stance feet.
-3. **Stance** flags from :func:`musclerl.ground.contact.detect_contacts` on the corrected soles.
+3. **Stance** flags from :func:`musclerl.ground.contact.detect_contacts` on the corrected soles,
+   its speed thresholds raised with the root's speed over the ground (a run's rolling forefoot).
 4. **Floor.** One plane through the settled stance samples of all support patches
    (:func:`musclerl.retarget.ground.terrain.support_patches`, so heel strikes and heel rises do not
    count): a lab floor or treadmill is a plane, and it is **flat unless the stance feet show a slope
@@ -28,7 +30,12 @@ leg's joints, and so most of the marker fit, are unchanged):
    run are not independent), the heights are regressed on position with a per-foot offset (a foot's
    markers may sit a few millimetres higher than the other's), and the slope is kept only when an
    F-test against the flat model rejects it at :data:`SLOPE_TEST_ALPHA` *and* the fitted slope is at
-   least :data:`LEVEL_SLOPE_DEG`. Too few runs to test (fewer than the parameters plus one) is flat.
+   least :data:`LEVEL_SLOPE_DEG` *and* the stances lean with it
+   (:func:`musclerl.retarget.ground.terrain.stances_tilt_with`). Too few runs to test (fewer than
+   the parameters plus one) is flat. Stances that lie on no single floor that way
+   (:func:`musclerl.retarget.ground.terrain.one_floor`: a box and the floor, a step) give one level
+   surface per group of them (:func:`level_heights_m`), the lowest at z = 0, their edges bounded
+   by the swing soles (``floor.kind`` "steps"; OpenCap's drop jump off a 0.3 m box).
    The clip is shifted vertically so that the plane, through the :data:`FLOOR_PERCENTILE` of the
    samples, is z = 0 at the samples' centre; toe joints are bent out of the floor
    (:func:`bend_toes_off_floor`), then the body is lifted frame by frame by whatever collision geom
@@ -54,7 +61,7 @@ import numpy as np
 
 from musclerl.geometry.free_root import free_root_qposadr
 from musclerl.ground.belt import belt_velocity_mps
-from musclerl.ground.contact import ContactParams, body_speed_mps, detect_contacts
+from musclerl.ground.contact import ContactParams, body_speed_mps, detect_contacts, dilate_flags
 from musclerl.ground.surface import GeomSurface, penetration_m
 from musclerl.models.geoms import collision_geoms
 from musclerl.models.registry import model_profiles
@@ -63,11 +70,13 @@ from musclerl.retarget import correspondence as corr
 from musclerl.retarget.ground.soles import SOLE_POINTS, model_soles, point_positions_m
 from musclerl.retarget.ground.terrain import (
     LEVEL_SLOPE_DEG,
+    ONE_FLOOR_TOL_M,
     SLOPE_TEST_ALPHA,
     TerrainParams,
-    floor_plane,
-    is_sloped,
+    one_floor,
+    plane_of_patches,
     recover_terrain,
+    support_patches,
 )
 from musclerl.retarget.markers.toe_off import lift_trailing_feet
 
@@ -109,6 +118,7 @@ class GroundedClip:
     floor_shift_m: float  # constant vertical shift putting the floor at z = 0
     floor_slope_deg: float  # of the plane fitted through the stance samples (kept only if sloped)
     floor_flat: bool  # True unless the slope test rejects a flat floor (module docstring)
+    floor_kind: str  # "level", "sloped" (one plane), "steps" (stances on several levels)
     floor_slope_p: float  # the slope test's p-value
     lift_m: np.ndarray  # (T,) extra per-frame lift against penetration
     toe_bend_rad: np.ndarray  # (T,) largest toe-joint bend that lifted the toes out of the floor
@@ -130,6 +140,7 @@ class GroundedClip:
                 "source": "stance" if self.terrain is not None else "none: no stance found",
                 "shift_m": float(self.floor_shift_m),
                 "flat": bool(self.floor_flat),
+                "kind": self.floor_kind,
                 "slope_deg": float(self.floor_slope_deg),
                 "slope_p_value": float(self.floor_slope_p),
                 "slope_test": f"F-test of per-stance mean heights with a per-foot offset, sloped if "
@@ -147,6 +158,24 @@ class GroundedClip:
                 "stance_speed_mps": self.stance_speed_mps,
             },
         }
+
+
+def level_heights_m(patches: list) -> list[float]:
+    """The height of the level each stance run of ``patches`` stands on: runs whose settled heights
+    lie within :data:`~musclerl.retarget.ground.terrain.ONE_FLOOR_TOL_M` of the next lower one share
+    a level (both feet on the floor after a drop jump: 1.6 cm apart, one foot's markers a little
+    higher), which passes the :data:`FLOOR_PERCENTILE` of their samples, as a floor does."""
+    own = np.array([np.median(p.samples_m[:, 2]) for p in patches])
+    order = np.argsort(own)
+    group = np.zeros(len(patches), dtype=int)
+    for before, after in zip(order[:-1], order[1:], strict=True):
+        group[after] = group[before] + int(own[after] - own[before] > ONE_FLOOR_TOL_M)
+    out = np.zeros(len(patches))
+    for g in np.unique(group):
+        members = np.flatnonzero(group == g)
+        samples = np.concatenate([patches[i].samples_m[:, 2] for i in members])
+        out[members] = np.percentile(samples, FLOOR_PERCENTILE)
+    return [float(h) for h in out]
 
 
 def looks_like_treadmill(belt_mps: np.ndarray, root_mps: np.ndarray, forward: np.ndarray) -> bool:
@@ -210,27 +239,42 @@ def ground_clip(
         if len(q) >= 3
         else np.zeros(sole.shape[:2], bool)
     )
-    plane, p_value = floor_plane(
-        sole[:, along_axis], flags[:, along_axis], foot[along_axis], rate_hz, options.terrain
-    )
-    terrain, shift_z, slope_deg, sloped = None, 0.0, 0.0, False
+    terrain, shift_z, slope_deg, p_value, kind = None, 0.0, 0.0, 1.0, "level"
     lift = np.zeros(len(q))
     toe_bend_rad = np.zeros(len(q))
     leg_change = np.zeros(len(q))
-    if plane is not None:
+    patches = support_patches(
+        sole[:, along_axis],
+        flags[:, along_axis],
+        foot[along_axis],
+        0.0,
+        options.terrain.slope_ridge,
+        min_frames=options.terrain.min_stance_frames(rate_hz),
+    )
+    if patches:
+        plane, p_value = plane_of_patches(patches, options.terrain.slope_ridge, (0, len(q)))
         slope_deg = plane.slope_deg
-        sloped = is_sloped(plane, p_value)
-        residual_m = plane.samples_m[:, 2] - plane.predict_m(plane.samples_m[:, :2], np.inf)
-        shift_z = -(plane.height_m + float(np.percentile(residual_m, FLOOR_PERCENTILE)))
+        floor = one_floor(patches, options.terrain, (0, len(q)))
+        extent = sole[..., :2].reshape(-1, 2)
+        if floor is not None:
+            kind = "sloped" if np.any(floor.slope != 0) else "level"
+            residual_m = plane.samples_m[:, 2] - plane.predict_m(plane.samples_m[:, :2], np.inf)
+            shift_z = -(plane.height_m + float(np.percentile(residual_m, FLOOR_PERCENTILE)))
+            floor = dataclasses.replace(floor, samples_m=floor.samples_m + [0.0, 0.0, shift_z], height_m=0.0)
+            terrain = recover_terrain([floor], None, options.terrain, extent_xy_m=extent)
+        else:  # stances on several levels (a box and the floor), each level, the lowest at z = 0
+            kind = "steps"
+            heights = level_heights_m(patches)
+            shift_z = -min(heights)
+            up = np.array([0.0, 0.0, shift_z])
+            levels = [
+                dataclasses.replace(p, samples_m=p.samples_m + up, height_m=h + shift_z, slope=np.zeros(2))
+                for p, h in zip(patches, heights, strict=True)
+            ]
+            swing = ~dilate_flags(flags, int(round(0.1 * rate_hz)))  # the soles' free space
+            terrain = recover_terrain(levels, sole[swing] + up, options.terrain, extent_xy_m=extent)
         q[:, root + 2] += shift_z
         sole[..., 2] += shift_z
-        floor = dataclasses.replace(
-            plane,
-            samples_m=plane.samples_m + [0.0, 0.0, shift_z],
-            height_m=0.0,
-            slope=plane.slope if sloped else np.zeros(2),
-        )
-        terrain = recover_terrain([floor], None, options.terrain, extent_xy_m=sole[..., :2].reshape(-1, 2))
         fitted = q.copy()  # the marker fit's poses: the trailing leg's reference
         q, toe_bend_rad = bend_toes_off_floor(model, model_key, q, terrain)
         lift, supporting = support_lift_m(model, q, terrain)
@@ -253,7 +297,8 @@ def ground_clip(
         estimated_belt_mps=estimated,
         floor_shift_m=shift_z,
         floor_slope_deg=slope_deg,
-        floor_flat=not sloped,
+        floor_flat=kind == "level",
+        floor_kind=kind,
         floor_slope_p=p_value,
         lift_m=lift,
         toe_bend_rad=toe_bend_rad,
