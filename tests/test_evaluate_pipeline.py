@@ -271,3 +271,21 @@ def test_rollout_progress_total_is_the_steps_to_truncation():
         rec = rollout(env, lambda obs: np.full((1, 6), 0.2), start_time_s=start_s)
         assert not rec.early_termination
         assert len(rec.time_s) - 1 == expected - 1  # the last step ends the episode and is not recorded
+
+
+def test_a_recording_names_the_rule_that_ended_it(recording):
+    """An episode ended early says which termination rule ended it (trials.csv, report.md and the
+    validation clips' results carry it); one that was not ended early says nothing."""
+    from musclerl.envs.tracking import TrackingEnv
+
+    _, rec = recording
+    assert (rec.end_reason == "") == (not rec.early_termination)
+    env = TrackingEnv(
+        "tiny",
+        TINY_WALK,
+        {"termination": {"root_height_min_m": 4.0, "root_height_max_m": 5.0}},
+        backend="cpu",
+        num_envs=1,
+    )
+    ended = rollout(env, lambda obs: np.zeros((1, env.action_size)), max_steps=25)
+    assert ended.early_termination and ended.end_reason == "height"

@@ -239,10 +239,10 @@ def run(args: argparse.Namespace) -> int:
             f"from {phases['starts_per_clip']} start phases per clip: {phases['success']:.1%} of the tests "
             f"tracked to the end, {phases['tracked_frac']:.1%} tracked, MPJPE {phases['mpjpe_m']:.4f} m"
         )
-    print(f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'tracked':>7s} {'mpjpe_m':>8s} success")
+    print(f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'tracked':>7s} {'mpjpe_m':>8s} success ended by")
     for name, r in clips.items():
         print(
             f"{name:32s} {r['tracked_s']:9.3f} {r['test_s']:7.3f} {r['tracked_frac']:7.1%} "
-            f"{r['mpjpe_m']:8.4f} {r['success']}"
+            f"{r['mpjpe_m']:8.4f} {r['success']!s:7s} {r.get('end_reason', '')}".rstrip()
         )
     return 0

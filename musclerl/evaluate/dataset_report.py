@@ -124,7 +124,7 @@ def markdown(doc: dict, evaluated: int) -> str:
             f"{_f(r['mean'])} |"
         )
     ends = next(r for r in doc["dataset"] if "count" in r)
-    lines += ["", f"Tracked to the end: {ends['count']} of {ends['n']} trials.", ""]
+    lines += ["", f"Tracked to the end: {ends['count']} of {ends['n']} trials{_end_reasons(doc)}.", ""]
     compared = [c for c in doc["columns"] if c["r_applicable"] and c["n_valid"]]
     at_bound = sorted({f"{c['kind']}:{c['column']}" for c in compared if c["lag_at_bound"]})
     n_bound = sum(c["lag_at_bound"] for c in compared)
@@ -173,7 +173,8 @@ def markdown(doc: dict, evaluated: int) -> str:
         done = r["status"] == "done"
         link = f"[report](trials/{r['trial']}/report.md)" if done else r["error"]
         span = f"{_f(r.get('duration_s'))} / {_f(r.get('trial_duration_s'))}" if done else ""
-        to_end = ("yes" if r.get("tracked_to_end") else "no") if done else ""
+        reason = f" ({r['end_reason']})" if r.get("end_reason") else ""
+        to_end = ("yes" if r.get("tracked_to_end") else f"no{reason}") if done else ""
         lines.append(
             f"| {r['trial']} | {r['subject']} | {r['status']} | {span} | {to_end} | "
             f"{_f(r.get('angle_mean_r'))} | {_f(r.get('torque_mean_r'))} | "
@@ -181,6 +182,19 @@ def markdown(doc: dict, evaluated: int) -> str:
         )
     lines += ["", "## Plots", ""] + [f"![{k}]({p})" for k, p in doc["plots"].items()]
     return "\n".join(lines) + "\n"
+
+
+def _end_reasons(doc: dict) -> str:
+    """"; ended early by site_deviation 3, tilt 1": the termination rules that ended the trials
+    that were not tracked to the end, counted (empty when none was ended early)."""
+    counts: dict[str, int] = {}
+    for r in doc["trials"]:
+        if r["status"] == "done" and r.get("end_reason"):
+            counts[r["end_reason"]] = counts.get(r["end_reason"], 0) + 1
+    if not counts:
+        return ""
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return f"; ended early by {shown}"
 
 
 def _iqr(row: dict, field: str) -> str:

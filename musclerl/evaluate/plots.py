@@ -140,7 +140,8 @@ def plot_tracking(rec: Recording, path: str | os.PathLike) -> Path:
     if rec.early_termination:
         for ax in (a0, a1):
             ax.axvline(rec.time_s[-1], color="red", lw=1)
-        a0.set_title("early termination (red line)", fontsize=9, color="red")
+        reason = f": {rec.end_reason}" if rec.end_reason else ""
+        a0.set_title(f"early termination (red line){reason}", fontsize=9, color="red")
     return _save(fig, path)
 
 

@@ -63,7 +63,7 @@ def trial_rows(results: list, failures: list[dict]) -> list[dict]:
     for res in results:
         row = {"trial": res.name, "subject": res.subject, "status": "done", "error": ""}
         row.update({k: res.tracking.get(k) for k in ("episodes", "frames", "early_terminations")})
-        row.update({k: res.tracking.get(k) for k in ("trial_duration_s", "tracked_to_end")})
+        row.update({k: res.tracking.get(k) for k in ("trial_duration_s", "tracked_to_end", "end_reason")})
         row.update({k: res.tracking.get(k) for k in TRACKING_FIELDS})
         row.update(_kind_means(res.columns))
         rows.append(row)

@@ -180,6 +180,7 @@ def evaluate_trial(
 
     full = len(rec.time_s) - 1 >= episode_steps(env, options.clip, 0.0)
     tracking["tracked_to_end"] = bool(not rec.early_termination and (rec.truncated or full))
+    tracking["end_reason"] = rec.end_reason  # the termination rules that ended it early, if any
     groups: dict[str, list[compare.Series]] = {}
     ref_grf = None
     if ref is not None:

@@ -72,6 +72,9 @@ class Recording:
     # the env ended the episode by truncation (time limit or clip end) on the last step taken: that
     # step was survived, but its state is not recorded (the env auto-reset it)
     truncated: bool = False
+    # the termination rules that ended it early (musclerl.envs.termination.TERMINATION_RULES, "+"
+    # joined: "site_deviation", "tilt+nonfoot_contact"); "" when it was not ended early
+    end_reason: str = ""
     muscle_torque_nm: np.ndarray | None = None
     passive_torque_nm: np.ndarray | None = None
     limit_torque_nm: np.ndarray | None = None
@@ -138,6 +141,14 @@ def coordinate_range(model: mujoco.MjModel, coords: list[str]) -> np.ndarray:
             lo_hi = np.asarray(model.jnt_range[j], dtype=float)
             out[k] = np.degrees(lo_hi) if int(model.jnt_type[j]) == hinge else lo_hi
     return out
+
+
+def termination_reason(metrics: dict) -> str:
+    """The rules (``term/<rule>`` metrics of env 0) that ended an episode, "+" joined."""
+    from musclerl.envs.termination import TERMINATION_RULES
+
+    fired = [r for r in TERMINATION_RULES if float(np.asarray(metrics.get(f"term/{r}", [0.0]))[0]) > 0.5]
+    return "+".join(fired)
 
 
 def episode_steps(env, clip: int, start_time_s: float) -> int:
@@ -209,6 +220,7 @@ def rollout(
     if max_steps is not None:
         limit = min(limit, max_steps)
     early = truncated = False
+    end_reason = ""
     steps = range(limit)
     if progress:
         from tqdm import tqdm
@@ -222,6 +234,8 @@ def rollout(
         if bool(np.asarray(state.done)[0]):
             early = bool(np.asarray(state.terminated)[0])
             truncated = not early
+            if early:
+                end_reason = termination_reason(state.metrics)
             break
         record(env.physics_data(0), time_s)
     qpos = np.asarray(rows["qpos"])
@@ -250,6 +264,7 @@ def rollout(
         mpjpe_local_m=np.asarray(rows["local"]),
         early_termination=early,
         truncated=truncated,
+        end_reason=end_reason,
         model_mass_kg=total_mass_kg(model),
         control_dt_s=float(env.control_dt_s),
     )

@@ -95,6 +95,7 @@ def clip_test(env, policy, steps: int, clip: int, start_time_s: float = 0.0) -> 
         "test_s": float(steps * env.control_dt_s),
         "tracked_frac": float(survived / steps),
         "success": bool(not rec.early_termination and survived >= steps),
+        "end_reason": rec.end_reason,
         "mpjpe_m": float(np.mean(local)) if len(local) else float("nan"),
         "site_err_world_m": float(np.mean(world)) if len(world) else float("nan"),
     }
