@@ -108,3 +108,25 @@ def test_mismatched_policy_is_one_line_error(source_run, tmp_path, capsys):
     assert "not a policy folder" in capsys.readouterr().err
     with pytest.raises(InputError, match="not a policy folder"):
         read_initial_weights(tmp_path)
+
+
+def test_a_symmetric_source_needs_a_symmetric_run(source_run, tmp_path, capsys):
+    """The same weights with and without ``network.symmetric`` are two policies: a run that
+    starts from a source trained the other way is refused in one line (the shipped generalist is
+    symmetric; fine-tuning it without the flag started from another policy), from a policy folder
+    and from the run's own checkpoints."""
+    from musclerl.resources import assets_dir
+    from musclerl.rl.init_from import check_network
+
+    assert not read_initial_weights(source_run / "policy").symmetric
+    assert not read_initial_weights(source_run).symmetric
+    out = tmp_path / "sym"
+    args = ["train", "--out", str(out), "--quiet", *TOY, "network.symmetric=true"]
+    assert main([*args, "--init-from", str(source_run / "policy")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "network.symmetric=false" in err[0] and not out.exists()
+    shipped = read_initial_weights(assets_dir() / "policies" / "myolegs_walk_general")
+    assert shipped.symmetric
+    with pytest.raises(InputError, match="add network.symmetric=true"):
+        check_network(shipped, False)
+    check_network(shipped, True)

@@ -77,7 +77,11 @@ def test_validation_logs_the_held_out_clips_at_its_updates(runs):
     best, last = summary["validation"]["best"], summary["validation"]["last"]
     assert last["update"] == 3 and best["val/success"] >= last["val/success"] - 1e-12
     assert summary["validation"]["clips"] == ["held_out", "held_out:mirror"]
-    assert (folder / "with" / "policy_best" / "config.json").is_file()
+    best_policy = json.loads((folder / "with" / "policy_best" / "config.json").read_text())
+    final_policy = json.loads((folder / "with" / "policy" / "config.json").read_text())
+    # the best test's export carries what the final one does (a policy to ship), and its test
+    assert set(final_policy) <= set(best_policy) and best_policy["validation"]["update"] == best["update"]
+    assert best_policy["env_steps"] == best["env_steps"] and best_policy["motion"] == final_policy["motion"]
     assert (folder / "with" / "curves.png").is_file()
 
 

@@ -37,6 +37,7 @@ class InitialWeights:
     obs_m2: np.ndarray
     obs_count: float
     critic: bool
+    symmetric: bool = False  # trained with network.symmetric: the weights act averaged with their mirror
 
 
 def read_initial_weights(path: str | os.PathLike) -> InitialWeights:
@@ -55,6 +56,7 @@ def _from_checkpoint(run: Path, ckpt: Path) -> InitialWeights:
     try:
         train = reader.read_tree()["train"]
         params, stats = train["params"], train["obs_stats"]
+        symmetric = bool(reader.read_meta().get("config", {}).get("network", {}).get("symmetric", False))
     except KeyError as err:
         raise InputError(ckpt, f"checkpoint holds no training state ({err})") from err
     finally:
@@ -66,6 +68,7 @@ def _from_checkpoint(run: Path, ckpt: Path) -> InitialWeights:
         obs_m2=np.asarray(stats["m2"], np.float32),
         obs_count=float(stats["count"]),
         critic=True,
+        symmetric=symmetric,
     )
 
 
@@ -83,7 +86,21 @@ def _from_policy(path: Path) -> InitialWeights:
         obs_m2=(std * std * count).astype(np.float32),  # var = m2 / count
         obs_count=count,
         critic=False,
+        symmetric=bool(policy.train_config.network.symmetric),
     )
+
+
+def check_network(init: InitialWeights, symmetric: bool) -> None:
+    """InputError unless the new run's ``network.symmetric`` is the source's: the same weights
+    averaged with their mirrored selves, or not, are two different policies (the shipped
+    generalist is symmetric; fine-tuning it without the flag would start from another policy)."""
+    if init.symmetric != symmetric:
+        flag = "true" if init.symmetric else "false"
+        raise InputError(
+            init.source,
+            f"trained with network.symmetric={flag}, this run has {str(symmetric).lower()}: "
+            f"add network.symmetric={flag} (without it the same weights are another policy)",
+        )
 
 
 def _shapes(tree: Any) -> dict[str, tuple]:

@@ -228,9 +228,10 @@ def train(
     start = 0
     initial = None
     if init_from is not None and not resume:  # read before compiling: a bad source fails fast
-        from musclerl.rl.init_from import read_initial_weights
+        from musclerl.rl.init_from import check_network, read_initial_weights
 
         initial = read_initial_weights(init_from)
+        check_network(initial, cfg.network.symmetric)
     if resume:  # fail fast on a mismatching config, before compiling anything
         checkpointer = Checkpointer(ckpt_dir, cfg.checkpoint.keep)
         meta = checkpointer.read_meta()
@@ -304,7 +305,13 @@ def train(
                 train_state,
                 env.observation_size,
                 learner.bounds,
-                extra={"model": cfg.model, "updates": update, "validation": validator.best},
+                extra={
+                    "model": cfg.model,
+                    "motion": cfg.motion,
+                    "updates": update,
+                    "env_steps": update * steps_per_update,
+                    "validation": validator.best,
+                },
                 network_mirror=learner.network.mirror,
             )
         val_s += time.perf_counter() - t
