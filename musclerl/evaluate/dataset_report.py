@@ -185,7 +185,7 @@ def markdown(doc: dict, evaluated: int) -> str:
 
 
 def _end_reasons(doc: dict) -> str:
-    """"; ended early by site_deviation 3, tilt 1": the termination rules that ended the trials
+    """ "; ended early by site_deviation 3, tilt 1": the termination rules that ended the trials
     that were not tracked to the end, counted (empty when none was ended early)."""
     counts: dict[str, int] = {}
     for r in doc["trials"]:
