@@ -125,3 +125,18 @@ def test_tracking_metrics():
     expected = np.mean(np.linalg.norm((sim2 - sim2[:, :1]) - (ref - ref[:, :1]), axis=-1), axis=1)
     np.testing.assert_allclose(metrics.mpjpe_m(sim2, ref, root_index=0), expected)
     assert metrics.success_rate(np.array([False, True, False, False])) == pytest.approx(0.75)
+
+
+def test_a_lag_longer_than_the_signal_shifts_it_out():
+    """A lag search wider than a short trial (6 samples, lags up to 7) sees nothing to compare
+    there rather than failing (an evaluation of 5 control steps crashed on it)."""
+    from musclerl.evaluate.metrics import shift
+
+    signal = np.arange(6.0)
+    for lag in (6, 7, -6, -9):
+        assert np.isnan(shift(signal, lag)).all()
+    np.testing.assert_array_equal(shift(signal, 5)[:1], [5.0])
+    np.testing.assert_array_equal(shift(signal, -5)[-1:], [0.0])
+    bumpy = np.array([0.0, 3.0, 1.0, 4.0, 1.0, 5.0])
+    lag, r = metrics.best_lag(bumpy, bumpy, 7)
+    assert lag == 0 and r == pytest.approx(1.0)

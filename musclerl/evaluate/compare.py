@@ -129,6 +129,30 @@ def angle_series(
     return out
 
 
+def clip_angle_series(rec: Recording, model, clip) -> list[Series]:
+    """Joint angles (degrees) of the recording against the motion clip it tracked (a one-clip
+    Trajectory of ``model``): the retargeted walk is the reference when no lab reference is
+    given. Compared on the recording's frames; a looping clip is read modulo its period.
+
+    Only the joints' own coordinates and the pelvis angles: the reference's root translation is
+    where the clip walks, which the policy's world drift would turn into an angle-free error."""
+    from musclerl.models.opensim_coordinates import qpos_to_coordinates, qpos_to_pelvis
+
+    _, ref_angle = qpos_to_coordinates(model, clip.qpos, list(rec.coordinates))
+    pelvis = qpos_to_pelvis(model, clip.qpos) if rec.pelvis.shape[1] == 6 else None
+    clip_t = np.arange(clip.num_frames) / clip.rate_hz
+    period_s = clip.num_frames / clip.rate_hz if bool(clip.clip_loop[0]) else None
+    valid = np.ones(len(rec.time_s), dtype=bool) if period_s else rec.time_s <= clip_t[-1] + 1e-9
+    columns = [(name, rec.angle[:, k], ref_angle[:, k]) for k, name in enumerate(rec.coordinates)]
+    if pelvis is not None:
+        columns += [(name, rec.pelvis[:, k], pelvis[:, k]) for k, name in enumerate(PELVIS_ANGLES)]
+    out = []
+    for name, sim, ref_col in columns:
+        ref = np.interp(rec.time_s, clip_t, ref_col, period=period_s)
+        out.append(Series("angle", name, "deg", rec.time_s, np.asarray(sim, float), ref, valid.copy()))
+    return out
+
+
 def activation_series(rec: Recording, table, offset_s: float = 0.0) -> list[Series]:
     """Muscle activations against a static-optimisation table (``Table``: time + muscle columns)."""
     out = []

@@ -91,10 +91,12 @@ def shift(signal: np.ndarray, lag: int) -> np.ndarray:
     signal = np.asarray(signal, dtype=float)
     out = np.full_like(signal, np.nan)
     n = len(signal)
+    if abs(lag) >= n:  # shifted past the whole signal (a search wider than a short trial)
+        return out
     if lag >= 0:
-        out[: n - lag] = signal[lag:] if lag < n else out[:0]
+        out[: n - lag] = signal[lag:]
     else:
-        out[-lag:] = signal[: n + lag] if -lag < n else out[:0]
+        out[-lag:] = signal[: n + lag]
     return out
 
 

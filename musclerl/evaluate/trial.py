@@ -206,6 +206,9 @@ def evaluate_trial(
         if ref_grf is not None:
             groups["grf"] = compare.grf_series(rec, ref_grf, offset_s)
             notes += [f"reference GRF ({ref_grf.layout} layout): {n}" for n in ref_grf.notes]
+    if ref is None:  # a motion clip alone: its own joint angles are the reference kinematics
+        groups["angle"] = compare.clip_angle_series(rec, env.model, clip)
+        notes.append("reference angles: the motion clip's own joint angles (no lab reference given)")
     if act_table is not None:
         groups["activation"] = compare.activation_series(rec, act_table, offset_s)
     if emg is not None:
