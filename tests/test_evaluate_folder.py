@@ -190,6 +190,10 @@ def test_evaluate_tiny_reference_folder(tiny_folder_run, tmp_path):
     assert {k: r["status"] for k, r in status.items()} == want
     assert "broken.npz" in status["broken"]["error"]
     assert all(int(status[t]["frames"]) <= 11 for t in ("S00_T0", "S01_T0"))
+    # what ended a trial early is named beside it (empty when it was not ended early)
+    for t in ("S00_T0", "S01_T0"):
+        ended = status[t]["early_terminations"] != "0"
+        assert (status[t]["end_reason"] != "") == ended, status[t]
     subjects = list(csv.DictReader(open(out / "subjects.csv")))
     assert [(r["subject"], r["trials"]) for r in subjects] == [("S00", "1"), ("S01", "1")]
     agg = {(r["kind"], r["column"], r["metric"]): r for r in csv.DictReader(open(out / "aggregate.csv"))}
@@ -269,3 +273,17 @@ def test_evaluate_tracks_a_reference_made_from_gait2354(gait2354, tmp_path):
     assert doc["tracking"]["success_rate"] == 1.0 and doc["tracking"]["mpjpe_global_m"] < 0.1
     assert rows[("torque", "hip_flexion_r")]["n_valid"] > 10
     assert any("treadmill belt velocity" in n for n in doc["notes"])
+
+
+def test_the_dataset_report_counts_what_ended_trials_early():
+    from musclerl.evaluate.dataset_report import _end_reasons
+
+    trials = [
+        {"status": "done", "end_reason": "site_deviation"},
+        {"status": "done", "end_reason": "tilt"},
+        {"status": "done", "end_reason": "site_deviation"},
+        {"status": "done", "end_reason": ""},
+        {"status": "error", "error": "bad file"},
+    ]
+    assert _end_reasons({"trials": trials}) == "; ended early by site_deviation 2, tilt 1"
+    assert _end_reasons({"trials": trials[3:]}) == ""
