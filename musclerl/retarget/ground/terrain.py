@@ -301,26 +301,14 @@ def plane_of_patches(
     return fit_patch(samples, -1, frames, ridge), slope_p_value(patches)
 
 
-def floor_plane(
-    sole_m: np.ndarray, flags: np.ndarray, foot: np.ndarray, rate_hz: float, params: TerrainParams
-) -> tuple[SupportPatch | None, float]:
-    """The plane through the settled stance samples of all support patches of sole points
-    ``sole_m`` (T, P, 3) with stance ``flags`` (T, P) and feet ``foot`` (P,), and the slope test's
-    p-value; (None, 1.0) without a patch."""
-    patches = support_patches(
-        sole_m, flags, foot, 0.0, params.slope_ridge, min_frames=params.min_stance_frames(rate_hz)
-    )
-    if not patches:
-        return None, 1.0
-    return plane_of_patches(patches, params.slope_ridge, (0, len(sole_m)))
-
-
 def one_floor(
     patches: list[SupportPatch], params: TerrainParams, frames: tuple[int, int]
 ) -> SupportPatch | None:
     """The floor under ``patches`` when they all stand on one plane (every run's mean height within
-    :data:`ONE_FLOOR_TOL_M` of the plane through them), level unless :func:`is_sloped`; None when
-    they do not (steps, stairs, a ramp that bends: :func:`recover_terrain` builds that ground).
+    :data:`ONE_FLOOR_TOL_M` of the plane through them), level unless :func:`is_sloped` and the
+    stances lean with it (:func:`stances_tilt_with`), a level floor only where the stances lie
+    within that tolerance of it too; None when they do not (steps, stairs, a ramp that bends, a box
+    and the floor: :func:`recover_terrain` builds that ground).
 
     Why: a walk in a lab has one floor, but the heightfield recovered from its stances follows every
     stance's own height and tilt (foot keypoints placed by a skeleton other than the model's): CMU's
