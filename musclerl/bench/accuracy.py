@@ -199,10 +199,9 @@ def markdown(rows: list[dict]) -> str:
     )
     lines = [head, "|" + "---|" * 10]
     for r in rows:
-        flat = r["floor_flat"]
-        kind = r.get("floor_kind") or ("level" if flat else "sloped")
-        shown = "flat" if kind == "level" else kind
-        floor = shown if isinstance(flat, bool) else f"{100 * flat:.0f} % flat"
+        flat = r["floor_flat"]  # a trial's bool, the mean row's fraction of flat floors
+        floor = {"level": "flat"}.get(r.get("floor_kind"), r.get("floor_kind"))
+        floor = floor if isinstance(flat, bool) else f"{100 * flat:.0f} % flat"
         slip = "-" if r["stance_slip_mps"] is None else f"{r['stance_slip_mps']:.3f}"
         lines.append(
             f"| {_trial_name(r)} | {r['hip_rms_deg']:.1f} | {r['knee_rms_deg']:.1f} | "

@@ -123,12 +123,9 @@ def body_speed_mps(
     horizontal positions ``root_xy_m`` (T, 2) averaged over ``window_s`` (a step's rise and fall of
     speed evened out); ``ground_velocity_mps`` (2,) or (3,): a treadmill belt's, subtracted."""
     xy = np.asarray(root_xy_m, dtype=float)[:, :2]
-    if len(xy) < 2:
-        return np.zeros(len(xy))
-    if loop:
-        vel = (np.roll(xy, -1, axis=0) - np.roll(xy, 1, axis=0)) * (rate_hz / 2.0)
-    else:
-        vel = np.gradient(xy, 1.0 / rate_hz, axis=0)
+    points = np.zeros((len(xy), 1, 3))
+    points[:, 0, :2] = xy
+    vel = point_velocity_mps(points, rate_hz, loop=loop)[:, 0, :2]
     if ground_velocity_mps is not None:
         vel = vel - np.asarray(ground_velocity_mps, dtype=float)[:2]
     width = int(round(window_s * rate_hz))
