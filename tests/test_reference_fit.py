@@ -37,10 +37,11 @@ def myolegs():
 
 
 @pytest.fixture(scope="module")
-def trial(tmp_path_factory):
-    """A 0.95 s fixture trial with both feet on the plates (GRF valid throughout)."""
+def trial(tmp_path_factory, gait2354):
+    """A 0.95 s fixture trial with both feet on the plates (GRF valid throughout); skipped without
+    the shared gait2354 walk it is made from."""
     path = tmp_path_factory.mktemp("boo") / "S901_Trial03_Step01_Step02.npz"
-    arrays, _, _ = trial_arrays("S901", 2, 67.5, None)
+    arrays, _, _ = trial_arrays("S901", 2, 67.5, None, data=gait2354.parent)
     np.savez(path, **arrays)
     return read_reference(path)
 
