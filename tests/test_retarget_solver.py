@@ -209,6 +209,32 @@ def test_time_limit_marks_unreached_frames(tiny):
     np.testing.assert_array_equal(result.q[1:8], np.repeat(result.q[:1], 7, axis=0))
 
 
+def test_chain_heads_start_from_their_own_given_pose(tiny):
+    """With ``starts``, each chain's cold-started first frame begins at its own row (a caller
+    that moves a solved clip): one iteration leaves it at that pose, where one iteration from
+    ``q0`` does not get there; a wrong shape is refused."""
+    model, clip, problem = tiny
+    heads = np.arange(0, len(clip.q), 8)
+
+    def head_error_deg(**kwargs):
+        result = solve_clip(
+            problem,
+            {"markers": clip.markers_m},
+            model.qpos0,
+            chunk_len=8,
+            cold_iters=1,
+            time_limit_s=0.0,
+            **kwargs,
+        )
+        err = np.degrees(result.q[np.ix_(heads, clip.coord_qadr)] - clip.q[np.ix_(heads, clip.coord_qadr)])
+        return float(np.sqrt(np.mean(err**2)))
+
+    assert head_error_deg(starts=clip.q) < 1.0
+    assert head_error_deg() > 5.0
+    with pytest.raises(InputError, match="starts"):
+        solve_clip(problem, {"markers": clip.markers_m}, model.qpos0, starts=clip.q[:-1])
+
+
 def test_bad_targets_raise_input_error(tiny):
     model, clip, problem = tiny
     with pytest.raises(InputError, match="markers"):

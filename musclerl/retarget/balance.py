@@ -22,13 +22,20 @@ horizontal path of the centre of mass, keeping the feet where they are, in a few
    ``k d''`` is held near 0 (``FREE_ACCEL_WEIGHT``);
 3. **IK** (:class:`~musclerl.retarget.ik.clip.ClipIK`): the centre of mass to ``c + d``
    horizontally at its height (:class:`~musclerl.retarget.ik.tasks.ComTask`; a pelvis moved
-   with the feet held would otherwise rise or sink, and the vertical force with it), every
-   foot body held at its pose (:class:`~musclerl.retarget.ik.tasks.FrameTask`), the root's
-   orientation and every independent coordinate kept near their values (the legs' loosely, the
-   rest of the body firmly: swinging arms or trunk to move the centre of mass would change the
-   angular momentum the step assumes unchanged), with what every retarget holds
-   (:class:`~musclerl.retarget.ik.clip.ClipIK`: joint limits, couplings, smoothness, muscle
-   paths without jumps).
+   with the feet held would otherwise rise or sink, and the vertical force with it), each
+   stance foot's heel and toe tip held where they are (the sole points of
+   :func:`~musclerl.retarget.ground.soles.model_soles`; its outer and inner points loosely, so
+   the foot may roll about its long axis: a retargeted stance often has the subtalar on its
+   bound, and a foot held whole then leaves the legs no sideways freedom, and the IK jumps to
+   a pitched pelvis for a few frames), a swing foot loosely on its path, the pelvis'
+   orientation held firmly (it carries myolegs' rigid trunk: turning it is otherwise the
+   cheapest way to move the centre of mass, and the clips came out with the pelvis pitching by
+   up to 8 deg between two frames) and every independent coordinate kept near its value (the
+   legs' loosely, the rest of the body firmly: swinging arms or trunk to move the centre of
+   mass would change the angular momentum the step assumes unchanged), with what every
+   retarget holds (:class:`~musclerl.retarget.ik.clip.ClipIK`: joint limits, couplings,
+   smoothness, muscle paths without jumps). Every chain of the solve starts from its own frame
+   of the clip.
 
 The pendulum relation leaves out the change of angular momentum the new pose brings; the next
 round's inverse dynamics measures it, so the rounds converge on the full dynamics. It stops when
@@ -48,9 +55,12 @@ from musclerl.dynamics.plausibility import Plausibility, Thresholds, leg_feet, p
 from musclerl.models.couplings import independent_coordinates
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel, looping_qvel
 
-FOOT_WEIGHT = 1.0e5  # per m^2 (and rad^2): a foot moved by 1 mm costs as much as the COM 10 mm off
+FOOT_WEIGHT = 1.0e5  # per m^2: a stance heel or toe tip moved by 1 mm costs as much as the COM 10 mm off
+SOLE_SIDE_FRAC = 1.0e-2  # of FOOT_WEIGHT for a stance sole's outer and inner points: the foot may roll
+SWING_FRAC = 1.0e-2  # of FOOT_WEIGHT for every sole point of a swing foot: it follows its path to ~cm
+STANCE_PAD_S = 0.025  # a foot is held as in stance from this long before touch-down to after lift-off
 COM_WEIGHT = 1.0e3  # per m^2
-ROOT_ORIENTATION_WEIGHT = 1.0  # per rad^2: the pelvis may turn a little to move the trunk's mass
+ROOT_ORIENTATION_WEIGHT = 100.0  # per rad^2: 1 deg of pelvis turn costs as much as the COM 1 cm off
 LEG_COORDINATE_WEIGHT = 0.1  # per rad^2: leg joints change only as much as the centre of mass needs
 UPPER_COORDINATE_WEIGHT = 100.0  # per rad^2: the rest (trunk, arms, head) keeps its motion
 MARGIN_M = 0.02  # the centre of pressure is planned this far inside the support
@@ -140,37 +150,44 @@ def _body_poses(model: mujoco.MjModel, qpos: np.ndarray, bodies: np.ndarray) -> 
 
 
 class _Solver:
-    """The IK of step 3 for one model, built (and compiled) once for every round and clip."""
+    """The IK of step 3 for one model, built (and compiled) once for every round and clip.
+    ``key``: the registered model whose profile names the feet (the sole points)."""
 
-    def __init__(self, model: mujoco.MjModel):
+    def __init__(self, model: mujoco.MjModel, key: str):
+        from musclerl.retarget.ground.soles import model_soles
         from musclerl.retarget.ik.clip import ClipIK
         from musclerl.retarget.ik.kinematics import KinematicTree
-        from musclerl.retarget.ik.tasks import ComTask, CoordinateTask, FrameTask
+        from musclerl.retarget.ik.tasks import ComTask, CoordinateTask, FrameTask, MarkerTask
 
         self.model = model
-        _, geoms, _ = leg_feet(model)
-        self.feet = np.unique(model.geom_bodyid[geoms])
+        legs, geoms, _ = leg_feet(model)
+        feet = np.unique(model.geom_bodyid[geoms])
+        sole_names, foot, self.sole_points = model_soles(model, key)
+        side_word = {0: "left", 1: "right"}  # model_soles' foot index
+        self.sole_leg = np.array([legs.index(side_word[int(f)]) for f in foot])
+        self.sole_main = np.array([n.startswith(("sole_heel", "sole_toe_tip")) for n in sole_names])
         tree = KinematicTree.from_model(model)
         root = model.body(int(model.jnt_bodyid[0])).name
-        legs = set()  # bodies from the root down to each foot
-        for b in self.feet:
+        bodies = set()  # bodies from the root down to each foot
+        for b in feet:
             while b > 0:
-                legs.add(int(b))
+                bodies.add(int(b))
                 b = int(model.body_parentid[b])
         coordinates = independent_coordinates(model)
         self.groups = {
-            "legs": [c for c in coordinates if int(model.joint(c).bodyid[0]) in legs],
-            "upper_body": [c for c in coordinates if int(model.joint(c).bodyid[0]) not in legs],
+            "legs": [c for c in coordinates if int(model.joint(c).bodyid[0]) in bodies],
+            "upper_body": [c for c in coordinates if int(model.joint(c).bodyid[0]) not in bodies],
         }
         weights = {"legs": LEG_COORDINATE_WEIGHT, "upper_body": UPPER_COORDINATE_WEIGHT}
-        tasks = [ComTask(tree, COM_WEIGHT)]
-        tasks += [
-            FrameTask(tree, model.body(int(b)).name, weight=FOOT_WEIGHT, name=f"foot{i}")
-            for i, b in enumerate(self.feet)
+        sole_bodies = [model.body(int(b)).name for b, _ in self.sole_points]
+        local = np.array([p for _, p in self.sole_points])
+        tasks = [
+            ComTask(tree, COM_WEIGHT),
+            MarkerTask(
+                tree, sole_bodies, local, np.full(len(local), FOOT_WEIGHT), name="soles", frame_weights=True
+            ),
+            FrameTask(tree, root, pos_mask=(0, 0, 0), rot_weight=ROOT_ORIENTATION_WEIGHT, name="root"),
         ]
-        tasks.append(
-            FrameTask(tree, root, pos_mask=(0, 0, 0), rot_weight=ROOT_ORIENTATION_WEIGHT, name="root")
-        )
         tasks += [
             CoordinateTask(dict.fromkeys(names, 0.0), weights[group], name=group)
             for group, names in self.groups.items()
@@ -179,28 +196,50 @@ class _Solver:
         self.ik = ClipIK(model, tree, tasks, max_iters=50)
         self.root_body = int(model.jnt_bodyid[0])
 
-    def solve(self, qpos: np.ndarray, com_target: np.ndarray, source: np.ndarray) -> np.ndarray:
+    def solve(
+        self, qpos: np.ndarray, com_target: np.ndarray, source: np.ndarray, stance: np.ndarray
+    ) -> np.ndarray:
         """qpos (T, nq) moved so that its centre of mass is at ``com_target`` (T, 3), with the
-        feet where they are in ``source`` (T, nq) (the clip before the first round: no drift
-        over rounds)."""
-        pos, quat, _ = _body_poses(self.model, source, self.feet)
+        sole points where they are in ``source`` (T, nq) (the clip before the first round: no
+        drift over rounds), firmly on the legs in ``stance`` (T, legs) (the check's order),
+        loosely on the others."""
+        from musclerl.retarget.ground.soles import point_positions_m
+
+        points = point_positions_m(self.model, source, self.sole_points)  # (T, P, 3)
+        held = stance[:, self.sole_leg]  # (T, P)
+        frac = np.where(held, np.where(self.sole_main, 1.0, SOLE_SIDE_FRAC), SWING_FRAC)
         _, root_quat, _ = _body_poses(self.model, qpos, np.array([self.root_body]))
         targets = {
             "com": com_target,
+            "soles": np.concatenate([points, frac[..., None]], axis=2),
             "root": np.concatenate([np.full((len(qpos), 3), np.nan), root_quat[:, 0]], axis=1),
         }
         for group, names in self.groups.items():
             if names:
                 targets[group] = qpos[:, [int(self.model.joint(c).qposadr[0]) for c in names]]
-        for i in range(len(self.feet)):
-            targets[f"foot{i}"] = np.concatenate([pos[:, i], quat[:, i]], axis=1)
-        return self.ik.solve(targets, qpos[0]).q
+        return self.ik.solve(targets, qpos[0], starts=qpos).q
 
 
-def _score(check: Plausibility) -> tuple[float, float]:
-    """(fraction of loaded frames with the centre of pressure off the feet, largest distance):
-    lower is better; a clip without loaded frames scores 0."""
-    return (check.cop["outside_frac"] or 0.0, check.cop["outside_max_m"] or 0.0)
+def held_stance(check: Plausibility, rate_hz: float) -> np.ndarray:
+    """(T, legs) the check's stance flags widened by ``STANCE_PAD_S`` at both ends (a foot
+    about to land or just lifting is held as in stance: the pass does not move footprints)."""
+    from scipy.ndimage import binary_dilation
+
+    pad = max(int(round(STANCE_PAD_S * rate_hz)), 0)
+    stance = np.asarray(check.series.stance, dtype=bool)
+    if pad == 0:
+        return stance
+    return np.stack([binary_dilation(stance[:, k], iterations=pad) for k in range(stance.shape[1])], axis=1)
+
+
+def _score(check: Plausibility) -> tuple[int, float, float]:
+    """(failures of the check other than the centre of pressure's, fraction of loaded frames
+    with the centre of pressure off the feet, largest distance): lower is better; a clip without
+    loaded frames has no centre-of-pressure figures (0). A round that buys the centre of pressure
+    with a new failure (a slipping foot, a floor that pulls) is no better."""
+    outside = check.cop["outside_frac"] or 0.0
+    cop_failed = int(outside > check.thresholds.max_cop_outside_frac)
+    return (len(check.failures) - cop_failed, outside, check.cop["outside_max_m"] or 0.0)
 
 
 def balance_trajectory(
@@ -221,7 +260,7 @@ def balance_trajectory(
     th = thresholds or Thresholds()
     traj.check_model(model, traj.model_name)
     mass_kg = float(mujoco.mj_getTotalmass(model))
-    solver = _Solver(model)
+    solver = _Solver(model, traj.model_name)
     starts, ends = np.asarray(traj.clip_starts, dtype=int), np.asarray(traj.clip_ends, dtype=int)
     loops = np.asarray(traj.clip_loop, dtype=bool)
 
@@ -246,6 +285,8 @@ def balance_trajectory(
 
     qpos = np.array(traj.qpos, dtype=float)
     before = check_all(qpos)
+    clip_checks = check(qpos)
+    stances = [held_stance(c, traj.rate_hz) for c in clip_checks]  # the input's: footprints stay
     rounds: list[dict] = []
     current = before
     best, best_qpos = before, qpos
@@ -254,11 +295,12 @@ def balance_trajectory(
             break
         new = qpos.copy()
         shift_max = 0.0
-        for clip_check, s, e, lp in zip(check(qpos), starts, ends, loops, strict=True):
+        clip_checks = clip_checks if not rounds else check(qpos)
+        for clip_check, stance, s, e, lp in zip(clip_checks, stances, starts, ends, loops, strict=True):
             shift = plan_com_shift(clip_check, mass_kg, traj.rate_hz, bool(lp), margin_m)
             _, _, com = _body_poses(model, qpos[s:e], np.zeros(0, dtype=int))
             target = com + np.concatenate([shift, np.zeros((e - s, 1))], axis=1)  # same heights
-            new[s:e] = solver.solve(qpos[s:e], target, traj.qpos[s:e])
+            new[s:e] = solver.solve(qpos[s:e], target, traj.qpos[s:e], stance)
             shift_max = max(shift_max, float(np.abs(shift).max()))
         qpos = new
         current = check_all(qpos)
@@ -271,7 +313,7 @@ def balance_trajectory(
         )
         if _score(current) < _score(best):
             best, best_qpos = current, qpos
-        elif _score(current)[0] > _score(best)[0]:  # diverging (e.g. no support to move): stop
+        elif _score(current)[:2] > _score(best)[:2]:  # diverging (e.g. no support to move): stop
             break
     current, qpos = best, best_qpos
     qvel = np.zeros((len(qpos), model.nv))

@@ -94,10 +94,13 @@ class ClipIK:
     def reset_stats(self) -> None:
         self.stats = {"compile_s": 0.0, "solve_s": 0.0, "tendon_jumps_detected": 0, "tendon_jumps_left": 0}
 
-    def solve(self, targets: Mapping[str, np.ndarray], q0: np.ndarray) -> IKResult:
+    def solve(
+        self, targets: Mapping[str, np.ndarray], q0: np.ndarray, starts: np.ndarray | None = None
+    ) -> IKResult:
         """Every frame of one clip: ``targets`` term name -> (T, ...) (see each term), ``q0``
-        (nq,) the cold start (:func:`start_pose`). Adds the solve to ``stats``."""
-        result = solve_clip(self.problem, targets, q0, max_iters=self.max_iters, tol=self.tol)
+        (nq,) the cold start (:func:`start_pose`), or ``starts`` (T, nq) a pose per frame (see
+        :func:`~musclerl.retarget.ik.solver.solve_clip`). Adds the solve to ``stats``."""
+        result = solve_clip(self.problem, targets, q0, max_iters=self.max_iters, tol=self.tol, starts=starts)
         self.stats["compile_s"] += result.compile_s
         self.stats["solve_s"] += result.solve_s
         self.stats["tendon_jumps_detected"] += int(result.tendon_jumps_detected)

@@ -6,7 +6,8 @@
    chains (``CHAINS_PER_DEVICE`` on every local JAX device, split across the devices with
    ``shard_map``) are solved side by side, more chains in further calls of the same function.
 2. Sweep 0 solves the first frame of every chain *cold* from ``q0`` (root first aligned rigidly
-   to the markers by a weighted Kabsch fit, then up to ``cold_iters`` LM iterations). Then sweep
+   to the markers by a weighted Kabsch fit, then up to ``cold_iters`` LM iterations), or from
+   the chain's own row of ``starts`` where the caller has a pose per frame. Then sweep
    ``l`` solves frame ``l`` of every chain at once, warm-started from (and smoothed towards) the
    constant-velocity prediction ``2 q[l-1] - q[l-2]`` of the same chain (``q[l-1]`` for
    ``l = 1``; rotations of free and ball joints are carried over, not extrapolated), so
@@ -126,6 +127,7 @@ def solve_clip(
     chunk_len: int | None = None,
     smooth_warm: bool = True,
     time_limit_s: float | None = None,
+    starts: np.ndarray | None = None,
 ) -> IKResult:
     """Solve IK for every frame of a clip.
 
@@ -146,6 +148,13 @@ def solve_clip(
     arrays, n_frames = _check_targets(problem, targets)
     q0 = np.asarray(q0, dtype=np.float64)
     require(q0.shape == (tree.nq,), "q0", f"must be ({tree.nq},), got {q0.shape}")
+    if starts is not None:
+        starts = np.asarray(starts, dtype=np.float64)
+        require(
+            starts.shape == (n_frames, tree.nq),
+            "starts",
+            f"must be ({n_frames}, {tree.nq}), got {starts.shape}",
+        )
     batch = problem.chain_batch
     if chunk_len is None:
         chunk_len = -(-n_frames // batch)
@@ -189,12 +198,13 @@ def solve_clip(
             n_iters = np.where(np.arange(BLOCK_SWEEPS) < count, cold_iters if kind == COLD else max_iters, 0)
             for g in range(n_groups):
                 frame = {name: arr[grid[g][:, sweeps].T] for name, arr in arrays.items()}
-                q_given = np.broadcast_to(
-                    problem.aligned_starts(q_start, {k: v[0] for k, v in frame.items()})
-                    if kind == COLD
-                    else q_start,
-                    (BLOCK_SWEEPS, batch, tree.nq),
-                )
+                if kind != COLD:
+                    given = q_start
+                elif starts is None:
+                    given = problem.aligned_starts(q_start, {k: v[0] for k, v in frame.items()})
+                else:
+                    given = _own_starts(problem, starts[grid[g][:, 0]])
+                q_given = np.broadcast_to(given, (BLOCK_SWEEPS, batch, tree.nq))
                 carries[g], out, dt = problem._run_sweeps(
                     carries[g],
                     np.full(BLOCK_SWEEPS, kind),
@@ -241,6 +251,12 @@ def solve_clip(
     return dataclasses.replace(
         result, residual_m=rms, max_error_m=worst, solve_s=solve_s, compile_s=compile_s
     )
+
+
+def _own_starts(problem: IKProblem, rows: np.ndarray) -> np.ndarray:
+    """Cold starts (C, nq) from given poses ``rows`` (C, nq): each moved inside its bounds as
+    :meth:`IKProblem.cold_start` does, onto the constraint manifold (``jax.enable_x64`` on)."""
+    return np.stack([np.asarray(problem.project(jnp.asarray(problem.cold_start(r)))) for r in rows])
 
 
 def frame_errors(
