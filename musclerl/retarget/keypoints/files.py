@@ -76,7 +76,9 @@ def retarget_file(path: Path, options: SmplOptions, solvers: dict | None = None)
     start = time.perf_counter()
     params = PipelineParams(scale=options.scale, ground=options.ground)
     result = retarget_keypoints(motion, options.model, params, solvers)
-    named = _named_model(options.model) if options.scale and options.ground else None
+    # solved on a model scaled to the source, or on the registry's own (--no-scale): either way
+    # the clip is put on that model's floor and low-passed as a run will imitate it
+    named = _named_model(options.model) if options.ground else None
     placement = None
     if named is not None:
         result, placement = _placed_on(result, named)
@@ -150,8 +152,9 @@ def _check(traj, model) -> dict:
 
 
 def _placed_on(result, model):
-    """``result`` with its clip, solved on the model scaled to the motion's skeleton, put on the
-    ground with the feet of ``model`` (the model the Trajectory names), and the report's
+    """``result`` with its clip, solved on the model scaled to the motion's skeleton (or on the
+    unscaled model itself), put on the ground with the feet of ``model`` (the model the
+    Trajectory names), and the report's
     ``named_model_placement``; the result unchanged and None when ``model`` has no free root or feet.
 
     The root, and every site with it, is moved vertically by the median height of that model's
