@@ -275,6 +275,23 @@ def test_terrain_goes_into_the_world():
     assert heights[0] - heights[1] == pytest.approx(0.05, abs=1e-9)
 
 
+def test_a_level_terrain_is_the_floor_itself():
+    """A level terrain (the marker pipeline's lab floor) adds no heightfield: one would lie in the
+    floor plane, and every foot contact would be counted twice (a stiffer ground)."""
+    base = sine_gait("tiny", duration_s=1.0)
+    traj = dataclasses.replace(base, terrain=Terrain(np.full((6, 8), 0.02), np.array([-1.0, -1.0]), 0.5))
+    env = TrackingEnv("tiny", traj, EnvConfig(), num_envs=2)
+    assert env.model.nhfield == 0
+    planes = np.flatnonzero(env.model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE)
+    assert len(planes) >= 1 and np.allclose(env.model.geom_pos[planes, 2], 0.02)
+    d = mujoco.MjData(env.model)
+    d.qpos[:] = traj.qpos[0]
+    d.qpos[2] -= 0.01  # feet pressed 1 cm into the floor: each touching foot geom meets one ground
+    mujoco.mj_forward(env.model, d)
+    pairs = [tuple(sorted(map(int, d.contact.geom[i]))) for i in range(d.ncon)]
+    assert d.ncon > 0 and all(bool(set(p) & set(planes.tolist())) for p in pairs)
+
+
 def test_config_errors_are_input_errors(dataset):
     with pytest.raises(InputError, match="unknown config key 'horizn'"):
         EnvConfig.from_dict({"horizn": 3})

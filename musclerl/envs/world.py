@@ -6,6 +6,9 @@
   every body that has a joint (the root included);
 - terrain: a Trajectory that carries a heightfield gets it as an ``hfield`` geom covering the same
   grid, and the model's floor planes are lowered to the lowest terrain point (outside the grid);
+  a level one (within ``LEVEL_SPAN_M``, the marker pipeline's lab floor) is the floor itself: the
+  planes are put at its height and no heightfield is added, whose surface would coincide with
+  them (every foot contact counted twice, a stiffer ground, and the two flickering in a video);
   a dataset whose clips stand on different grounds brings them as tiles of one heightfield, each
   clip moved onto its own tile (``musclerl.motion.ground_tiles``), so one model serves every env;
 - foot bodies for the contact observation: the config's, else the bodies with collision geoms
@@ -32,6 +35,7 @@ from musclerl.motion.trajectory import Terrain
 
 TRACK_SITE_PREFIX = "track_"
 FOOT_SEARCH_BAND_M = 0.15
+LEVEL_SPAN_M = 1e-3  # a terrain whose heights span no more than this is a level floor (a plane)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,9 +182,15 @@ def _drop_unread(spec: mujoco.MjSpec, model: mujoco.MjModel, keep: set[str]) -> 
 
 
 def _add_terrain(spec: mujoco.MjSpec, terrain: Terrain) -> None:
-    """Heightfield geom over the terrain grid; floor planes moved down to its lowest point."""
+    """Heightfield geom over the terrain grid; floor planes moved down to its lowest point (to
+    its height, and no heightfield, when it is level)."""
     h = np.asarray(terrain.height_m, dtype=float)
     low, high = float(h.min()), float(h.max())
+    if high - low <= LEVEL_SPAN_M:
+        for geom in spec.worldbody.geoms:
+            if geom.type == mujoco.mjtGeom.mjGEOM_PLANE:
+                geom.pos = [geom.pos[0], geom.pos[1], 0.5 * (low + high)]
+        return
     elevation = max(high - low, 1e-4)
     rows, cols = h.shape
     size_x, size_y = terrain.size_m
