@@ -216,7 +216,8 @@ def test_evaluate_end_to_end_with_trained_policy(tiny_reference, tmp_path):
     assert rc == 0
     doc = json.loads((out / "metrics.json").read_text())
     kinds = {r["kind"] for r in doc["columns"]}
-    assert kinds == {"torque", "angle", "activation", "emg"}
+    # net joint moments and the muscles' part of them beside (issue: net = muscle + passive + limit)
+    assert kinds == {"torque", "torque_muscle", "angle", "activation", "emg"}
     for name in ("tracking.png", "torque_overview.png", "activation_overview.png", "emg_overview.png"):
         assert (out / "plots" / name).stat().st_size > 5000
     assert (out / "report.md").read_text().count("](plots/") > 10
