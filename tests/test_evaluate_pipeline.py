@@ -119,6 +119,31 @@ def test_compare_plots_report(recording, tiny_reference, tmp_path):
             assert p.stat().st_size > 5000 and p.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_walking_speeds_of_the_policy_and_the_reference(recording):
+    """The policy's and the clip's mean horizontal pelvis speed over the rolled-out span: a policy
+    that walks at its own pace shows it here (its world error grows, its root-relative does not)."""
+    import dataclasses
+
+    from musclerl.models.opensim_coordinates import qpos_to_pelvis
+    from musclerl.motion.trajectory import Trajectory
+
+    env, rec = recording
+    clip = Trajectory.load(TINY_WALK).clip(0)
+    speeds = compare.walking_speeds(rec, env.model, clip)
+    span = rec.time_s[-1] - rec.time_s[0]
+    n = int(round(rec.time_s[-1] * clip.rate_hz))
+    p = qpos_to_pelvis(env.model, clip.qpos[[0, n]])
+    assert speeds["reference_speed_mps"] == pytest.approx(
+        np.hypot(*(p[1] - p[0])[[3, 5]]) / (n / clip.rate_hz)
+    )
+    assert speeds["reference_speed_mps"] > 0.3  # the tiny walk walks
+    pelvis = rec.pelvis.copy()
+    pelvis[:, 3] = pelvis[0, 3] + 0.5 * (rec.time_s - rec.time_s[0])  # 0.5 m/s straight ahead
+    pelvis[:, 5] = pelvis[0, 5]
+    slow = compare.walking_speeds(dataclasses.replace(rec, pelvis=pelvis), env.model, clip)
+    assert slow["speed_mps"] == pytest.approx(0.5) and span > 0
+
+
 def test_invalid_spans():
     t = np.arange(10) * 0.1
     valid = np.array([1, 1, 0, 0, 1, 1, 1, 0, 1, 0], dtype=bool)

@@ -23,6 +23,8 @@ TRACKING_FIELDS = (
     "mpjpe_global_m",
     "mpjpe_root_relative_m",
     "mean_site_error_m",
+    "speed_mps",
+    "reference_speed_mps",
 )
 COLUMN_FIELDS = ("r", "rmse", "nrmse", "lag_s")
 KINDS = ("torque", "torque_muscle", "grf", "activation", "angle", "emg")

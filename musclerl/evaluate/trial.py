@@ -173,6 +173,7 @@ def evaluate_trial(
     tracking = compare.tracking_summary(recordings)
     clip = traj.clip(options.clip)
     tracking["trial_duration_s"] = (clip.num_frames - 1) / clip.rate_hz
+    tracking.update(compare.walking_speeds(rec, env.model, clip))
     # ran to the end: no early termination, and the episode ended where the environment ends it
     # (its last control step of the clip as resampled; a trial 1.19 s long ends at 1.16 s at 50 Hz)
     # rather than at --max-steps
