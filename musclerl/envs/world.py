@@ -186,10 +186,11 @@ def _add_terrain(spec: mujoco.MjSpec, terrain: Terrain) -> None:
     its height, and no heightfield, when it is level)."""
     h = np.asarray(terrain.height_m, dtype=float)
     low, high = float(h.min()), float(h.max())
-    if high - low <= LEVEL_SPAN_M:
-        for geom in spec.worldbody.geoms:
-            if geom.type == mujoco.mjtGeom.mjGEOM_PLANE:
-                geom.pos = [geom.pos[0], geom.pos[1], 0.5 * (low + high)]
+    level = high - low <= LEVEL_SPAN_M
+    for geom in spec.worldbody.geoms:
+        if geom.type == mujoco.mjtGeom.mjGEOM_PLANE:
+            geom.pos = [geom.pos[0], geom.pos[1], 0.5 * (low + high) if level else low]
+    if level:
         return
     elevation = max(high - low, 1e-4)
     rows, cols = h.shape
@@ -203,9 +204,6 @@ def _add_terrain(spec: mujoco.MjSpec, terrain: Terrain) -> None:
         ncol=cols,
         userdata=((h - low) / elevation).astype(np.float32).ravel().tolist(),
     )
-    for geom in spec.worldbody.geoms:
-        if geom.type == mujoco.mjtGeom.mjGEOM_PLANE:
-            geom.pos = [geom.pos[0], geom.pos[1], low]
     spec.worldbody.add_geom(
         name="terrain",
         type=mujoco.mjtGeom.mjGEOM_HFIELD,

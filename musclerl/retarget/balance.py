@@ -196,22 +196,25 @@ class _Solver:
         self.ik = ClipIK(model, tree, tasks, max_iters=50)
         self.root_body = int(model.jnt_bodyid[0])
 
-    def solve(
-        self, qpos: np.ndarray, com_target: np.ndarray, source: np.ndarray, stance: np.ndarray
-    ) -> np.ndarray:
-        """qpos (T, nq) moved so that its centre of mass is at ``com_target`` (T, 3), with the
-        sole points where they are in ``source`` (T, nq) (the clip before the first round: no
-        drift over rounds), firmly on the legs in ``stance`` (T, legs) (the check's order),
-        loosely on the others."""
+    def sole_targets(self, source: np.ndarray, stance: np.ndarray) -> np.ndarray:
+        """The sole points' targets (T, P, 4) of one clip: where they are in ``source`` (T, nq)
+        (the clip before the first round: no drift over rounds), and a weight multiplier, firm on
+        the heel and toe of the legs in ``stance`` (T, legs) (the check's order), loose on the
+        others. The same for every round: computed once per clip."""
         from musclerl.retarget.ground.soles import point_positions_m
 
         points = point_positions_m(self.model, source, self.sole_points)  # (T, P, 3)
         held = stance[:, self.sole_leg]  # (T, P)
         frac = np.where(held, np.where(self.sole_main, 1.0, SOLE_SIDE_FRAC), SWING_FRAC)
+        return np.concatenate([points, frac[..., None]], axis=2)
+
+    def solve(self, qpos: np.ndarray, com_target: np.ndarray, soles: np.ndarray) -> np.ndarray:
+        """qpos (T, nq) moved so that its centre of mass is at ``com_target`` (T, 3), with the
+        sole points on ``soles`` (:meth:`sole_targets`)."""
         _, root_quat, _ = _body_poses(self.model, qpos, np.array([self.root_body]))
         targets = {
             "com": com_target,
-            "soles": np.concatenate([points, frac[..., None]], axis=2),
+            "soles": soles,
             "root": np.concatenate([np.full((len(qpos), 3), np.nan), root_quat[:, 0]], axis=1),
         }
         for group, names in self.groups.items():
@@ -223,13 +226,9 @@ class _Solver:
 def held_stance(check: Plausibility, rate_hz: float) -> np.ndarray:
     """(T, legs) the check's stance flags widened by ``STANCE_PAD_S`` at both ends (a foot
     about to land or just lifting is held as in stance: the pass does not move footprints)."""
-    from scipy.ndimage import binary_dilation
+    from musclerl.ground.contact import dilate_flags
 
-    pad = max(int(round(STANCE_PAD_S * rate_hz)), 0)
-    stance = np.asarray(check.series.stance, dtype=bool)
-    if pad == 0:
-        return stance
-    return np.stack([binary_dilation(stance[:, k], iterations=pad) for k in range(stance.shape[1])], axis=1)
+    return dilate_flags(check.series.stance, int(round(STANCE_PAD_S * rate_hz)))
 
 
 def _score(check: Plausibility) -> tuple[int, float, float]:
@@ -286,7 +285,10 @@ def balance_trajectory(
     qpos = np.array(traj.qpos, dtype=float)
     before = check_all(qpos)
     clip_checks = check(qpos)
-    stances = [held_stance(c, traj.rate_hz) for c in clip_checks]  # the input's: footprints stay
+    soles = [  # the input's stance and sole points: footprints stay
+        solver.sole_targets(traj.qpos[s:e], held_stance(c, traj.rate_hz))
+        for c, s, e in zip(clip_checks, starts, ends, strict=True)
+    ]
     rounds: list[dict] = []
     current = before
     best, best_qpos = before, qpos
@@ -296,11 +298,11 @@ def balance_trajectory(
         new = qpos.copy()
         shift_max = 0.0
         clip_checks = clip_checks if not rounds else check(qpos)
-        for clip_check, stance, s, e, lp in zip(clip_checks, stances, starts, ends, loops, strict=True):
+        for clip_check, clip_soles, s, e, lp in zip(clip_checks, soles, starts, ends, loops, strict=True):
             shift = plan_com_shift(clip_check, mass_kg, traj.rate_hz, bool(lp), margin_m)
             _, _, com = _body_poses(model, qpos[s:e], np.zeros(0, dtype=int))
             target = com + np.concatenate([shift, np.zeros((e - s, 1))], axis=1)  # same heights
-            new[s:e] = solver.solve(qpos[s:e], target, traj.qpos[s:e], stance)
+            new[s:e] = solver.solve(qpos[s:e], target, clip_soles)
             shift_max = max(shift_max, float(np.abs(shift).max()))
         qpos = new
         current = check_all(qpos)
