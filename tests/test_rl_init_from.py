@@ -130,3 +130,31 @@ def test_a_symmetric_source_needs_a_symmetric_run(source_run, tmp_path, capsys):
     with pytest.raises(InputError, match="add network.symmetric=true"):
         check_network(shipped, False)
     check_network(shipped, True)
+
+
+def test_a_fine_tune_starts_its_step_at_the_floor_and_warms_a_new_critic(source_run, tmp_path):
+    """The first update of a trained policy at ``optimizer.learning_rate`` undid it (a KL of 3-4
+    on the shipped generalist): the KL-adaptive step of a fine-tune starts at ``ppo.lr_min``, and a
+    critic that is new (a policy folder) is trained alone first; a run folder's critic is not."""
+    from musclerl.rl.init_from import FRESH_CRITIC_WARMUP_UPDATES, critic_warmup_updates
+
+    cfg = load_config(None, [*TOY, "ppo.target_kl=0.02", "ppo.lr_min=2e-5"])
+    _, _, fresh, state = _start_state(cfg, read_initial_weights(source_run / "policy"))
+    assert float(state.learning_rate) == pytest.approx(2e-5) != float(fresh.learning_rate)
+    scheduled = load_config(None, [*TOY, "ppo.target_kl=0"])
+    _, _, fresh, state = _start_state(scheduled, read_initial_weights(source_run))
+    assert float(state.learning_rate) == float(fresh.learning_rate)  # a schedule is the user's
+    policy, run = read_initial_weights(source_run / "policy"), read_initial_weights(source_run)
+    assert critic_warmup_updates(None, policy) == FRESH_CRITIC_WARMUP_UPDATES > 0
+    assert critic_warmup_updates(None, run) == 0 and critic_warmup_updates(None, None) == 0
+    assert critic_warmup_updates(3, run) == 3 and critic_warmup_updates(None, None, saved=7) == 7
+    # the resolved value is the run's: in its config, and a resume with the saved config agrees
+    out = tmp_path / "tuned"
+    warm = load_config(None, [*TOY, "ppo.total_env_steps=512"])
+    train(warm, out, quiet=True, init_from=source_run / "policy", stop_after_updates=2)
+    saved = load_config(out / "config.yaml")
+    assert saved.ppo.critic_warmup_updates == FRESH_CRITIC_WARMUP_UPDATES
+    summary = train(saved, out, resume=True, quiet=True)
+    assert summary["updates"] == 4 and summary["resumed_from_update"] == 2
+    with pytest.raises(InputError, match="different config"):
+        train(load_config(out / "config.yaml", ["ppo.critic_warmup_updates=0"]), out, resume=True, quiet=True)

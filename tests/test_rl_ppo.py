@@ -251,8 +251,10 @@ def test_optimizers_and_schedules(name, schedule):
     assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(updates))
 
 
-def _one_update(lr: float, target_kl: float):
-    """One PPO update of a 3-obs, 2-action learner on a fixed random rollout, from step size ``lr``."""
+def _one_update(lr: float, target_kl: float, warmup: int = 0, base_lr: float | None = None, done: int = 0):
+    """One PPO update of a 3-obs, 2-action learner on a fixed random rollout, from step size ``lr``
+    (``optimizer.learning_rate`` ``base_lr``, default ``lr``; ``warmup`` critic warm-up updates;
+    ``done`` updates already made)."""
     cfg = load_config(
         None,
         [
@@ -260,13 +262,16 @@ def _one_update(lr: float, target_kl: float):
             f"ppo.target_kl={target_kl}",
             "ppo.lr_min=1e-7",
             "ppo.lr_max=1.0",
-            f"optimizer.learning_rate={lr}",
+            f"ppo.critic_warmup_updates={warmup}",
+            f"optimizer.learning_rate={lr if base_lr is None else base_lr}",
             "optimizer.schedule=constant",
         ],
     )
     bounds = networks.ActionBounds(low=-np.ones(2), high=np.ones(2), neutral=np.zeros(2))
     learner = ppo.make_learner(cfg, 3, bounds, 10)
-    state = learner.init(jax.random.PRNGKey(0)).replace(learning_rate=jnp.asarray(lr, jnp.float32))
+    state = learner.init(jax.random.PRNGKey(0)).replace(
+        learning_rate=jnp.asarray(lr, jnp.float32), update=jnp.asarray(done, jnp.int32)
+    )
     rng = np.random.default_rng(0)
     raw = jnp.asarray(rng.normal(size=(16, 8, 3)), jnp.float32)
     obs = learner.normalize(state, raw)
@@ -302,3 +307,34 @@ def test_step_size_is_held_through_an_update_and_adapted_after_it():
     _, small, metrics = _one_update(1e-6, target_kl=0.01)
     assert float(metrics["optim/update_kl"]) < 0.005
     assert float(small.learning_rate) == pytest.approx(1.5e-6)
+
+
+def test_critic_warmup_moves_the_critic_alone_at_the_optimisers_rate():
+    """During ``ppo.critic_warmup_updates`` the actor (policy MLP and noise) keeps its parameters,
+    the critic takes the steps an update at ``optimizer.learning_rate`` would, and the adaptive step
+    is held; with the warm-up over, the same update moves the actor."""
+    before, warm, metrics = _one_update(1e-5, target_kl=0.01, warmup=1, base_lr=1e-2)
+    _, plain, _ = _one_update(1e-2, target_kl=0.01)
+    actor = [k for k in before.params["params"] if k != "value"]
+    assert actor
+    for k in actor:
+        for a, b in zip(
+            jax.tree_util.tree_leaves(before.params["params"][k]),
+            jax.tree_util.tree_leaves(warm.params["params"][k]),
+            strict=True,
+        ):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for a, b in zip(
+        jax.tree_util.tree_leaves(warm.params["params"]["value"]),
+        jax.tree_util.tree_leaves(plain.params["params"]["value"]),
+        strict=True,
+    ):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-9)
+    assert float(metrics["optim/update_kl"]) == 0.0
+    assert float(warm.learning_rate) == pytest.approx(1e-5)  # not raised by the zero KL
+    before, after, metrics = _one_update(1e-2, target_kl=0.01, warmup=1, done=1)  # warm-up over
+    assert float(metrics["optim/update_kl"]) > 0
+    assert not np.array_equal(
+        np.asarray(jax.tree_util.tree_leaves(before.params["params"][actor[0]])[0]),
+        np.asarray(jax.tree_util.tree_leaves(after.params["params"][actor[0]])[0]),
+    )

@@ -58,6 +58,11 @@ class PpoConfig:
     reward_scale: float = 1.0  # rewards are multiplied by this before GAE (after normalisation)
     target_kl: float = 0.01  # > 0: step size adapted after each update to the KL it made; 0: schedule
     lr_min: float = 1.0e-5
+    # updates at the start of a run in which only the critic learns (the actor's step is 0, the
+    # critic's optimizer.learning_rate, the adaptive step held): a fine-tune from an exported
+    # policy starts with a new critic, whose advantages would steer the first updates at random.
+    # None: FRESH_CRITIC_WARMUP_UPDATES when --init-from brings no critic, else 0
+    critic_warmup_updates: int | None = None
     lr_max: float = 3.0e-3
     normalize_obs: bool = True  # running mean/std of observations (kept in checkpoints)
     # add the left/right mirror of every sample to each PPO batch (musclerl.envs.symmetry):
@@ -245,6 +250,11 @@ class TrainConfig:
             "ppo.symmetry_coef",
             ppo.symmetry_coef == 0 or ppo.mirror_augment,
             "needs ppo.mirror_augment: true (the loss compares each sample with its mirrored copy)",
+        )
+        need(
+            "ppo.critic_warmup_updates",
+            ppo.critic_warmup_updates is None or ppo.critic_warmup_updates >= 0,
+            f"must be >= 0 (or null), got {ppo.critic_warmup_updates!r}",
         )
         need("ppo.lr_max", math.isfinite(ppo.lr_max) and ppo.lr_max > 0, f"must be > 0, got {ppo.lr_max!r}")
         need("ppo.lr_min", 0 < ppo.lr_min <= ppo.lr_max, f"must be > 0 and <= ppo.lr_max, got {ppo.lr_min!r}")

@@ -4,8 +4,9 @@ What is kept: the actor (policy MLP, ``log_std`` and, with Lattice noise, ``late
 the observation normaliser's running statistics, so the policy sees observations scaled exactly
 as before. The critic comes from the run's latest checkpoint when a run folder is given (its
 ``checkpoints/``), and is freshly initialised for an exported policy folder (which is meant for
-acting). The optimiser state, learning rate, return statistics, update count and PRNG key are
-the new run's own: a new run, not a resume.
+acting). The optimiser state, return statistics, update count and PRNG key are the new run's own: a new
+run, not a resume. Two things keep the first updates from undoing the policy: the KL-adaptive step
+starts at ``ppo.lr_min``, and a new critic is trained alone for ``ppo.critic_warmup_updates``.
 
 Sizes must match: the new run's observation and action sizes and hidden layers are those of
 the source; anything else is an InputError naming the source with both sizes.
@@ -24,6 +25,9 @@ import numpy as np
 from musclerl.errors import InputError
 
 CRITIC = "value"  # the critic's subtree in ActorCritic's params
+# updates a fine-tune with a new critic trains it alone (ppo.critic_warmup_updates: null): measured
+# on the shipped generalist, docs/measurements.md "Fine-tuning: the first update"
+FRESH_CRITIC_WARMUP_UPDATES = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,4 +139,21 @@ def initial_train_state(state, learner, init: InitialWeights):
         m2=jnp.asarray(init.obs_m2),
         count=jnp.asarray(init.obs_count, jnp.float32),
     )
-    return state.replace(params=params, opt_state=learner.tx.init(params), obs_stats=stats)
+    ppo = learner.cfg.ppo
+    # the KL-adaptive step starts at its floor and climbs 1.5x per update while the KL allows: the
+    # first update of a trained policy at optimizer.learning_rate made a KL of 3-4
+    lr = jnp.asarray(ppo.lr_min if ppo.target_kl > 0 else state.learning_rate, jnp.float32)
+    return state.replace(params=params, opt_state=learner.tx.init(params), obs_stats=stats, learning_rate=lr)
+
+
+def critic_warmup_updates(
+    ppo_warmup: int | None, init: InitialWeights | None, saved: int | None = None
+) -> int:
+    """The run's ``ppo.critic_warmup_updates``: as set; unset (None), the value a resumed run was
+    saved with (``saved``), else :data:`FRESH_CRITIC_WARMUP_UPDATES` when ``init`` brings no critic,
+    else 0."""
+    if ppo_warmup is not None:
+        return ppo_warmup
+    if saved is not None:
+        return saved
+    return FRESH_CRITIC_WARMUP_UPDATES if init is not None and not init.critic else 0

@@ -246,6 +246,17 @@ def clip_actor_critic(grads: Any, actor_max: float, critic_max: float) -> tuple[
     return {**grads, "params": {**actor, "value": critic}}, actor_norm, critic_norm
 
 
+def scale_actor_critic(updates: Any, actor_step: jax.Array, critic_step: jax.Array) -> Any:
+    """The optimiser's unit-step ``updates`` times ``actor_step`` on the actor (policy MLP + noise)
+    and ``critic_step`` on the critic (the ``value`` subtree), as :func:`clip_actor_critic` splits them."""
+    inner = updates["params"]
+    scaled = {
+        k: jax.tree_util.tree_map(lambda u: actor_step * u, v) for k, v in inner.items() if k != "value"
+    }
+    critic = jax.tree_util.tree_map(lambda u: critic_step * u, inner["value"])
+    return {**updates, "params": {**scaled, "value": critic}}
+
+
 def adapt_learning_rate(lr: jax.Array, kl: jax.Array, ppo_cfg: PpoConfig) -> jax.Array:
     """KL-adaptive step size: divide by 1.5 when the KL the last update made (:func:`update_kl`)
     exceeds twice ``target_kl``, multiply by 1.5 below half of it; within [``lr_min``,
@@ -384,6 +395,11 @@ class Learner:
         grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
         mirror_action = self.mirror.action.apply if self.mirror is not None else None
 
+        # critic warm-up (ppo.critic_warmup_updates): the actor holds still, the critic learns at
+        # the optimiser's own rate, and the adaptive step waits for the actor's first update
+        warming = state.update < (ppo.critic_warmup_updates or 0)
+        critic_lr = jnp.float32(self.cfg.optimizer.learning_rate)
+
         def minibatch_step(carry, mb: Batch):
             params, opt_state, lr = carry
             mb = shard_envs(mb, self.mesh)
@@ -392,7 +408,10 @@ class Learner:
                 grads, ppo.max_grad_norm, ppo.max_grad_norm_critic
             )
             updates, opt_state = self.tx.update(grads, opt_state, params)
-            params = optax.apply_updates(params, jax.tree_util.tree_map(lambda u: lr * u, updates))
+            updates = scale_actor_critic(
+                updates, jnp.where(warming, 0.0, lr), jnp.where(warming, critic_lr, lr)
+            )
+            params = optax.apply_updates(params, updates)
             return (params, opt_state, lr), aux
 
         def epoch(carry, key):
@@ -412,7 +431,7 @@ class Learner:
         metrics = jax.tree_util.tree_map(jnp.mean, aux)
         metrics["optim/learning_rate"] = lr0
         metrics["optim/update_kl"] = update_kl(params, self.network.apply, flat)
-        lr = adapt_learning_rate(lr0, metrics["optim/update_kl"], ppo)
+        lr = jnp.where(warming, lr0, adapt_learning_rate(lr0, metrics["optim/update_kl"], ppo))
         metrics["value/explained_variance"] = 1.0 - jnp.var(target - traj.value) / (jnp.var(target) + 1e-8)
         metrics["value/reward_std"] = reward_std
         stats = norm.update(state.obs_stats, raw_obs) if ppo.normalize_obs else state.obs_stats

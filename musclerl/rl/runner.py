@@ -168,6 +168,11 @@ def _checkpointed(carry, backend: str):
     return carry._replace(env_state=None) if backend == "cpu" else carry
 
 
+def _with_warmup(cfg: TrainConfig, updates: int) -> TrainConfig:
+    """``cfg`` with ``ppo.critic_warmup_updates`` resolved to ``updates``."""
+    return dataclasses.replace(cfg, ppo=dataclasses.replace(cfg.ppo, critic_warmup_updates=updates))
+
+
 def _training_part(cfg: TrainConfig) -> TrainConfig:
     """``cfg`` with the fields in :data:`NOT_TRAINING` at their defaults."""
     blank = TrainConfig()
@@ -201,6 +206,7 @@ def train(
     from musclerl.rl.clip_stats import ClipLog
     from musclerl.rl.config import check_motion_files
     from musclerl.rl.export import export_policy
+    from musclerl.rl.init_from import critic_warmup_updates
     from musclerl.rl.ppo import data_mesh
     from musclerl.rl.run_log import RunLogger
     from musclerl.rl.validation import Validator
@@ -232,11 +238,20 @@ def train(
 
         initial = read_initial_weights(init_from)
         check_network(initial, cfg.network.symmetric)
+    saved = None
     if resume:  # fail fast on a mismatching config, before compiling anything
         checkpointer = Checkpointer(ckpt_dir, cfg.checkpoint.keep)
         meta = checkpointer.read_meta()
         # a checkpoint of an older version lacks the keys added since: they held their defaults
         saved = TrainConfig.from_dict(meta["config"], f"{ckpt_dir}: config of update {meta['update']}")
+        saved = _with_warmup(saved, saved.ppo.critic_warmup_updates or 0)  # older runs: none
+    cfg = _with_warmup(
+        cfg,
+        critic_warmup_updates(
+            cfg.ppo.critic_warmup_updates, initial, None if saved is None else saved.ppo.critic_warmup_updates
+        ),
+    )
+    if saved is not None:
         if _comparable(saved) != _comparable(cfg):
             raise InputError(
                 ckpt_dir,
