@@ -86,6 +86,8 @@ class SamplingConfig:
     """Reference-state initialisation: which clip and time an episode starts at."""
 
     rsi: bool = True  # random time in the clip; False: start at the clip's first frame
+    # with rsi, the share of starts at the clip's first frame (how a clip tracked whole starts)
+    first_frame_frac: float = 0.0
     clip_weights: list[float] | None = None  # per clip, default uniform
     adaptive: bool = False  # favour clips whose episodes end by termination
     adaptive_ema: float = 0.05  # update rate of the per-clip failure rate
@@ -196,6 +198,10 @@ class EnvConfig:
         need(
             self.sampling.qpos_noise >= 0 and self.sampling.qvel_noise >= 0,
             "sampling.qpos_noise and sampling.qvel_noise must be >= 0",
+        )
+        need(
+            0 <= self.sampling.first_frame_frac < 1,
+            f"sampling.first_frame_frac must be in [0, 1), got {self.sampling.first_frame_frac!r}",
         )
         need(
             self.integrator in ("model", "euler", "implicitfast"),

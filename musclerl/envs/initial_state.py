@@ -2,7 +2,8 @@
 
 An episode starts at a clip drawn with probability proportional to its weight (times, with
 adaptive sampling, ``floor + failure rate`` of the clip), at a frame drawn uniformly among those
-that leave at least one control step of reference (or the first frame without RSI). The
+that leave at least one control step of reference (or the first frame without RSI; with
+``sampling.first_frame_frac``, that share of the starts at the first frame). The
 simulated state is set to the reference qpos/qvel of that frame; activations start at zero.
 With ``sampling.qpos_noise`` / ``qvel_noise`` > 0 (:class:`StartNoise`) every independent joint
 coordinate's position and velocity get uniform noise in +-that (positions kept in the joint's
@@ -44,9 +45,20 @@ def clip_probabilities(weights: Any, fail_rate: Any, cfg: SamplingConfig, xp: An
 
 
 def sample_starts(
-    u_clip: Any, u_frame: Any, probs: Any, ref: dict[str, Any], control_dt_s: float, rsi: bool, xp: Any
+    u_clip: Any,
+    u_frame: Any,
+    probs: Any,
+    ref: dict[str, Any],
+    control_dt_s: float,
+    rsi: bool,
+    xp: Any,
+    first_frame_frac: float = 0.0,
 ) -> tuple[Any, Any]:
-    """Clip (N,) int32 and start time (N,) s, from uniforms ``u_clip``, ``u_frame`` (N,) in [0, 1)."""
+    """Clip (N,) int32 and start time (N,) s, from uniforms ``u_clip``, ``u_frame`` (N,) in [0, 1).
+
+    ``first_frame_frac``: the share of RSI starts put at the clip's first frame (``u_frame`` below
+    it; the rest spread uniformly, as without it). A clip tracked whole starts there, from rest
+    activations at the clip's full speed; uniform RSI puts one start in a clip's length there."""
     cdf = xp.cumsum(probs)
     clip = xp.minimum(xp.searchsorted(cdf, u_clip * cdf[-1], side="right"), probs.shape[0] - 1).astype(
         xp.int32
@@ -56,6 +68,9 @@ def sample_starts(
     # non-looping: the start must leave one control step before the last frame
     n_open = xp.floor((last_s - control_dt_s) * ref["rate_hz"] + 1e-6).astype(xp.int32) + 1
     n_start = xp.where(ref["clip_loop"][clip], length, xp.maximum(n_open, 1))
+    if first_frame_frac > 0:
+        u_spread = (u_frame - first_frame_frac) / (1.0 - first_frame_frac)
+        u_frame = xp.where(u_frame < first_frame_frac, 0.0, u_spread)
     frame = xp.minimum(xp.floor(u_frame * n_start).astype(xp.int32), n_start - 1)
     if not rsi:
         frame = frame * 0
