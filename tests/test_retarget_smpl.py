@@ -361,7 +361,8 @@ def test_smpl_step_and_slope_walk_evidence(tmp_path):
 # ------------------------------------------------------------------ CLI
 @pytest.fixture(scope="module")
 def tiny_cli(step_clip, tmp_path_factory):
-    """The generated step clip retargeted onto tiny through the CLI, with report and plots."""
+    """The generated step clip retargeted onto tiny scaled to the SMPL skeleton (``--scale``; tiny's
+    own proportions fit it to 37 mm) through the CLI, with report and plots."""
     folder = tmp_path_factory.mktemp("tiny_cli")
     out, report, plot = folder / "step_walk.npz", folder / "step_walk.json", folder / "step_walk.png"
     assert (
@@ -378,6 +379,7 @@ def tiny_cli(step_clip, tmp_path_factory):
                 str(report),
                 "--plot",
                 str(plot),
+                "--scale",
             ]
         )
         == 0
@@ -534,8 +536,8 @@ def test_named_model_placement_plants_the_feet_on_a_level_floor():
     the clip is low-passed at 6 Hz; the joint angles change by that filter alone. (The DeepMimic
     walk, one stride not looped, its pelvis path stretched by 12 % as a longer-legged subject's, on
     a floor 3 cm up.)"""
+    from musclerl.dynamics.clip_kinematics import lowpass_qpos
     from musclerl.dynamics.foot_placement import foot_track, kinematic_support, stance_fit
-    from musclerl.dynamics.plausibility import lowpass_qpos
     from musclerl.motion.trajectory import finite_difference_qvel
     from musclerl.resources import assets_dir
     from musclerl.retarget.keypoints.files import _placed_on

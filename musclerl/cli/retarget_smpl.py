@@ -1,6 +1,7 @@
 """``musclerl retarget smpl``: SMPL/AMASS (.npz), DeepMimic (.txt) or BVH motion -> model Trajectory.
 
-The model is scaled per segment to the motion's skeleton, keypoints are fitted by IK, foot
+Keypoints are fitted by IK on the registered model (``--scale``: on the model scaled per segment
+to the motion's skeleton), foot
 contact and the support surface (flat, slopes, steps) are recovered from the motion, and a second
 IK holds the feet on that surface (see :mod:`musclerl.retarget.keypoints.pipeline`). The Trajectory
 stores the terrain heightfield and the contact flags of the sole points.
@@ -28,12 +29,13 @@ Report fields are those of :mod:`musclerl.retarget.report`, with the ground ones
 recovered terrain: ``penetration_frac``/``penetration_max_m`` (every collision geom's lowest
 surface point against the heightfield under it; a frame counts when deeper than 5 mm),
 ``skating_mps`` (mean horizontal speed of the sole points over stance frames), plus
-``skating_max_mps``, ``stance_frac`` and ``scale_factors``. With scaling (the default) on a
+``skating_max_mps``, ``stance_frac`` and ``scale_factors`` (empty unless ``--scale``). On a
 registered model the clip is put on the ground with the feet of the model the Trajectory names
-(the registry's, unscaled: ``named_model_placement.shift_m``, the root's vertical move; CMU's
-walks floated 2-4 cm on it), balanced on that model, and its ``plausibility`` is measured there,
-as the dataset loader and ``musclerl info`` measure it (``plausibility_model``); the fit's
-numbers (keypoints, limits, ground, skating) stay the scaled model's.
+(``named_model_placement.shift_m``, the root's vertical move), balanced on that model, and its
+``plausibility`` is measured there, as the dataset loader and ``musclerl info`` measure it
+(``plausibility_model``). With ``--scale`` the fit's numbers (keypoints, limits, ground, skating)
+are the scaled model's, and the clip played on the registry's model may fail the check's
+penetration test: CMU's scaled walks put the registry myolegs' feet 2-5 cm into the floor.
 """
 
 from __future__ import annotations
@@ -62,7 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--report", help="quality report JSON (many motions: always written)")
     parser.add_argument("--plot", help="quality plot PNG; with many motions any value turns plots on")
-    parser.add_argument("--no-scale", action="store_true", help="keep the model's own segment lengths")
+    parser.add_argument(
+        "--scale",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="solve on the model scaled to the motion's skeleton (closer keypoint fit; the clip is still "
+        "played on the registry's model, where its feet may go into the floor); default: the model's own "
+        "segment lengths, the model the clip is played on",
+    )
     parser.add_argument(
         "--no-ground", action="store_true", help="keypoint IK only: no contact, terrain or ground constraint"
     )
@@ -220,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = SmplOptions(
         model=args.model,
-        scale=not args.no_scale,
+        scale=args.scale,
         ground=not args.no_ground,
         y_up=args.y_up,
         balance=args.balance,

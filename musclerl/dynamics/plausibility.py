@@ -1,6 +1,6 @@
 """Physical plausibility of a motion: could a body of the model's mass do it, standing on the ground?
 
-Four checks on a model-space motion (``qpos`` (T, nq) of a model whose first joint is a free
+Five checks on a model-space motion (``qpos`` (T, nq) of a model whose first joint is a free
 root); all positions are world metres, Z up, the ground is the terrain heightfield when given,
 else the plane z = 0:
 
@@ -28,6 +28,12 @@ else the plane z = 0:
    point). Fraction of loaded frames more than ``cop_outside_m`` outside, and the largest distance.
 4. **root acceleration** — world linear acceleration (m/s²) of the free root's origin from the
    filtered ``qacc``: vertical min/max, horizontal max.
+5. **penetration** — frames (unfiltered poses) with a foot's lowest point more than
+   ``max_penetration_m`` under the ground, and with two of the body's own collision geoms that far
+   through each other (MuJoCo's contacts of the pose, the world's geoms left out): a pose the
+   simulator cannot take. A clip solved on a scaled model and played on the registry's, whose
+   feet are longer and hips narrower, put its toes 2-5 cm into the floor and its shins through
+   each other.
 
 Clips are differentiated separately. Looping clips wrap: frames before the first and after the
 last continue the cycle, moved by the cycle's root displacement and heading change (horizontal
@@ -46,7 +52,8 @@ import os
 import mujoco
 import numpy as np
 
-from musclerl.dynamics.inverse_dynamics import id_model, lowpass, velocities
+from musclerl.dynamics.clip_kinematics import LOWPASS_HZ, clip_kinematics
+from musclerl.dynamics.inverse_dynamics import id_model
 from musclerl.errors import InputError
 from musclerl.geometry.free_root import free_root
 from musclerl.ground.surface import GeomSurface
@@ -54,9 +61,6 @@ from musclerl.models.geoms import foot_geoms
 from musclerl.motion.trajectory import Terrain, Trajectory
 
 GRAVITY_MPS2 = 9.81
-LOWPASS_HZ = 6.0  # OpenSim's inverse-dynamics default; gait kinematics carry little above 6 Hz (Winter)
-PAD_S = 0.5  # frames added beyond each clip end before filtering: the 6 Hz filter settles in ~0.3 s
-EDGE_FIT_S = 0.15  # quadratic fit to this much of a non-looping clip's ends to extend it
 SURFACE_SAMPLES = 100  # surface samples per foot geom: lowest point to ~0.3 mm on 2 cm capsules
 
 # Thresholds (defaults of :class:`Thresholds`), from gait biomechanics:
@@ -69,6 +73,11 @@ LOADED_FORCE_BW = 0.1  # below 0.1 BW (swing-like flight, noise) the centre of p
 COP_OUTSIDE_M = 0.05  # 5 cm beyond the touching soles: more than IK error, a foot that is not there
 MAX_COP_OUTSIDE_FRAC = 0.10  # brief excursions at heel strike / toe-off, not a tenth of the loaded time
 MAX_ROOT_VERTICAL_ACCEL_MPS2 = 2.0 * GRAVITY_MPS2  # pelvis within +-2 g (walking ~+-0.5 g, running ~2 g)
+# a foot 1 cm into the ground, or two limbs' collision geoms 1 cm through each other, is a pose the
+# simulator cannot take: it pushes the body out (a reset there kicks it); allowed as long as the
+# centre of pressure may leave the feet (brief toe dips at toe-off), not a tenth of the frames
+MAX_PENETRATION_M = 0.01
+MAX_PENETRATION_FRAC = 0.10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +96,8 @@ class Thresholds:
     cop_outside_m: float = COP_OUTSIDE_M
     max_cop_outside_frac: float = MAX_COP_OUTSIDE_FRAC
     max_root_vertical_accel_mps2: float = MAX_ROOT_VERTICAL_ACCEL_MPS2
+    max_penetration_m: float = MAX_PENETRATION_M
+    max_penetration_frac: float = MAX_PENETRATION_FRAC
     lowpass_hz: float = LOWPASS_HZ
 
 
@@ -102,7 +113,8 @@ class PlausibilitySeries:
     (T, F) height of each foot's lowest point above the ground;
     ``stance`` (T, F) bool; ``planted`` (T, F) bool, stance with both neighbours in stance;
     ``slip_mps`` (T, F) horizontal speed of each foot's lowest point;
-    ``root_accel_mps2`` (T, 3).
+    ``root_accel_mps2`` (T, 3); ``body_overlap_m`` (T,) the deepest overlap of two of the body's
+    own collision geoms (the model's contact pairs, the ground excluded; 0 without any).
     """
 
     force_n: np.ndarray
@@ -116,17 +128,21 @@ class PlausibilitySeries:
     planted: np.ndarray
     slip_mps: np.ndarray
     root_accel_mps2: np.ndarray
+    body_overlap_m: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Plausibility:
-    """The four checks' numbers (see the module docstring) and ``failures`` naming each failed one.
+    """The five checks' numbers (see the module docstring) and ``failures`` naming each failed one.
 
     ``stance_slip``: ``median_mps``, ``p90_mps``, ``stance_frames`` (planted foot-frames measured)
     and ``by_foot`` (the same per foot); ``vertical_force_bw``: ``min``, ``max``,
     ``pulling_frames``, ``above_max_frames``; ``cop``: ``loaded_frames``, ``outside_frac``,
-    ``outside_max_m``; ``root_accel_mps2``: ``vertical_min``, ``vertical_max``, ``horizontal_max``.
-    Missing numbers (no planted foot, no loaded frame) are ``None``.
+    ``outside_max_m``; ``root_accel_mps2``: ``vertical_min``, ``vertical_max``, ``horizontal_max``;
+    ``penetration``: ``feet_below_frac`` / ``feet_below_max_m`` (frames with the lowest foot
+    point more than ``max_penetration_m`` under the ground, the deepest) and ``limbs_overlap_frac``
+    / ``limbs_overlap_max_m`` (the same for the body's own geoms through each other). Missing
+    numbers (no planted foot, no loaded frame) are ``None``.
     """
 
     frames: int
@@ -138,6 +154,7 @@ class Plausibility:
     failures: tuple[str, ...]
     thresholds: Thresholds
     series: PlausibilitySeries = dataclasses.field(repr=False, compare=False)
+    penetration: dict = dataclasses.field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -175,6 +192,13 @@ def format_plausibility(info: dict) -> list[str]:
         f"{num(acc['vertical_max'], '.1f')} m/s2, "
         f"horizontal max {num(acc['horizontal_max'], '.1f')} m/s2",
     ]
+    pen = info.get("penetration")
+    if pen:
+        lines.append(
+            f"  feet in the ground: {pen['feet_below_frac']:.0%} of frames (deepest "
+            f"{pen['feet_below_max_m']:.3f} m); limbs through each other: {pen['limbs_overlap_frac']:.0%} "
+            f"(deepest {pen['limbs_overlap_max_m']:.3f} m)"
+        )
     lines += [f"  failed: {f}" for f in info["failures"]]
     return lines
 
@@ -217,7 +241,7 @@ def leg_feet(model: mujoco.MjModel) -> tuple[tuple[str, ...], np.ndarray, np.nda
     return tuple(names), geoms, np.array([heads.index(b) for b in branch], dtype=int)
 
 
-# ----------------------------------------------------------------------------- differentiation
+# ----------------------------------------------------------------------------- the root
 
 
 def _free_root(model: mujoco.MjModel) -> int:
@@ -226,122 +250,6 @@ def _free_root(model: mujoco.MjModel) -> int:
             "model", "plausibility needs a free root joint first (its residual is the ground's wrench)"
         )
     return 0
-
-
-def _quat_adrs(model: mujoco.MjModel) -> list[int]:
-    free, ball = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
-    return [
-        int(model.jnt_qposadr[j]) + (3 if int(model.jnt_type[j]) == free else 0)
-        for j in range(model.njnt)
-        if int(model.jnt_type[j]) in (free, ball)
-    ]
-
-
-def _heading(quat: np.ndarray) -> float:
-    mat = np.zeros(9)
-    mujoco.mju_quat2Mat(mat, quat)
-    return math.atan2(mat[3], mat[0])  # world direction of the body x axis in the ground plane
-
-
-def _wrapped(model: mujoco.MjModel, qpos: np.ndarray, pad: int) -> np.ndarray:
-    """A looping clip (T, nq) continued ``pad`` frames both ways, (T + 2 pad, nq)."""
-    n = len(qpos)
-    rest = np.ones(model.nq, dtype=bool)
-    rest[:7] = False
-    steps = np.linalg.norm(np.diff(qpos[:, rest], axis=0), axis=1) if n > 1 else np.zeros(1)
-    seam = np.linalg.norm(qpos[-1, rest] - qpos[0, rest])
-    repeat = n >= 3 and np.median(steps) > 0 and seam < 0.5 * np.median(steps)
-    period = n - 1 if repeat else n
-    xy = qpos[:, :2]
-    yaw = np.unwrap([_heading(q) for q in qpos[:, 3:7]])
-    if repeat or n < 2:
-        end_xy, turn = xy[n - 1], yaw[n - 1] - yaw[0]
-    else:  # one more step: the mean of the steps either side of the seam (the first one turned)
-        turn = yaw[-1] + 0.5 * ((yaw[-1] - yaw[-2]) + (yaw[1] - yaw[0])) - yaw[0]
-        c, s = math.cos(turn), math.sin(turn)
-        first = xy[1] - xy[0]
-        end_xy = xy[-1] + 0.5 * (
-            (xy[-1] - xy[-2]) + [c * first[0] - s * first[1], s * first[0] + c * first[1]]
-        )
-    out = np.zeros((n + 2 * pad, model.nq))
-    for i in range(-pad, n + pad):
-        cycles, j = divmod(i, period)
-        q = qpos[j].copy()
-        angle = turn * cycles
-        for _ in range(abs(cycles)):  # x -> R(turn)(x - xy0) + end_xy, or its inverse
-            c, s = math.cos(math.copysign(turn, cycles)), math.sin(math.copysign(turn, cycles))
-            d = q[:2] - (xy[0] if cycles > 0 else end_xy)
-            q[:2] = [c * d[0] - s * d[1], s * d[0] + c * d[1]]
-            q[:2] += end_xy if cycles > 0 else xy[0]
-        yaw_quat = np.array([math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2)])
-        mujoco.mju_mulQuat(q[3:7], yaw_quat, qpos[j, 3:7].copy())
-        out[i + pad] = q
-    return out
-
-
-def _extended(model: mujoco.MjModel, qpos: np.ndarray, pad: int, fit: int) -> np.ndarray:
-    """A non-looping clip (T, nq) extended ``pad`` frames both ways by a quadratic in the tangent
-    space fitted to its first/last ``fit`` frames, (T + 2 pad, nq)."""
-    n = len(qpos)
-    fit = min(n, max(fit, 3))
-    degree = min(2, fit - 1)
-    out = np.zeros((n + 2 * pad, model.nq))
-    out[pad : pad + n] = qpos
-    for ref, frames, times, targets, slots in (
-        (qpos[0], qpos[:fit], np.arange(fit), -np.arange(pad, 0, -1), range(pad)),
-        (
-            qpos[-1],
-            qpos[n - fit :],
-            np.arange(1 - fit, 1),
-            np.arange(1, pad + 1),
-            range(pad + n, 2 * pad + n),
-        ),
-    ):
-        tangent = np.zeros((fit, model.nv))
-        for k in range(fit):
-            mujoco.mj_differentiatePos(model, tangent[k], 1.0, ref, frames[k])
-        coef = np.polyfit(times, tangent, degree) if fit > 1 else tangent[:1]
-        for slot, time in zip(slots, targets, strict=True):
-            q = ref.copy()
-            mujoco.mj_integratePos(model, q, np.vander([time], degree + 1)[0] @ coef, 1.0)
-            out[slot] = q
-    return out
-
-
-def lowpass_qpos(model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float, cutoff_hz: float) -> np.ndarray:
-    """Zero-phase low-pass of (T, nq) coordinates (:func:`musclerl.dynamics.inverse_dynamics.lowpass`);
-    quaternions kept in one hemisphere first (q and -q are one rotation; IK may return either),
-    then renormalised."""
-    q = np.array(qpos, dtype=float)
-    adrs = _quat_adrs(model)
-    for a in adrs:
-        flips = np.concatenate([[0], np.cumsum(np.sum(q[1:, a : a + 4] * q[:-1, a : a + 4], axis=1) < 0) % 2])
-        q[:, a : a + 4] *= np.where(flips, -1.0, 1.0)[:, None]
-    q = lowpass(q, rate_hz, cutoff_hz)
-    for a in adrs:
-        q[:, a : a + 4] /= np.linalg.norm(q[:, a : a + 4], axis=1, keepdims=True)
-    return q
-
-
-def clip_kinematics(
-    model: mujoco.MjModel, qpos: np.ndarray, rate_hz: float, loop: bool, cutoff_hz: float = LOWPASS_HZ
-) -> tuple[np.ndarray, ...]:
-    """One clip's neighbours and smoothed motion, each (T, nq) or (T, nv).
-
-    Returns (qpos of the previous frame, qpos of the next frame, filtered qpos, filtered qvel,
-    filtered qacc); neighbours beyond the clip's ends come from the wrap or the extension.
-    """
-    n = len(qpos)
-    pad = max(3, math.ceil(PAD_S * rate_hz))
-    if loop:
-        padded = _wrapped(model, qpos, pad)
-    else:
-        padded = _extended(model, qpos, pad, round(EDGE_FIT_S * rate_hz))
-    time_s = np.arange(len(padded)) / rate_hz
-    keep = slice(pad, pad + n)
-    smooth = lowpass_qpos(model, padded, rate_hz, cutoff_hz)
-    qvel, qacc = velocities(model, smooth, time_s)
-    return padded[pad - 1 : pad - 1 + n], padded[pad + 1 : pad + 1 + n], smooth[keep], qvel[keep], qacc[keep]
 
 
 # ----------------------------------------------------------------------------- support geometry
@@ -420,9 +328,11 @@ def plausibility(
     force, moment, com = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
     cop, outside = np.full((n, 3), np.nan), np.full(n, np.nan)
     cop_support = np.full((n, 2), np.nan)
+    overlap = np.zeros(n)
     for t in range(n):
         data.qpos[:] = qpos[t]  # the pose as given: feet, contact and slip
         mujoco.mj_kinematics(model, data)
+        overlap[t] = _body_overlap_m(model, data)
         pts = surface.world_points(data)
         ground = terrain.height_at(pts[:, :2]) if terrain is not None else np.zeros(len(pts))
         height = pts[:, 2] - ground
@@ -474,9 +384,33 @@ def plausibility(
         planted[s:e] &= prev & after
     accel = qacc_f[:, root_dof : root_dof + 3].copy()
     series = PlausibilitySeries(
-        force, moment, com, cop, outside, cop_support, clearance, stance, planted, slip, accel
+        force, moment, com, cop, outside, cop_support, clearance, stance, planted, slip, accel, overlap
     )
     return _summarise(series, feet, weight, th)
+
+
+def _body_overlap_m(model: mujoco.MjModel, data: mujoco.MjData) -> float:
+    """Deepest overlap (m, >= 0) of two collision geoms of the body in ``data``'s pose (after
+    ``mj_kinematics``): the contacts MuJoCo would make, those with the world's geoms left out."""
+    mujoco.mj_collision(model, data)
+    deepest = 0.0
+    for i in range(data.ncon):
+        c = data.contact[i]
+        if model.geom_bodyid[c.geom1] and model.geom_bodyid[c.geom2]:
+            deepest = max(deepest, -float(c.dist))
+    return deepest
+
+
+def _penetration(s: PlausibilitySeries, th: Thresholds) -> dict:
+    below = np.maximum(-s.clearance_m.min(axis=1), 0.0) if s.clearance_m.size else np.zeros(0)
+    overlap = s.body_overlap_m if s.body_overlap_m is not None else np.zeros(len(below))
+    n = max(len(below), 1)
+    return {
+        "feet_below_frac": float(np.sum(below > th.max_penetration_m) / n),
+        "feet_below_max_m": float(below.max()) if below.size else 0.0,
+        "limbs_overlap_frac": float(np.sum(overlap > th.max_penetration_m) / n),
+        "limbs_overlap_max_m": float(overlap.max()) if overlap.size else 0.0,
+    }
 
 
 def _slip_stats(values: np.ndarray) -> dict:
@@ -509,6 +443,7 @@ def _summarise(s: PlausibilitySeries, feet: tuple[str, ...], weight: float, th: 
         "vertical_max": float(acc[:, 2].max()),
         "horizontal_max": float(np.linalg.norm(acc[:, :2], axis=1).max()),
     }
+    pen = _penetration(s, th)
     failures = []
     if slip["median_mps"] is not None and slip["median_mps"] > th.max_slip_median_mps:
         per_foot = ", ".join(
@@ -539,7 +474,13 @@ def _summarise(s: PlausibilitySeries, feet: tuple[str, ...], weight: float, th: 
             f"root vertical acceleration {accel['vertical_min']:.1f} to "
             f"{accel['vertical_max']:.1f} m/s2 outside +-{th.max_root_vertical_accel_mps2:.1f} m/s2"
         )
-    return Plausibility(len(fz), weight, slip, force, cop, accel, tuple(failures), th, s)
+    for what, key in (("feet in the ground", "feet_below"), ("limbs through each other", "limbs_overlap")):
+        if pen[f"{key}_frac"] > th.max_penetration_frac:
+            failures.append(
+                f"{what}: {pen[f'{key}_frac']:.0%} of {len(fz)} frames more than {th.max_penetration_m:g} m "
+                f"> {th.max_penetration_frac:.0%} (deepest {pen[f'{key}_max_m']:.3f} m)"
+            )
+    return Plausibility(len(fz), weight, slip, force, cop, accel, tuple(failures), th, s, pen)
 
 
 def trajectory_plausibility(

@@ -23,7 +23,11 @@ BALANCE_BY_DEFAULT = (".bvh",)
 @dataclasses.dataclass(frozen=True)
 class SmplOptions:
     model: str = "myolegs"
-    scale: bool = True
+    # solve on the model scaled to the source's skeleton (``--scale``) rather than on the model
+    # the Trajectory names: a closer keypoint fit, but the clip is played on the unscaled model,
+    # whose other feet and hips put CMU's walks 2-5 cm into the floor in 15-29 % of frames and the
+    # shins through each other (docs/training_data.md, "Scaled solves played unscaled")
+    scale: bool = False
     ground: bool = True
     y_up: bool = False
     balance: bool | None = False  # None: by the file's suffix (BALANCE_BY_DEFAULT)

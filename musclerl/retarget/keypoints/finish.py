@@ -26,7 +26,7 @@ def smooth_loop(traj: Trajectory, model, cutoff_hz: float = SMOOTH_CUTOFF_HZ) ->
     down and 0.4 cm sideways in one frame), which retargeting turns into 30 m/s^2 root
     accelerations; a body can follow the smoothed clip (``musclerl info`` checks it).
     """
-    from musclerl.dynamics.plausibility import lowpass_qpos
+    from musclerl.dynamics.clip_kinematics import lowpass_qpos
 
     n = traj.num_frames
     shift = traj.qpos[-1, :2] - traj.qpos[0, :2] + traj.qvel[-1, :2] / traj.rate_hz
@@ -46,7 +46,7 @@ def smooth_clip(
     central differences; either way its sites moved with the root (the keypoint sites a report
     names). ``qpos`` (T, nq): filter these positions instead of the clip's (the same frames,
     changed by a caller)."""
-    from musclerl.dynamics.plausibility import lowpass_qpos
+    from musclerl.dynamics.clip_kinematics import lowpass_qpos
 
     given = traj.qpos if qpos is None else qpos
     if bool(traj.clip_loop[0]):
