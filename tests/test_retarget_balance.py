@@ -145,6 +145,25 @@ def test_planned_shift_moves_the_pendulums_centre_of_pressure_into_the_support()
     assert np.abs(shift).max() < 0.05  # a few cm of the centre of mass do it (through c'')
 
 
+def test_a_clip_that_does_not_loop_keeps_its_ends():
+    """A centre of pressure off the feet at a non-looping clip's first frames (where the check's
+    inverse dynamics rests on an extrapolation) is not bought with a shift there: the first and
+    last frames keep the source's centre of mass, the shift ramping in over ``EDGE_S``. Asked at
+    frame 0, the pass dropped CMU 07_06's pelvis by 4 cm and started it at 2.2 m/s for a 1.2 m/s
+    walk, where a test from t = 0 starts."""
+    from musclerl.retarget.balance import EDGE_S
+
+    rate, n, k = 100.0, 60, 0.09
+    bad = {0: 0.15, 1: 0.15, 2: 0.12, 30: 0.15}
+    free = plan_com_shift(_check(n, bad, k), 70.0, rate, loop=False, margin_m=0.02, edge_s=0.0)
+    held = plan_com_shift(_check(n, bad, k), 70.0, rate, loop=False, margin_m=0.02)
+    assert abs(free[0, 1]) > 0.03  # without the hold the plan moves the first frame by centimetres
+    assert abs(held[0, 1]) < 0.2 * abs(free[0, 1]) and abs(held[-1]).max() < 1e-3
+    assert int(EDGE_S * rate) < 30  # a frame inside the clip still gets its centre of pressure moved
+    moved = held - k * (second_difference(n, rate, False) @ held)
+    assert moved[30, 1] == pytest.approx(-(0.15 + 0.02), abs=0.02)
+
+
 def test_balance_brings_a_swaying_clip_back_onto_its_feet():
     """The bundled walk with a fast sideways lurch of the whole body (feet included) added:
     the centre of pressure leaves the feet; after the pass it is back, the stance feet's heels and

@@ -67,6 +67,11 @@ MARGIN_M = 0.02  # the centre of pressure is planned this far inside the support
 REG_SHIFT = 1.0e-3  # per m^2, against shifting frames whose centre of pressure is fine
 REG_ACCEL = 1.0e-2  # per m^2 of k d'': keeps the shift smooth where no frame asks for it
 FREE_ACCEL_WEIGHT = 1.0e2  # per m^2 of k d'' in frames without support (flight): no horizontal push
+# a non-looping clip's ends keep the source's centre of mass, the shift ramping in over this long:
+# the check's inverse dynamics there rests on an extrapolation, and a shift asked at frame 0 was
+# bought by dropping the pelvis 4-6 cm (CMU 07_06, OpenCap walkingTI1), where a test from t = 0 starts
+EDGE_S = 0.1
+EDGE_WEIGHT = 1.0e2  # per m^2 of shift at a clip's first and last frame, falling linearly to 0 at EDGE_S
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,8 +114,10 @@ def plan_com_shift(
     margin_m: float = MARGIN_M,
     reg_shift: float = REG_SHIFT,
     reg_accel: float = REG_ACCEL,
+    edge_s: float = EDGE_S,
 ) -> np.ndarray:
-    """Horizontal centre-of-mass shift (T, 2) of one clip's frames (see the module docstring)."""
+    """Horizontal centre-of-mass shift (T, 2) of one clip's frames (see the module docstring); a
+    clip that does not loop keeps its ends (``edge_s``, :data:`EDGE_WEIGHT`)."""
     s = check.series
     n = len(s.com_m)
     gravity = check.body_weight_n / mass_kg
@@ -127,9 +134,13 @@ def plan_com_shift(
     pendulum = np.eye(n) - k[:, None] * d2  # d -> the centre of pressure's move
     w = loaded.astype(float)
     accel_w = np.where(loaded, reg_accel, FREE_ACCEL_WEIGHT)  # unsupported: nothing can push the COM
+    edge = np.zeros(n)
+    if not loop and edge_s > 0:
+        t_s = np.arange(n) / rate_hz
+        edge = EDGE_WEIGHT * np.clip(1.0 - np.minimum(t_s, t_s[-1] - t_s) / edge_s, 0.0, 1.0)
     lhs = (
         pendulum.T @ (w[:, None] * pendulum)
-        + reg_shift * np.eye(n)
+        + np.diag(reg_shift + edge)
         + (k[:, None] * d2).T @ (accel_w[:, None] * (k[:, None] * d2))
     )
     return np.linalg.solve(lhs, pendulum.T @ (w[:, None] * want))
