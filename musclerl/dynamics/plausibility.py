@@ -332,7 +332,7 @@ def plausibility(
     for t in range(n):
         data.qpos[:] = qpos[t]  # the pose as given: feet, contact and slip
         mujoco.mj_kinematics(model, data)
-        overlap[t] = _body_overlap_m(model, data)
+        overlap[t] = body_overlap_m(model, data)
         pts = surface.world_points(data)
         ground = terrain.height_at(pts[:, :2]) if terrain is not None else np.zeros(len(pts))
         height = pts[:, 2] - ground
@@ -389,7 +389,7 @@ def plausibility(
     return _summarise(series, feet, weight, th)
 
 
-def _body_overlap_m(model: mujoco.MjModel, data: mujoco.MjData) -> float:
+def body_overlap_m(model: mujoco.MjModel, data: mujoco.MjData) -> float:
     """Deepest overlap (m, >= 0) of two collision geoms of the body in ``data``'s pose (after
     ``mj_kinematics``): the contacts MuJoCo would make, those with the world's geoms left out."""
     mujoco.mj_collision(model, data)

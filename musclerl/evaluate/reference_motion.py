@@ -28,6 +28,7 @@ import mujoco
 import numpy as np
 
 from musclerl.dynamics.foot_placement import foot_track, plant_feet, stance_fit
+from musclerl.dynamics.limb_clearance import clear_limbs
 from musclerl.errors import InputError
 from musclerl.evaluate.compare import TORQUE_SUFFIXES
 from musclerl.evaluate.coordinates import (
@@ -87,6 +88,8 @@ def reference_trajectory(
     Trajectory walks overground, as ``musclerl reference --save-trajectory --treadmill`` does.
     ``plant``: fit the root translation to the model (:func:`fit_to_model`); without it the clip is
     only lowered onto the floor (:func:`musclerl.evaluate.coordinates.place_on_ground`), as before.
+    Either way, frames whose legs go through each other on the model get the hips abducted just
+    enough to clear (:func:`musclerl.dynamics.limb_clearance.clear_limbs`; noted).
     Clip time 0 is the reference's first sample (``time_sec[0]``). InputError when the
     reference lacks the six pelvis columns, has fewer than :data:`MIN_FRAMES` samples, or no
     column matches a model coordinate.
@@ -109,6 +112,13 @@ def reference_trajectory(
         belt_notes.append(f"treadmill belt velocity ({belt[0]:.3f}, {belt[1]:.3f}) m/s removed")
     duration_s = float(ref.time_sec[-1] - ref.time_sec[0])
     rate_hz = (ref.num_frames - 1) / duration_s
+    qpos, cleared = clear_limbs(model, qpos, rate_hz)
+    if cleared["frames"]:
+        belt_notes.append(
+            f"hips abducted by up to {cleared['abduction_max_deg']:.1f} deg in {cleared['frames']} frames so "
+            f"that the model's legs clear each other (they overlapped by up to "
+            f"{1000 * cleared['overlap_max_m']:.0f} mm)"
+        )
     if plant:
         qpos, fit_notes = fit_to_model(model, ref, qpos, rate_hz)
         belt_notes += fit_notes
