@@ -70,13 +70,13 @@ def test_first_frame_frac_puts_that_share_of_starts_at_the_clips_first_frame():
     rng = np.random.default_rng(0)
     u_clip, u_frame = rng.random(20000), rng.random(20000)
     probs = np.array([0.5, 0.5])
-    clip0, t0 = sample_starts(u_clip, u_frame, probs, ref, 0.02, True, np)
-    clip, t = sample_starts(u_clip, u_frame, probs, ref, 0.02, True, np, first_frame_frac=0.25)
+    clip0, t0 = sample_starts(u_clip, u_frame, probs, ref, 0.02, SamplingConfig(), np)
+    clip, t = sample_starts(u_clip, u_frame, probs, ref, 0.02, SamplingConfig(first_frame_frac=0.25), np)
     np.testing.assert_array_equal(clip, clip0)
     assert abs(np.mean(t == 0) - (0.25 + 0.75 * (0.5 / 199 + 0.5 / 48))) < 0.01  # open frames per clip
     later = t[(clip == 0) & (t > 0)]
     assert later.max() <= (200 - 1) / rate_hz - 0.02 and abs(np.mean(later) - np.mean(t0[clip0 == 0])) < 0.03
-    same, ts = sample_starts(u_clip, u_frame, probs, ref, 0.02, True, np, first_frame_frac=0.0)
+    same, ts = sample_starts(u_clip, u_frame, probs, ref, 0.02, SamplingConfig(first_frame_frac=0.0), np)
     np.testing.assert_array_equal(ts, t0)
     with pytest.raises(InputError, match="first_frame_frac"):
         EnvConfig.from_dict({"sampling": {"first_frame_frac": 1.0}})

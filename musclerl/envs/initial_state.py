@@ -50,14 +50,14 @@ def sample_starts(
     probs: Any,
     ref: dict[str, Any],
     control_dt_s: float,
-    rsi: bool,
+    cfg: SamplingConfig,
     xp: Any,
-    first_frame_frac: float = 0.0,
 ) -> tuple[Any, Any]:
     """Clip (N,) int32 and start time (N,) s, from uniforms ``u_clip``, ``u_frame`` (N,) in [0, 1).
 
-    ``first_frame_frac``: the share of RSI starts put at the clip's first frame (``u_frame`` below
-    it; the rest spread uniformly, as without it). A clip tracked whole starts there, from rest
+    ``cfg.rsi`` off: every start at the first frame. ``cfg.first_frame_frac``: the share of RSI
+    starts put at the clip's first frame (``u_frame`` below it; the rest spread uniformly, as
+    without it). A clip tracked whole starts there, from rest
     activations at the clip's full speed; uniform RSI puts one start in a clip's length there."""
     cdf = xp.cumsum(probs)
     clip = xp.minimum(xp.searchsorted(cdf, u_clip * cdf[-1], side="right"), probs.shape[0] - 1).astype(
@@ -68,11 +68,11 @@ def sample_starts(
     # non-looping: the start must leave one control step before the last frame
     n_open = xp.floor((last_s - control_dt_s) * ref["rate_hz"] + 1e-6).astype(xp.int32) + 1
     n_start = xp.where(ref["clip_loop"][clip], length, xp.maximum(n_open, 1))
-    if first_frame_frac > 0:
-        u_spread = (u_frame - first_frame_frac) / (1.0 - first_frame_frac)
-        u_frame = xp.where(u_frame < first_frame_frac, 0.0, u_spread)
+    if cfg.first_frame_frac > 0:
+        u_spread = (u_frame - cfg.first_frame_frac) / (1.0 - cfg.first_frame_frac)
+        u_frame = xp.where(u_frame < cfg.first_frame_frac, 0.0, u_spread)
     frame = xp.minimum(xp.floor(u_frame * n_start).astype(xp.int32), n_start - 1)
-    if not rsi:
+    if not cfg.rsi:
         frame = frame * 0
     return clip, frame / ref["rate_hz"]
 

@@ -168,9 +168,8 @@ class TrackingEnv:
         noise = None
         if clip is None:
             probs = clip_probabilities(self._weights, fail_rate, self.config.sampling, xp)
-            sampling = self.config.sampling
             clip, time_s = sample_starts(
-                u[0], u[1], probs, self._ref, self.control_dt_s, sampling.rsi, xp, sampling.first_frame_frac
+                u[0], u[1], probs, self._ref, self.control_dt_s, self.config.sampling, xp
             )
             noise = u[2:]
         else:
@@ -257,16 +256,7 @@ class TrackingEnv:
         )
         rng, u = self._physics.uniforms(state.rng, self.num_envs, self._rows)
         probs = clip_probabilities(self._weights, fail_rate, cfg.sampling, xp)
-        new_clip, new_time = sample_starts(
-            u[0],
-            u[1],
-            probs,
-            self._ref,
-            self.control_dt_s,
-            cfg.sampling.rsi,
-            xp,
-            cfg.sampling.first_frame_frac,
-        )
+        new_clip, new_time = sample_starts(u[0], u[1], probs, self._ref, self.control_dt_s, cfg.sampling, xp)
         history = xp.concatenate([offset, history[:, :3]], axis=1)
         physics, next_obs, reset_ctrl, history = self._auto_reset(
             physics, done, obs, new_clip, new_time, kin.ctrl, u[2:], history

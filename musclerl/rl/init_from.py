@@ -4,9 +4,10 @@ What is kept: the actor (policy MLP, ``log_std`` and, with Lattice noise, ``late
 the observation normaliser's running statistics, so the policy sees observations scaled exactly
 as before. The critic comes from the run's latest checkpoint when a run folder is given (its
 ``checkpoints/``), and is freshly initialised for an exported policy folder (which is meant for
-acting). The optimiser state, return statistics, update count and PRNG key are the new run's own: a new
-run, not a resume. Two things keep the first updates from undoing the policy: the KL-adaptive step
-starts at ``ppo.lr_min``, and a new critic is trained alone for ``ppo.critic_warmup_updates``.
+acting). The optimiser state, return statistics, update count and PRNG key are the new run's
+own: a new run, not a resume. Two things keep the first updates from undoing the policy: the
+KL-adaptive step starts at ``ppo.lr_min``, and a new critic is trained alone for
+``ppo.critic_warmup_updates``.
 
 Sizes must match: the new run's observation and action sizes and hidden layers are those of
 the source; anything else is an InputError naming the source with both sizes.
