@@ -51,7 +51,13 @@ import dataclasses
 import mujoco
 import numpy as np
 
-from musclerl.dynamics.plausibility import Plausibility, Thresholds, leg_feet, plausibility
+from musclerl.dynamics.plausibility import (
+    Plausibility,
+    PlausibilitySeries,
+    Thresholds,
+    leg_feet,
+    plausibility,
+)
 from musclerl.models.couplings import independent_coordinates
 from musclerl.motion.trajectory import Trajectory, finite_difference_qvel, looping_qvel
 
@@ -234,6 +240,16 @@ class _Solver:
         return self.ik.solve(targets, qpos[0], starts=qpos).q
 
 
+def _frames(series: PlausibilitySeries, start: int, end: int) -> PlausibilitySeries:
+    """``series`` of the frames ``start:end``."""
+    cut = {
+        f.name: getattr(series, f.name)[start:end]
+        for f in dataclasses.fields(series)
+        if getattr(series, f.name) is not None
+    }
+    return dataclasses.replace(series, **cut)
+
+
 def held_stance(check: Plausibility, rate_hz: float) -> np.ndarray:
     """(T, legs) the check's stance flags widened by ``STANCE_PAD_S`` at both ends (a foot
     about to land or just lifting is held as in stance: the pass does not move footprints)."""
@@ -274,12 +290,12 @@ def balance_trajectory(
     starts, ends = np.asarray(traj.clip_starts, dtype=int), np.asarray(traj.clip_ends, dtype=int)
     loops = np.asarray(traj.clip_loop, dtype=bool)
 
-    def check(qpos: np.ndarray) -> list[Plausibility]:
+    def per_clip(whole: Plausibility) -> list[Plausibility]:
+        """``whole`` with its series cut to each clip's frames (clips are differentiated apart,
+        so the frames read as checked alone); its summary numbers stay the whole motion's."""
         return [
-            plausibility(
-                model, qpos[s:e], traj.rate_hz, terrain=traj.terrain, clip_loop=np.array([lp]), thresholds=th
-            )
-            for s, e, lp in zip(starts, ends, loops, strict=True)
+            dataclasses.replace(whole, series=_frames(whole.series, s, e))
+            for s, e in zip(starts, ends, strict=True)
         ]
 
     def check_all(qpos: np.ndarray) -> Plausibility:
@@ -295,7 +311,7 @@ def balance_trajectory(
 
     qpos = np.array(traj.qpos, dtype=float)
     before = check_all(qpos)
-    clip_checks = check(qpos)
+    clip_checks = per_clip(before)
     soles = [  # the input's stance and sole points: footprints stay
         solver.sole_targets(traj.qpos[s:e], held_stance(c, traj.rate_hz))
         for c, s, e in zip(clip_checks, starts, ends, strict=True)
@@ -308,7 +324,7 @@ def balance_trajectory(
             break
         new = qpos.copy()
         shift_max = 0.0
-        clip_checks = clip_checks if not rounds else check(qpos)
+        clip_checks = per_clip(current)
         for clip_check, clip_soles, s, e, lp in zip(clip_checks, soles, starts, ends, loops, strict=True):
             shift = plan_com_shift(clip_check, mass_kg, traj.rate_hz, bool(lp), margin_m)
             _, _, com = _body_poses(model, qpos[s:e], np.zeros(0, dtype=int))
