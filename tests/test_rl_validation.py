@@ -222,6 +222,9 @@ def test_a_clip_survived_to_its_end_counts_as_tracked_to_the_end(runs, tmp_path)
     assert result["test_s"] == pytest.approx(clip_steps * env.control_dt_s)
     assert result["tracked_s"] == pytest.approx(result["test_s"])
     assert result["tracked_frac"] == 1.0 and result["success"]
+    # the paces: the generated clip's root travels straight ahead at its 0.5 m/s
+    assert result["reference_speed_mps"] == pytest.approx(0.5, rel=1e-6)
+    assert 0.0 < result["speed_mps"] < 3.0
 
 
 def test_the_test_from_start_phases_runs_each_start_to_the_clips_end(runs, tmp_path):

@@ -12,6 +12,9 @@ not loop ends the test at its last frame), and per clip:
 - ``mpjpe_m``: mean root-relative site error over the tracked frames (the tracked sites minus
   the root position, simulated against reference: MPJPE as in motion imitation papers);
   ``site_err_world_m``: the same without removing the root (global drift included);
+- ``speed_mps`` and ``reference_speed_mps``: the policy's and the reference's mean horizontal root
+  speed over the tracked span (a test ended on a deviation by a policy slower than its reference
+  is a pace it does not follow, not a fall);
 - plus the training's wall time, env steps and the first/last logged episode lengths.
 
 The clips are the training config's dataset (``motion:`` as a file, list, folder, glob or
@@ -239,10 +242,14 @@ def run(args: argparse.Namespace) -> int:
             f"from {phases['starts_per_clip']} start phases per clip: {phases['success']:.1%} of the tests "
             f"tracked to the end, {phases['tracked_frac']:.1%} tracked, MPJPE {phases['mpjpe_m']:.4f} m"
         )
-    print(f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'tracked':>7s} {'mpjpe_m':>8s} success ended by")
+    print(
+        f"{'clip':32s} {'tracked_s':>9s} {'test_s':>7s} {'tracked':>7s} {'mpjpe_m':>8s} "
+        f"{'m/s':>5s} {'ref':>5s} success ended by"
+    )
     for name, r in clips.items():
         print(
             f"{name:32s} {r['tracked_s']:9.3f} {r['test_s']:7.3f} {r['tracked_frac']:7.1%} "
-            f"{r['mpjpe_m']:8.4f} {r['success']!s:7s} {r.get('end_reason', '')}".rstrip()
+            f"{r['mpjpe_m']:8.4f} {r['speed_mps']:5.2f} {r['reference_speed_mps']:5.2f} "
+            f"{r['success']!s:7s} {r.get('end_reason', '')}".rstrip()
         )
     return 0

@@ -99,6 +99,17 @@ class Recording:
     def num_frames(self) -> int:
         return int(self.time_s.shape[0])
 
+    @property
+    def speed_mps(self) -> float:
+        """Mean walking speed, m/s: the pelvis' horizontal displacement from the first to the last
+        recorded frame over that time (OpenSim ground: x forward, z right). NaN without a pelvis
+        body or a span of time."""
+        span_s = float(self.time_s[-1] - self.time_s[0]) if self.num_frames else 0.0
+        if self.pelvis.shape[1] < 6 or span_s <= 0:
+            return float("nan")
+        shift = self.pelvis[-1, [3, 5]] - self.pelvis[0, [3, 5]]
+        return float(np.hypot(*shift)) / span_s
+
 
 def foot_owner(model: mujoco.MjModel, foot_bodies: np.ndarray) -> np.ndarray:
     """(nbody,) index into ``foot_bodies`` of each body's nearest listed ancestor (itself included), or -1."""

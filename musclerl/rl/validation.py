@@ -98,7 +98,24 @@ def clip_test(env, policy, steps: int, clip: int, start_time_s: float = 0.0) -> 
         "end_reason": rec.end_reason,
         "mpjpe_m": float(np.mean(local)) if len(local) else float("nan"),
         "site_err_world_m": float(np.mean(world)) if len(world) else float("nan"),
+        "speed_mps": rec.speed_mps,
+        "reference_speed_mps": reference_speed_mps(env, clip, rec.time_s),
     }
+
+
+def reference_speed_mps(env, clip: int, time_s: np.ndarray) -> float:
+    """The reference root's horizontal displacement from the first to the last of ``time_s`` (clip
+    times, s) over that time, m/s: the pace :attr:`Recording.speed_mps` is to follow. A policy
+    slower than its reference falls behind in the world while its pose tracks, and the test ends
+    on a root or site deviation; the two speeds side by side tell that from a fall."""
+    from musclerl.envs.reference import lookup
+
+    span_s = float(time_s[-1] - time_s[0]) if len(time_s) else 0.0
+    if span_s <= 0:
+        return float("nan")
+    ref = env.reference.as_arrays(np)
+    ends = lookup(ref, np.array([clip, clip]), np.array([time_s[0], time_s[-1]]), np, ("qpos",))
+    return float(np.hypot(*(ends["qpos"][1, :2] - ends["qpos"][0, :2]))) / span_s
 
 
 def phase_starts_s(env, clip: int, phases: int) -> np.ndarray:
