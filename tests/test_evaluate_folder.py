@@ -287,3 +287,23 @@ def test_the_dataset_report_counts_what_ended_trials_early():
     ]
     assert _end_reasons({"trials": trials}) == "; ended early by site_deviation 2, tilt 1"
     assert _end_reasons({"trials": trials[3:]}) == ""
+
+
+def test_a_motion_without_grf_gets_its_own_gait_events(tmp_path):
+    """``evaluate --motion`` on a clip with no force (the bundled walk, which the shipped walker
+    tracks): the reference's heel strikes come from its own feet (Zeni's rule, unrolled over the
+    looping clip's laps), not from the policy's, so the heel-strike timing is measured: every
+    strike of the walker that tracks this clip for 10 s pairs with one of the clip's on the same
+    side, less than a sixth of the 1.27 s cycle off (a side mixed up would be half a cycle off,
+    unpaired), and the gait cycles are cut at each side's own strikes."""
+    out = tmp_path / "eval"
+    args = ["evaluate", str(POLICY), "--motion", str(WALK), "--max-steps", "200", "--out", str(out)]
+    assert main([*args, "--no-column-plots"]) == 0
+    result = json.loads((out / "metrics.json").read_text())
+    gait, inputs = result["gait"], result["inputs"]
+    assert any("Zeni" in n for n in result["notes"])
+    for side in ("r", "l"):
+        assert gait[f"ref_heel_strikes_{side}"] >= 3  # 4 s of a 1.27 s cycle
+        assert gait[f"heel_strikes_matched_{side}"] >= 3
+        assert abs(gait[f"heel_strike_error_ms_{side}"]) < 1270.0 / 6
+        assert inputs["ref_heel_strikes_s"][side] != inputs["sim_heel_strikes_s"][side]

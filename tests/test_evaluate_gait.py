@@ -325,3 +325,97 @@ def test_knee_at_its_limit_counts_stance_frames_and_spares_a_person_who_stands_s
     assert knee_at_limit_fraction(rec, stance, "r", target_deg=target_deg) == pytest.approx(2 / 6)
     assert np.isnan(knee_at_limit_fraction(rec, np.zeros(8, bool), "r"))
     assert np.isnan(knee_at_limit_fraction(rec, stance, "l"))
+
+
+FEET = ("calcn_r", "toes_r", "calcn_l", "toes_l")
+
+
+def test_kinematic_events_of_a_real_walk_agree_with_its_plates(shared_data, tmp_path):
+    """Zeni's rule on the gait2354 person's walk (its joint angles played on myolegs, as
+    ``evaluate --reference`` tracks it) against the same trial's two force plates: every heel
+    strike and toe-off the plates see is found, within 50 ms (Zeni et al. report their rule within
+    about two frames of 60 Hz plates on healthy walking; 50 ms is where an event would be
+    mistaken for the neighbouring phase of the aims' 30 ms timing)."""
+    import sys
+
+    if not (shared_data / "opensim_gait10dof18musc").is_dir():
+        pytest.skip("../shared/data/opensim_gait10dof18musc absent")
+    sys.path.insert(0, str(REPO / "tests"))
+    from boo_fixtures import write_long_trial
+
+    from musclerl.evaluate.reference_motion import reference_signs, reference_trajectory
+    from musclerl.motion.reference import read_reference
+
+    path = write_long_trial(tmp_path, data=shared_data)
+    ref = read_reference(path)
+    model = load_model("myolegs")
+    signs, _ = reference_signs(ref, {})
+    clip = reference_trajectory(model, "myolegs", ref, signs, path)[0].clip(0)
+    time_s = np.arange(clip.num_frames) / clip.rate_hz + float(ref.time_sec[0])
+    kinematic = gait_events.kinematic_events(model, clip.qpos, time_s, FEET)
+    plates = gait_events.reference_foot_grf(ref)
+    matched = 0
+    for side in gait_events.SIDES:
+        for attr in ("heel_strikes_s", "toe_offs_s"):
+            want = getattr(plates.events(side), attr)
+            got = getattr(kinematic[side], attr)
+            for t in want[(want > time_s[0] + 0.1) & (want < time_s[-1] - 0.1)]:
+                assert np.min(np.abs(got - t)) <= 0.05, (side, attr, t, got)
+                matched += 1
+    assert matched >= 4
+
+
+def _looped_walk(rate_hz: float, cycles: int = 3) -> tuple[np.ndarray, np.ndarray, mujoco.MjModel]:
+    """The bundled walk (one looping gait cycle) played ``cycles`` times, its root carried on by
+    the cycle's travel, resampled to ``rate_hz`` (linear in every coordinate: the quaternion's
+    error is far below what moves an event)."""
+    from musclerl.motion.trajectory import Trajectory
+
+    clip = Trajectory.load(REPO / "assets" / "motions" / "walk_myolegs.npz").clip(0)
+    period_s = clip.num_frames / clip.rate_hz
+    travel = clip.qpos[-1, :2] + (clip.qpos[-1, :2] - clip.qpos[-2, :2]) - clip.qpos[0, :2]
+    parts = []
+    for k in range(cycles):
+        q = clip.qpos.copy()
+        q[:, :2] += k * travel
+        parts.append(q)
+    qpos = np.concatenate(parts)
+    src_s = np.arange(len(qpos)) / clip.rate_hz
+    time_s = np.arange(0.0, cycles * period_s - 1.0 / clip.rate_hz, 1.0 / rate_hz)
+    out = np.stack([np.interp(time_s, src_s, qpos[:, j]) for j in range(qpos.shape[1])], axis=1)
+    out[:, 3:7] /= np.linalg.norm(out[:, 3:7], axis=1, keepdims=True)
+    return time_s, out, load_model("myolegs")
+
+
+def test_kinematic_events_do_not_depend_on_the_sampling_rate():
+    """The policy is recorded at 50 Hz and a clip at its own rate: the same motion sampled at
+    30 Hz (the bundled walk's) and 50 Hz gives the same events within a 50 Hz frame, so a policy
+    that moved exactly like its reference would be timed at zero error. One heel strike and one
+    toe-off per foot per cycle, a cycle apart."""
+    slow_s, slow_q, model = _looped_walk(30.0)
+    fast_s, fast_q, _ = _looped_walk(50.0)
+    slow = gait_events.kinematic_events(model, slow_q, slow_s, FEET)
+    fast = gait_events.kinematic_events(model, fast_q, fast_s, FEET)
+    period_s = slow_s[-1] / 3
+    for side in gait_events.SIDES:
+        for attr in ("heel_strikes_s", "toe_offs_s"):
+            a, b = getattr(slow[side], attr), getattr(fast[side], attr)
+            assert len(a) == len(b) >= 2, (side, attr, a, b)
+            np.testing.assert_allclose(a, b, atol=0.02)
+            np.testing.assert_allclose(np.diff(a), period_s, atol=0.04)
+        # stance runs from each heel strike to the toe-off after it
+        ev = fast[side]
+        strike = ev.heel_strikes_s[0]
+        toe_off = ev.toe_offs_s[ev.toe_offs_s > strike][0]
+        inside = (fast_s > strike + 0.03) & (fast_s < toe_off - 0.03)
+        assert ev.stance[inside].all()
+
+
+def test_standing_still_has_no_kinematic_events():
+    """A body standing in one pose (feet under the pelvis, no fore-aft swing) takes no step."""
+    _, qpos, model = _looped_walk(50.0)
+    still = np.repeat(qpos[:1], 100, axis=0)
+    still[:, :2] += np.linspace(0.0, 0.001, 100)[:, None]  # a sway of a millimetre
+    events = gait_events.kinematic_events(model, still, np.arange(100) / 50.0, FEET)
+    for side in gait_events.SIDES:
+        assert len(events[side].heel_strikes_s) == 0 and len(events[side].toe_offs_s) == 0

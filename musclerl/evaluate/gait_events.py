@@ -23,6 +23,10 @@ musclerl           ``calcn_r_force_z`` / ``..._force_x``    the body in the name
 
 A rollout's per-foot force (:func:`sim_foot_grf`) is ``Recording.grf_n``: ``mj_contactForce``
 summed over the contacts between the ground and each foot's subtree, rotated to world.
+
+A reference with no force (a motion clip, a lab trial without plates) still has feet: its events
+come from their positions about the pelvis (:func:`kinematic_events`, Zeni et al.'s rule), and the
+policy's are then timed by the same rule on its own poses, so the two are compared like for like.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ ON_BW = 0.05  # a foot is loaded above 5 % body weight (about 35 N for 70 kg) ..
 OFF_BW = 0.03  # ... and unloaded below 3 %: hysteresis against contact chatter
 MIN_SWING_S = 0.1  # a lift-off shorter than this is chatter, not a swing
 MIN_STANCE_S = 0.05  # a load shorter than this is a touch, not a stance
+#: kinematic events: a foot's fore-aft swing about the pelvis under this is no step
+ZENI_MIN_EXCURSION_M = 0.05
+ZENI_MIN_STEP_S = 0.3  # kinematic events: one foot's heel strikes at least this far apart
 
 _BOO = re.compile(r"^ground_force_([rl])_v([xyz])$")
 _PLATE = re.compile(r"^(?:(\d+)_)?ground_force_v([xyz])$")
@@ -114,6 +121,77 @@ def gait_events(
 def contact_events(time_s: np.ndarray, contact: np.ndarray, min_swing_s: float = MIN_SWING_S) -> GaitEvents:
     """:func:`gait_events` of boolean contact flags (T,): heel strikes are their rising edges."""
     return gait_events(time_s, np.asarray(contact, dtype=float), 0.5, 0.5, min_swing_s, 0.0)
+
+
+def kinematic_events(
+    model, qpos: np.ndarray, time_s: np.ndarray, feet: tuple[str, ...]
+) -> dict[str, GaitEvents]:
+    """Per side (:data:`SIDES`), gait events of the poses ``qpos`` (T, nq; free root first) at
+    ``time_s`` (T,, evenly spaced) by Zeni et al.'s coordinate rule (Gait & Posture 2008, the rule
+    OpenCap uses): a heel strike where the heel is farthest ahead of the pelvis along the walking
+    direction, a toe-off where the toe is farthest behind it; stance from a strike to the next
+    toe-off. ``feet`` are the model's foot bodies (``Recording.feet``), heel then toe per side
+    (``calcn_r``, ``toes_r``, ...: a side's first and last body). The walking direction is the
+    pelvis' horizontal velocity averaged over a second (a turn turns it); a swing of the foot about
+    the pelvis under :data:`ZENI_MIN_EXCURSION_M` is no step (standing), and one foot's strikes
+    are at least :data:`ZENI_MIN_STEP_S` apart. Peaks are placed between samples by a parabola.
+
+    Why not height: a walking foot's lowest point clears the floor by 1-3 cm in mid-swing (toe
+    clearance), so no height threshold separates swing from stance on retargeted clips. A
+    reference without force plates and the policy tracking it get their events from this one
+    rule, so their timing errors compare like for like."""
+    import mujoco
+    from scipy.ndimage import uniform_filter1d
+    from scipy.signal import find_peaks
+
+    time_s = np.asarray(time_s, dtype=float)
+    qpos = np.asarray(qpos, dtype=float)
+    n = len(time_s)
+    rate_hz = (n - 1) / float(time_s[-1] - time_s[0]) if n > 1 else 1.0
+    bodies = {side: [f for f in feet if _side_of_body(f) == side] for side in SIDES}
+    body = mujoco.mjtObj.mjOBJ_BODY
+    ids = {side: [mujoco.mj_name2id(model, body, f) for f in b] for side, b in bodies.items()}
+    data = mujoco.MjData(model)
+    xy = np.zeros((n, model.nbody, 2))
+    for t in range(n):
+        data.qpos[:] = qpos[t]
+        mujoco.mj_kinematics(model, data)
+        xy[t] = data.xpos[:, :2]
+    pelvis = qpos[:, :2]
+    velocity = np.gradient(pelvis, axis=0) * rate_hz if n > 1 else np.zeros_like(pelvis)
+    heading = uniform_filter1d(velocity, size=max(1, int(round(rate_hz))), axis=0, mode="nearest")
+    overall = pelvis[-1] - pelvis[0]
+    fallback = overall / np.linalg.norm(overall) if np.linalg.norm(overall) > 1e-6 else np.array([1.0, 0.0])
+    speed = np.linalg.norm(heading, axis=1, keepdims=True)
+    direction = np.where(speed > 0.1, heading / np.maximum(speed, 1e-9), fallback)
+    distance = max(1, int(ZENI_MIN_STEP_S * rate_hz))
+
+    def extrema(signal: np.ndarray) -> np.ndarray:
+        peaks, _ = find_peaks(signal, prominence=ZENI_MIN_EXCURSION_M, distance=distance)
+        out = []
+        for i in peaks:  # the parabola through the peak and its neighbours
+            y0, y1, y2 = signal[i - 1], signal[i], signal[i + 1]
+            curve = y0 - 2.0 * y1 + y2
+            shift = 0.5 * (y0 - y2) / curve if curve < 0 else 0.0
+            out.append(time_s[i] + float(np.clip(shift, -0.5, 0.5)) / rate_hz)
+        return np.asarray(out)
+
+    out = {}
+    for side in SIDES:
+        if not ids[side] or min(ids[side]) < 0:
+            out[side] = GaitEvents(np.zeros(0), np.zeros(0), np.zeros(n, dtype=bool))
+            continue
+        heel = np.einsum("ti,ti->t", xy[:, ids[side][0]] - pelvis, direction)
+        toe = np.einsum("ti,ti->t", xy[:, ids[side][-1]] - pelvis, direction)
+        strikes, toe_offs = extrema(heel), extrema(-toe)
+        stance = np.zeros(n, dtype=bool)
+        starts = [time_s[0]] if len(toe_offs) and (not len(strikes) or toe_offs[0] < strikes[0]) else []
+        for start in [*starts, *strikes]:
+            later = toe_offs[toe_offs > start]
+            end = later[0] if len(later) else time_s[-1] + 1.0
+            stance |= (time_s >= start) & (time_s < end)
+        out[side] = GaitEvents(strikes, toe_offs, stance)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -91,26 +91,30 @@ def gait_summary(
     ref_grf: FootGRF | None,
     ref_events: dict[str, GaitEvents] | None,
     target_knee_deg: dict[str, np.ndarray] | None = None,
+    timed_events: dict[str, GaitEvents] | None = None,
 ) -> dict[str, float]:
     """Per foot (suffix ``_r`` / ``_l``): ``peak_vertical_sim_bw``, ``peak_vertical_ref_bw``,
     ``heel_strike_error_ms``, ``heel_strike_abs_error_ms``, ``heel_strikes_matched``, the same for
     ``toe_off``, ``sim_heel_strikes``, ``ref_heel_strikes``, ``knee_at_limit_stance_frac`` and, given
     the tracked motion's knee angles on the recording's frames (``target_knee_deg``: side -> (T,)
-    deg), ``knee_at_limit_beyond_motion_frac``. Reference figures are NaN without reference GRF
-    (``ref_events`` None)."""
+    deg), ``knee_at_limit_beyond_motion_frac``. Timing errors compare ``ref_events`` with
+    ``timed_events`` (default ``sim_events``: the policy's by the same rule as the reference's,
+    e.g. both kinematic where the reference has no GRF); none without ``ref_events``. Reference
+    peaks are NaN without reference GRF."""
     out: dict[str, float] = {}
     nan = float("nan")
     for side in SIDES:
         ev = sim_events[side]
         out[f"peak_vertical_sim_bw_{side}"] = stance_peaks_bw(sim_grf, side, ev)
         out[f"peak_vertical_ref_bw_{side}"] = stance_peaks_bw(ref_grf, side) if ref_grf is not None else nan
-        out[f"sim_heel_strikes_{side}"] = len(ev.heel_strikes_s)
+        out[f"sim_heel_strikes_{side}"] = len((timed_events or sim_events)[side].heel_strikes_s)
         out[f"ref_heel_strikes_{side}"] = len(ref_events[side].heel_strikes_s) if ref_events else 0
         for event, attr in (("heel_strike", "heel_strikes_s"), ("toe_off", "toe_offs_s")):
             if ref_events is None:
                 timing = {"mean_error_ms": nan, "mean_abs_error_ms": nan, "matched": 0}
             else:
-                timing = event_timing_errors_ms(getattr(ev, attr), getattr(ref_events[side], attr))
+                timed = (timed_events or sim_events)[side]
+                timing = event_timing_errors_ms(getattr(timed, attr), getattr(ref_events[side], attr))
             out[f"{event}_error_ms_{side}"] = timing["mean_error_ms"]
             out[f"{event}_abs_error_ms_{side}"] = timing["mean_abs_error_ms"]
             out[f"{event}s_matched_{side}"] = timing["matched"]

@@ -121,6 +121,21 @@ def _motion_knees(env, clip, rec) -> dict[str, np.ndarray]:
     return out
 
 
+def _reference_poses(env, clip: int, until_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """The tracked clip's poses (T, nq) at the environment reference's rate from clip time 0 to
+    its end, or to ``until_s`` for a looping clip (laps carried on by its travel per lap), and
+    their clip times (T,)."""
+    from musclerl.envs.reference import lookup
+
+    reference = env.reference
+    end_s = float(reference.clip_duration_s[clip])
+    if bool(reference.clip_loop[clip]):
+        end_s = max(end_s, until_s)
+    time_s = np.arange(0.0, end_s + 0.5 / reference.rate_hz, 1.0 / reference.rate_hz)
+    clips = np.full(len(time_s), clip)
+    return time_s, lookup(reference.as_arrays(np), clips, time_s, np, ("qpos",))["qpos"]
+
+
 def evaluate_trial(
     policy, inputs: TrialInputs, options: TrialOptions, out: Path, progress: bool = False
 ) -> TrialResult:
@@ -229,17 +244,27 @@ def evaluate_trial(
 
     sim_grf = sim_foot_grf(rec, offset_s)
     sim_events = {side: sim_grf.events(side) for side in SIDES}
-    ref_events = None if ref_grf is None else {side: ref_grf.events(side) for side in SIDES}
-    sim_strikes = {side: sim_events[side].heel_strikes_s for side in SIDES}
+    timed_events = sim_events  # the policy's events the reference's are timed against
+    if ref_grf is not None:
+        ref_events = {side: ref_grf.events(side) for side in SIDES}
+    else:  # no plates: both sides' events from the feet's positions about the pelvis, one rule
+        from musclerl.evaluate.gait_events import kinematic_events
+
+        clip_time_s, clip_qpos = _reference_poses(env, options.clip, float(rec.time_s[-1]))
+        ref_events = kinematic_events(env.model, clip_qpos, clip_time_s + offset_s, rec.feet)
+        timed_events = kinematic_events(env.model, rec.qpos, rec.time_s + offset_s, rec.feet)
+        notes.append(
+            "the reference has no GRF: its gait events and the policy's (for timing and cycles) are "
+            "the feet's positions about the pelvis (Zeni et al. 2008); the policy's peaks and stance "
+            "from its contact forces"
+        )
+    sim_strikes = {side: timed_events[side].heel_strikes_s for side in SIDES}
     if options.heel_strikes_s is not None:
         given = np.asarray(options.heel_strikes_s, dtype=float)
         ref_strikes = {side: given for side in SIDES}
         notes.append("reference gait cycles cut at the given --heel-strikes (both legs)")
-    elif ref_events is not None:
-        ref_strikes = {side: ref_events[side].heel_strikes_s for side in SIDES}
     else:
-        ref_strikes = sim_strikes
-        notes.append("the reference has no GRF: its gait cycles are cut at the policy's heel strikes")
+        ref_strikes = {side: ref_events[side].heel_strikes_s for side in SIDES}
     if options.sim_cycles == "reference":
         sim_strikes = ref_strikes
         notes.append("the policy's gait cycles cut at the reference's heel strikes (--sim-cycles reference)")
@@ -256,7 +281,9 @@ def evaluate_trial(
             )
             + " (a cycle needs two of each); those columns have time-domain figures only"
         )
-    gait = headline.gait_summary(rec, sim_grf, sim_events, ref_grf, ref_events, _motion_knees(env, clip, rec))
+    gait = headline.gait_summary(
+        rec, sim_grf, sim_events, ref_grf, ref_events, _motion_knees(env, clip, rec), timed_events
+    )
     column_metrics = []
     cycle_metrics = {}
     for kind, series in groups.items():

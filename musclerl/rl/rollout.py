@@ -30,6 +30,8 @@ field                  shape        meaning
 ``site_err_m``         (T, S)       |sim site - reference site|, world frame
 ``mpjpe_m``            (T,)         mean site error (global)
 ``mpjpe_local_m``      (T,)         mean site error after removing each root's position
+``qpos``               (T, nq)      the MuJoCo state's positions (the feet's contact with the
+                                    floor, as the plausibility check reads a clip's)
 =====================  ===========  ==========================================================
 """
 
@@ -79,6 +81,7 @@ class Recording:
     passive_torque_nm: np.ndarray | None = None
     limit_torque_nm: np.ndarray | None = None
     coordinate_range: np.ndarray | None = None
+    qpos: np.ndarray | None = None
 
     @property
     def torque_nm_per_kg(self) -> np.ndarray:
@@ -273,6 +276,7 @@ def rollout(
         site_err_m=np.asarray(rows["err"]),
         mpjpe_m=np.asarray(rows["mpjpe"]),
         mpjpe_local_m=np.asarray(rows["local"]),
+        qpos=qpos,
         early_termination=early,
         truncated=truncated,
         end_reason=end_reason,
