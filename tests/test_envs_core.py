@@ -77,6 +77,7 @@ def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, la
 
     pos, quat, vel = sites(qpos, qvel)
     rpos, rquat, rvel = sites(ref_qpos, ref_qvel)
+    root_angle = 2 * np.arccos(min(abs(float(np.dot(qpos[3:7], ref_qpos[3:7]))), 1.0))
     angle = np.array(
         [2 * np.arccos(min(abs(float(np.dot(a, b))), 1.0)) for a, b in zip(quat, rquat, strict=True)]
     )
@@ -85,6 +86,7 @@ def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, la
         "joint_vel": np.mean((qvel[6:] - ref_qvel[6:]) ** 2),
         "root_pos": np.mean((qpos[:3] - ref_qpos[:3]) ** 2),
         "root_vel": np.mean((qvel[:6] - ref_qvel[:6]) ** 2),
+        "root_ori": root_angle**2,
         "site_pos": np.mean(((pos - qpos[:3]) - (rpos - ref_qpos[:3])) ** 2),
         "site_ori": np.mean(angle**2),
         "site_vel": np.mean((vel - rvel) ** 2),
@@ -122,7 +124,8 @@ def test_reward_terms_match_hand_computation(env):
     errors = tracking_errors(kin.replace(ctrl=action, com_acc_err_mps2=acc), target, last, np)
     reward = env.config.reward
     cfg = dataclasses.replace(
-        env.config, reward=dataclasses.replace(reward, weights={**reward.weights, "com_acc": 0.1})
+        env.config,
+        reward=dataclasses.replace(reward, weights={**reward.weights, "com_acc": 0.1, "root_ori": 0.1}),
     )
     terms = reward_terms(errors, cfg.reward, np)
     for i in range(8):

@@ -10,6 +10,11 @@ config validation, the metric names and the total follow the table. The terms:
 - ``joint_vel``: joint velocities (all but the free root)
 - ``root_pos``: root position, world frame, m
 - ``root_vel``: root linear (world) and angular (root frame) velocity, the free joint's qvel
+- ``root_ori``: angle between simulated and reference root (pelvis) orientations, rad. The
+  pelvis is the root, so no joint term sees its tilt, list or rotation, and ``site_ori`` averages
+  it with twelve other sites; on models whose trunk is rigid on the pelvis (myolegs) a policy
+  balances by pitching it (three times a person's tilt range), which this term prices. Off
+  (weight 0) by default
 - ``site_pos``: site positions relative to the root position, m (root-relative: drift is
   ``root_pos``'s to punish, so one stumble does not zero every later step's site reward)
 - ``site_ori``: angle between simulated and reference site orientations, rad
@@ -101,6 +106,11 @@ def root_vel_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: 
     return _mse(kin.qvel[:, :6] - target["qvel"][:, :6], xp)
 
 
+def root_ori_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
+    rot, ref_rot = geo.quat_to_mat(kin.qpos[:, 3:7], xp), geo.quat_to_mat(target["qpos"][:, 3:7], xp)
+    return geo.rotation_angle(xp.swapaxes(rot, -1, -2) @ ref_rot, xp) ** 2
+
+
 def site_pos_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
     site_rel, site_rel_ref = _site_rel(kin, target)
     return _mse(site_rel - site_rel_ref, xp)
@@ -156,6 +166,8 @@ REWARD_TERMS: dict[str, RewardTerm] = {
     "joint_vel": RewardTerm("tracking", joint_vel_error, 0.05, 0.1),
     "root_pos": RewardTerm("tracking", root_pos_error, 0.15, 10.0),
     "root_vel": RewardTerm("tracking", root_vel_error, 0.1, 1.0),
+    # scale 20: exp(-1) at 13 deg of pelvis orientation error
+    "root_ori": RewardTerm("tracking", root_ori_error, 0.0, 20.0),
     "site_pos": RewardTerm("tracking", site_pos_error, 0.3, 500.0),
     "site_ori": RewardTerm("tracking", site_ori_error, 0.1, 5.0),
     "site_vel": RewardTerm("tracking", site_vel_error, 0.15, 2.0),
@@ -179,7 +191,7 @@ def term_names(kind: str | None = None) -> tuple[str, ...]:
 class RewardConfig:
     """Weights ``w`` and scales ``k`` of the terms of :data:`REWARD_TERMS` (defaults: the table's).
 
-    Units of k: 1/rad^2 (joint_pos, site_ori), s^2/rad^2 (joint_vel), 1/m^2 (root_pos, site_pos),
+    Units of k: 1/rad^2 (joint_pos, root_ori, site_ori), s^2/rad^2 (joint_vel), 1/m^2 (root_pos, site_pos),
     s^2/m^2 (root_vel, site_vel); ``mse`` is the mean over components (x, y, z count separately).
     The defaults put a term at exp(-1) for the error of a visibly wrong pose: 0.32 rad RMS of
     joint angle, 0.32 m of root drift, 4.5 cm per component of root-relative site position,
