@@ -307,3 +307,6 @@ def test_a_motion_without_grf_gets_its_own_gait_events(tmp_path):
         assert gait[f"heel_strikes_matched_{side}"] >= 3
         assert abs(gait[f"heel_strike_error_ms_{side}"]) < 1270.0 / 6
         assert inputs["ref_heel_strikes_s"][side] != inputs["sim_heel_strikes_s"][side]
+        # the policy's touchdown after its heel's farthest reach; the clip has no force to time
+        assert 0.0 < gait[f"touchdown_delay_sim_ms_{side}"] < 300.0
+        assert gait[f"touchdown_delay_ref_ms_{side}"] is None  # NaN, written as null

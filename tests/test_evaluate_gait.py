@@ -363,6 +363,12 @@ def test_kinematic_events_of_a_real_walk_agree_with_its_plates(shared_data, tmp_
                 assert np.min(np.abs(got - t)) <= 0.05, (side, attr, t, got)
                 matched += 1
     assert matched >= 4
+    # the person lands after the heel's farthest reach, within a few frames of it
+    from musclerl.evaluate.headline import touchdown_delays_ms
+
+    plate_events = {side: plates.events(side) for side in gait_events.SIDES}
+    for side, delay_ms in touchdown_delays_ms(plate_events, kinematic).items():
+        assert 0.0 < delay_ms < 60.0, (side, delay_ms)
 
 
 def _looped_walk(rate_hz: float, cycles: int = 3) -> tuple[np.ndarray, np.ndarray, mujoco.MjModel]:
@@ -419,3 +425,22 @@ def test_standing_still_has_no_kinematic_events():
     events = gait_events.kinematic_events(model, still, np.arange(100) / 50.0, FEET)
     for side in gait_events.SIDES:
         assert len(events[side].heel_strikes_s) == 0 and len(events[side].toe_offs_s) == 0
+
+
+def test_touchdown_delay_is_the_force_strike_after_the_kinematic_one():
+    """Each force heel strike paired with the kinematic strike nearest it: a foot landing 40 ms
+    after its farthest reach on the right and 120 ms on the left reads 40 and 120; an unpaired
+    side (no force strike within 0.3 s) is NaN."""
+    from musclerl.evaluate.headline import touchdown_delays_ms
+
+    reach = np.array([0.5, 1.6, 2.7])
+    none = np.zeros(0)
+
+    def ev(strikes):
+        return gait_events.GaitEvents(np.asarray(strikes), none, np.zeros(10, bool))
+
+    force = {"r": ev(reach + 0.04), "l": ev(reach + 0.12)}
+    kinematic = {"r": ev(reach), "l": ev(reach)}
+    delays = touchdown_delays_ms(force, kinematic)
+    assert delays["r"] == pytest.approx(40.0) and delays["l"] == pytest.approx(120.0)
+    assert np.isnan(touchdown_delays_ms({"r": ev(reach + 0.5), "l": ev(none)}, kinematic)["l"])

@@ -249,7 +249,8 @@ def _headline_markdown(doc: dict) -> list[str]:
             "(within 0.3 s); peak vertical GRF is the mean over complete stances; knee at its limit: "
             "the fraction of the policy's stance frames within 1° of a bound of the knee's range, all of "
             "them and (beyond_motion) those where the motion it tracks keeps the knee over 5° from that "
-            f"bound (aim: at most {100 * KNEE_LIMIT_AIM:g} %).",
+            f"bound (aim: at most {100 * KNEE_LIMIT_AIM:g} %); touchdown delay: from the heel's farthest "
+            "reach ahead of the pelvis to the force heel strike (a person: 25-40 ms).",
             "",
             "| metric | right | left |",
             "|---|---|---|",
@@ -261,6 +262,8 @@ def _headline_markdown(doc: dict) -> list[str]:
             "peak_vertical_ref_bw",
             "knee_at_limit_stance_frac",
             "knee_at_limit_beyond_motion_frac",
+            "touchdown_delay_sim_ms",
+            "touchdown_delay_ref_ms",
         ):
             cells = []
             for side in ("r", "l"):

@@ -124,3 +124,16 @@ def gait_summary(
                 rec, ev.stance, side, target_deg=target_knee_deg[side]
             )
     return out
+
+
+def touchdown_delays_ms(force: dict[str, GaitEvents], kinematic: dict[str, GaitEvents]) -> dict[str, float]:
+    """Per side, the mean time (ms) from each kinematic heel strike (Zeni's: the heel farthest
+    ahead of the pelvis) to the force's heel strike nearest it (within 0.3 s): how long a foot
+    that has finished reaching forward takes to land. A person lands 25-40 ms after it (the
+    gait2354 walk's plates); a foot that hovers before it lands shows here while its leg's
+    timing about the pelvis (the kinematic events) is right. NaN where no pair is found."""
+    out = {}
+    for side in SIDES:
+        timing = event_timing_errors_ms(force[side].heel_strikes_s, kinematic[side].heel_strikes_s)
+        out[side] = timing["mean_error_ms"]
+    return out

@@ -244,15 +244,17 @@ def evaluate_trial(
 
     sim_grf = sim_foot_grf(rec, offset_s)
     sim_events = {side: sim_grf.events(side) for side in SIDES}
+    # the feet's events about the pelvis (Zeni's rule), the policy's and the tracked clip's
+    from musclerl.evaluate.gait_events import kinematic_events
+
+    clip_time_s, clip_qpos = _reference_poses(env, options.clip, float(rec.time_s[-1]))
+    ref_kinematic = kinematic_events(env.model, clip_qpos, clip_time_s + offset_s, rec.feet)
+    sim_kinematic = kinematic_events(env.model, rec.qpos, rec.time_s + offset_s, rec.feet)
     timed_events = sim_events  # the policy's events the reference's are timed against
     if ref_grf is not None:
         ref_events = {side: ref_grf.events(side) for side in SIDES}
     else:  # no plates: both sides' events from the feet's positions about the pelvis, one rule
-        from musclerl.evaluate.gait_events import kinematic_events
-
-        clip_time_s, clip_qpos = _reference_poses(env, options.clip, float(rec.time_s[-1]))
-        ref_events = kinematic_events(env.model, clip_qpos, clip_time_s + offset_s, rec.feet)
-        timed_events = kinematic_events(env.model, rec.qpos, rec.time_s + offset_s, rec.feet)
+        ref_events, timed_events = ref_kinematic, sim_kinematic
         notes.append(
             "the reference has no GRF: its gait events and the policy's (for timing and cycles) are "
             "the feet's positions about the pelvis (Zeni et al. 2008); the policy's peaks and stance "
@@ -284,6 +286,11 @@ def evaluate_trial(
     gait = headline.gait_summary(
         rec, sim_grf, sim_events, ref_grf, ref_events, _motion_knees(env, clip, rec), timed_events
     )
+    sim_delay = headline.touchdown_delays_ms(sim_events, sim_kinematic)
+    ref_delay = headline.touchdown_delays_ms(ref_events, ref_kinematic) if ref_grf is not None else {}
+    for side in SIDES:
+        gait[f"touchdown_delay_sim_ms_{side}"] = sim_delay[side]
+        gait[f"touchdown_delay_ref_ms_{side}"] = ref_delay.get(side, float("nan"))
     column_metrics = []
     cycle_metrics = {}
     for kind, series in groups.items():
