@@ -310,3 +310,7 @@ def test_a_motion_without_grf_gets_its_own_gait_events(tmp_path):
         # the policy's touchdown after its heel's farthest reach; the clip has no force to time
         assert 0.0 < gait[f"touchdown_delay_sim_ms_{side}"] < 300.0
         assert gait[f"touchdown_delay_ref_ms_{side}"] is None  # NaN, written as null
+    # steps over the 4 s walked: the looping clip's two per lap, and the policy's own
+    lap_s = Trajectory.load(WALK).clip(0).num_frames / Trajectory.load(WALK).rate_hz
+    assert gait["cadence_ref_spm"] == pytest.approx(120.0 / lap_s, rel=0.03)
+    assert 0.2 < gait["step_length_sim_m"] < 1.2 and gait["cadence_sim_spm"] > 0

@@ -444,3 +444,19 @@ def test_touchdown_delay_is_the_force_strike_after_the_kinematic_one():
     delays = touchdown_delays_ms(force, kinematic)
     assert delays["r"] == pytest.approx(40.0) and delays["l"] == pytest.approx(120.0)
     assert np.isnan(touchdown_delays_ms({"r": ev(reach + 0.5), "l": ev(none)}, kinematic)["l"])
+
+
+def test_steps_of_a_walk_make_its_speed():
+    """Step length and cadence of the looped bundled walk: two steps per gait cycle, so the
+    cadence is 120 / period, and length times cadence is the pelvis' speed (within 5 %: step
+    lengths are measured between heels at each strike, the speed over the laps). Cut at
+    ``until_s``, only the steps before it count."""
+    time_s, qpos, model = _looped_walk(50.0, cycles=4)
+    period_s = time_s[-1] / 4
+    steps = gait_events.spatiotemporal(model, qpos, time_s, FEET)
+    assert steps["steps"] >= 5
+    assert steps["cadence_spm"] == pytest.approx(120.0 / period_s, rel=0.02)
+    speed_mps = np.linalg.norm(qpos[-1, :2] - qpos[0, :2]) / (time_s[-1] - time_s[0])
+    assert steps["step_length_m"] * steps["cadence_spm"] / 60.0 == pytest.approx(speed_mps, rel=0.05)
+    early = gait_events.spatiotemporal(model, qpos, time_s, FEET, until_s=1.5 * period_s)
+    assert 1 <= early["steps"] < steps["steps"]

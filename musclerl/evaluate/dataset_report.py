@@ -270,4 +270,12 @@ def _headline_markdown(doc: dict) -> list[str]:
                 g = gait.get(f"{name}_{side}")
                 cells.append(f"{_f(g['median'])} [{_f(g['q1'])}, {_f(g['q3'])}] ({g['n']})" if g else "")
             lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
+        lines += ["", "| steps | policy | reference |", "|---|---|---|"]
+        for name in ("step_length", "cadence"):
+            unit = "m" if name == "step_length" else "spm"
+            cells = []
+            for who in ("sim", "ref"):
+                g = gait.get(f"{name}_{who}_{unit}")
+                cells.append(f"{_f(g['median'])} [{_f(g['q1'])}, {_f(g['q3'])}] ({g['n']})" if g else "")
+            lines.append(f"| {name} ({unit}) | {cells[0]} | {cells[1]} |")
     return [*lines, ""]

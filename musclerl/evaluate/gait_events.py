@@ -140,6 +140,11 @@ def kinematic_events(
     clearance), so no height threshold separates swing from stance on retargeted clips. A
     reference without force plates and the policy tracking it get their events from this one
     rule, so their timing errors compare like for like."""
+    return _zeni(model, qpos, time_s, feet)[0]
+
+
+def _zeni(model, qpos: np.ndarray, time_s: np.ndarray, feet: tuple[str, ...]):
+    """:func:`kinematic_events`, plus each side's heel path (T, 2) and the walking direction (T, 2)."""
     import mujoco
     from scipy.ndimage import uniform_filter1d
     from scipy.signal import find_peaks
@@ -176,7 +181,7 @@ def kinematic_events(
             out.append(time_s[i] + float(np.clip(shift, -0.5, 0.5)) / rate_hz)
         return np.asarray(out)
 
-    out = {}
+    out, heels = {}, {}
     for side in SIDES:
         if not ids[side] or min(ids[side]) < 0:
             out[side] = GaitEvents(np.zeros(0), np.zeros(0), np.zeros(n, dtype=bool))
@@ -191,7 +196,43 @@ def kinematic_events(
             end = later[0] if len(later) else time_s[-1] + 1.0
             stance |= (time_s >= start) & (time_s < end)
         out[side] = GaitEvents(strikes, toe_offs, stance)
-    return out
+        heels[side] = xy[:, ids[side][0]]
+    return out, heels, direction
+
+
+def spatiotemporal(
+    model, qpos: np.ndarray, time_s: np.ndarray, feet: tuple[str, ...], until_s: float = np.inf
+) -> dict[str, float]:
+    """Step length and cadence of the poses ``qpos`` (T, nq) at ``time_s`` (T,), from the heel
+    strikes of :func:`kinematic_events` up to ``until_s``: ``step_length_m``, the mean distance
+    along the walking direction from where the other heel struck to where this one strikes, for
+    each strike that follows the other foot's (so two steps make a stride); ``cadence_spm``,
+    steps per minute over those steps; ``steps`` their number (NaN figures without two
+    alternating strikes). A policy slower than the walk it tracks takes shorter steps or fewer:
+    these say which."""
+    events, heels, direction = _zeni(model, qpos, time_s, feet)
+    time_s = np.asarray(time_s, dtype=float)
+    strikes = sorted(
+        (t, side) for side in SIDES for t in events[side].heel_strikes_s if t <= until_s and side in heels
+    )
+
+    def landed(t: float, side: str) -> np.ndarray:  # where that heel was at that strike
+        return np.array([np.interp(t, time_s, heels[side][:, i]) for i in (0, 1)])
+
+    lengths, durations = [], []
+    for (t0, side0), (t1, side1) in zip(strikes, strikes[1:], strict=False):
+        if side0 == side1:
+            continue
+        ahead = landed(t1, side1) - landed(t0, side0)
+        heading = np.array([np.interp(t1, time_s, direction[:, i]) for i in (0, 1)])
+        lengths.append(float(ahead @ heading / max(np.linalg.norm(heading), 1e-9)))
+        durations.append(t1 - t0)
+    nan = float("nan")
+    return {
+        "step_length_m": float(np.mean(lengths)) if lengths else nan,
+        "cadence_spm": 60.0 / float(np.mean(durations)) if durations else nan,
+        "steps": len(lengths),
+    }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -248,6 +248,13 @@ def headline_markdown(table: list[dict], gait: dict[str, float]) -> list[str]:
             "(Zeni's heel strike) to the foot's force heel strike; a person's is 25-40 ms (gait2354's "
             "plates), a foot that hovers before it lands takes longer."
         )
+        lines += [
+            "",
+            f"Steps (Zeni's heel strikes, over the span the policy walked): the policy "
+            f"{_fmt(gait.get('step_length_sim_m'))} m at {_fmt(gait.get('cadence_sim_spm'))} steps/min, "
+            f"the reference {_fmt(gait.get('step_length_ref_m'))} m at {_fmt(gait.get('cadence_ref_spm'))} "
+            "steps/min.",
+        ]
     return lines
 
 

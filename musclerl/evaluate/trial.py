@@ -291,6 +291,17 @@ def evaluate_trial(
     for side in SIDES:
         gait[f"touchdown_delay_sim_ms_{side}"] = sim_delay[side]
         gait[f"touchdown_delay_ref_ms_{side}"] = ref_delay.get(side, float("nan"))
+    # steps over the span the policy walked, its own and the clip's
+    from musclerl.evaluate.gait_events import spatiotemporal
+
+    until_s = float(rec.time_s[-1]) + offset_s
+    steps = {
+        "sim": spatiotemporal(env.model, rec.qpos, rec.time_s + offset_s, rec.feet),
+        "ref": spatiotemporal(env.model, clip_qpos, clip_time_s + offset_s, rec.feet, until_s),
+    }
+    for who, figures in steps.items():
+        gait[f"step_length_{who}_m"] = figures["step_length_m"]
+        gait[f"cadence_{who}_spm"] = figures["cadence_spm"]
     column_metrics = []
     cycle_metrics = {}
     for kind, series in groups.items():
