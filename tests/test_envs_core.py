@@ -58,13 +58,14 @@ def test_reset_at_reference_reproduces_reference_sites(env, dataset):
     assert np.all(errors["site_err_m"] < 1e-9) and np.all(errors["site_ori"] < 1e-12)
 
 
-def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, last, cfg, acc):
+def _hand_terms(model, site_ids, foot_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, last, cfg, acc):
     """Reward terms of one env from MuJoCo C directly (mj_objectVelocity, quaternion angles)."""
 
     def sites(q, v):
         d = mujoco.MjData(model)
         d.qpos[:], d.qvel[:] = q, v
         mujoco.mj_forward(model, d)
+        feet = d.xpos[foot_ids].copy()
         pos = d.site_xpos[site_ids].copy()
         quat = np.zeros((len(site_ids), 4))
         vel = np.zeros((len(site_ids), 3))
@@ -73,10 +74,10 @@ def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, la
             v6 = np.zeros(6)
             mujoco.mj_objectVelocity(model, d, mujoco.mjtObj.mjOBJ_SITE, int(s), v6, 0)
             vel[i] = v6[3:]
-        return pos, quat, vel
+        return pos, quat, vel, feet - feet.mean(axis=0)
 
-    pos, quat, vel = sites(qpos, qvel)
-    rpos, rquat, rvel = sites(ref_qpos, ref_qvel)
+    pos, quat, vel, feet = sites(qpos, qvel)
+    rpos, rquat, rvel, rfeet = sites(ref_qpos, ref_qvel)
     root_angle = 2 * np.arccos(min(abs(float(np.dot(qpos[3:7], ref_qpos[3:7]))), 1.0))
     angle = np.array(
         [2 * np.arccos(min(abs(float(np.dot(a, b))), 1.0)) for a, b in zip(quat, rquat, strict=True)]
@@ -90,6 +91,7 @@ def _hand_terms(model, site_ids, qpos, qvel, ref_qpos, ref_qvel, act, action, la
         "site_pos": np.mean(((pos - qpos[:3]) - (rpos - ref_qpos[:3])) ** 2),
         "site_ori": np.mean(angle**2),
         "site_vel": np.mean((vel - rvel) ** 2),
+        "feet_rel": np.mean((feet - rfeet) ** 2),
         "com_acc": np.mean((acc / 9.81) ** 2),
     }
     out = {t: cfg.reward.weights[t] * np.exp(-cfg.reward.scales[t] * mse[t]) for t in term_names("tracking")}
@@ -125,13 +127,16 @@ def test_reward_terms_match_hand_computation(env):
     reward = env.config.reward
     cfg = dataclasses.replace(
         env.config,
-        reward=dataclasses.replace(reward, weights={**reward.weights, "com_acc": 0.1, "root_ori": 0.1}),
+        reward=dataclasses.replace(
+            reward, weights={**reward.weights, "com_acc": 0.1, "root_ori": 0.1, "feet_rel": 0.1}
+        ),
     )
     terms = reward_terms(errors, cfg.reward, np)
     for i in range(8):
         hand, site_err = _hand_terms(
             env.model,
             env.world.site_ids,
+            env.world.foot_body_ids,
             qpos[i],
             qvel[i],
             target["qpos"][i],

@@ -44,6 +44,7 @@ class Reference:
     site_pos_m: np.ndarray  # (T, S, 3) world
     site_xmat: np.ndarray  # (T, S, 3, 3) site-to-world rotations
     site_vel_mps: np.ndarray  # (T, S, 3) world linear velocity
+    foot_pos_m: np.ndarray  # (T, F, 3) world origins of the foot bodies (World.foot_body_ids)
     com_m: np.ndarray  # (T, 3) whole-body centre of mass, world
     muscle_length_m: np.ndarray  # (T, nu) actuator length
     muscle_velocity_mps: np.ndarray  # (T, nu) actuator velocity
@@ -104,6 +105,7 @@ def build_reference(
     site_pos = np.zeros((n, s, 3))
     site_xmat = np.zeros((n, s, 3, 3))
     site_vel = np.zeros((n, s, 3))
+    feet = np.zeros((n, len(world.foot_body_ids), 3))
     com = np.zeros((n, 3))
     muscle_length = np.zeros((n, model.nu))
     muscle_velocity = np.zeros((n, model.nu))
@@ -120,6 +122,7 @@ def build_reference(
         # dependent coordinates follow their independent one (couplings), as in the pose itself
         jacobian[t] = moment_arms(model, data) @ coupling_matrix(model, data.qpos, coords).T
         site_pos[t] = data.site_xpos[world.site_ids]
+        feet[t] = data.xpos[world.foot_body_ids]
         com[t] = data.subtree_com[world.root_body]
         site_xmat[t] = data.site_xmat[world.site_ids].reshape(s, 3, 3)
         for i, sid in enumerate(world.site_ids):
@@ -149,6 +152,7 @@ def build_reference(
         com_m=com,
         site_xmat=site_xmat,
         site_vel_mps=site_vel,
+        foot_pos_m=feet,
         muscle_length_m=muscle_length,
         muscle_velocity_mps=muscle_velocity,
         muscle_jacobian=jacobian,
@@ -176,6 +180,7 @@ LOOKUP_FIELDS = (
     "site_pos_m",
     "site_xmat",
     "site_vel_mps",
+    "foot_pos_m",
     "com_m",
     "muscle_length_m",
     "muscle_velocity_mps",
@@ -218,7 +223,7 @@ def lookup(
         value = ref[name][frame]
         if name == "qpos":
             value = xp.concatenate([value[:, :3] + shift, value[:, 3:]], axis=1)
-        elif name == "site_pos_m":
+        elif name in ("site_pos_m", "foot_pos_m"):
             value = value + shift[:, None, :]
         elif name == "com_m":
             value = value + shift
