@@ -453,10 +453,11 @@ def test_steps_of_a_walk_make_its_speed():
     ``until_s``, only the steps before it count."""
     time_s, qpos, model = _looped_walk(50.0, cycles=4)
     period_s = time_s[-1] / 4
-    steps = gait_events.spatiotemporal(model, qpos, time_s, FEET)
+    gait = gait_events.kinematic_gait(model, qpos, time_s, FEET)
+    steps = gait_events.spatiotemporal(gait)
     assert steps["steps"] >= 5
     assert steps["cadence_spm"] == pytest.approx(120.0 / period_s, rel=0.02)
     speed_mps = np.linalg.norm(qpos[-1, :2] - qpos[0, :2]) / (time_s[-1] - time_s[0])
     assert steps["step_length_m"] * steps["cadence_spm"] / 60.0 == pytest.approx(speed_mps, rel=0.05)
-    early = gait_events.spatiotemporal(model, qpos, time_s, FEET, until_s=1.5 * period_s)
+    early = gait_events.spatiotemporal(gait, until_s=1.5 * period_s)
     assert 1 <= early["steps"] < steps["steps"]

@@ -123,9 +123,25 @@ def contact_events(time_s: np.ndarray, contact: np.ndarray, min_swing_s: float =
     return gait_events(time_s, np.asarray(contact, dtype=float), 0.5, 0.5, min_swing_s, 0.0)
 
 
+@dataclasses.dataclass(frozen=True)
+class KinematicGait:
+    """What :func:`kinematic_gait` reads from a pose sequence: ``events`` per side, each side's
+    heel path ``heel_xy`` (T, 2, world), the walking ``direction`` (T, 2, unit) and ``time_s`` (T,)."""
+
+    events: dict[str, GaitEvents]
+    heel_xy: dict[str, np.ndarray]
+    direction: np.ndarray
+    time_s: np.ndarray
+
+
 def kinematic_events(
     model, qpos: np.ndarray, time_s: np.ndarray, feet: tuple[str, ...]
 ) -> dict[str, GaitEvents]:
+    """Per side, :func:`kinematic_gait`'s events alone."""
+    return kinematic_gait(model, qpos, time_s, feet).events
+
+
+def kinematic_gait(model, qpos: np.ndarray, time_s: np.ndarray, feet: tuple[str, ...]) -> KinematicGait:
     """Per side (:data:`SIDES`), gait events of the poses ``qpos`` (T, nq; free root first) at
     ``time_s`` (T,, evenly spaced) by Zeni et al.'s coordinate rule (Gait & Posture 2008, the rule
     OpenCap uses): a heel strike where the heel is farthest ahead of the pelvis along the walking
@@ -135,16 +151,12 @@ def kinematic_events(
     pelvis' horizontal velocity averaged over a second (a turn turns it); a swing of the foot about
     the pelvis under :data:`ZENI_MIN_EXCURSION_M` is no step (standing), and one foot's strikes
     are at least :data:`ZENI_MIN_STEP_S` apart. Peaks are placed between samples by a parabola.
+    The heel paths and direction come with the events for :func:`spatiotemporal`.
 
     Why not height: a walking foot's lowest point clears the floor by 1-3 cm in mid-swing (toe
     clearance), so no height threshold separates swing from stance on retargeted clips. A
     reference without force plates and the policy tracking it get their events from this one
     rule, so their timing errors compare like for like."""
-    return _zeni(model, qpos, time_s, feet)[0]
-
-
-def _zeni(model, qpos: np.ndarray, time_s: np.ndarray, feet: tuple[str, ...]):
-    """:func:`kinematic_events`, plus each side's heel path (T, 2) and the walking direction (T, 2)."""
     import mujoco
     from scipy.ndimage import uniform_filter1d
     from scipy.signal import find_peaks
@@ -197,21 +209,18 @@ def _zeni(model, qpos: np.ndarray, time_s: np.ndarray, feet: tuple[str, ...]):
             stance |= (time_s >= start) & (time_s < end)
         out[side] = GaitEvents(strikes, toe_offs, stance)
         heels[side] = xy[:, ids[side][0]]
-    return out, heels, direction
+    return KinematicGait(out, heels, direction, time_s)
 
 
-def spatiotemporal(
-    model, qpos: np.ndarray, time_s: np.ndarray, feet: tuple[str, ...], until_s: float = np.inf
-) -> dict[str, float]:
-    """Step length and cadence of the poses ``qpos`` (T, nq) at ``time_s`` (T,), from the heel
-    strikes of :func:`kinematic_events` up to ``until_s``: ``step_length_m``, the mean distance
+def spatiotemporal(gait: KinematicGait, until_s: float = np.inf) -> dict[str, float]:
+    """Step length and cadence of a :func:`kinematic_gait`, from its heel strikes up to
+    ``until_s``: ``step_length_m``, the mean distance
     along the walking direction from where the other heel struck to where this one strikes, for
     each strike that follows the other foot's (so two steps make a stride); ``cadence_spm``,
     steps per minute over those steps; ``steps`` their number (NaN figures without two
     alternating strikes). A policy slower than the walk it tracks takes shorter steps or fewer:
     these say which."""
-    events, heels, direction = _zeni(model, qpos, time_s, feet)
-    time_s = np.asarray(time_s, dtype=float)
+    events, heels, direction, time_s = gait.events, gait.heel_xy, gait.direction, gait.time_s
     strikes = sorted(
         (t, side) for side in SIDES for t in events[side].heel_strikes_s if t <= until_s and side in heels
     )

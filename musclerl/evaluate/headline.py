@@ -103,18 +103,19 @@ def gait_summary(
     peaks are NaN without reference GRF."""
     out: dict[str, float] = {}
     nan = float("nan")
+    timed_events = timed_events or sim_events
     for side in SIDES:
         ev = sim_events[side]
         out[f"peak_vertical_sim_bw_{side}"] = stance_peaks_bw(sim_grf, side, ev)
         out[f"peak_vertical_ref_bw_{side}"] = stance_peaks_bw(ref_grf, side) if ref_grf is not None else nan
-        out[f"sim_heel_strikes_{side}"] = len((timed_events or sim_events)[side].heel_strikes_s)
+        out[f"sim_heel_strikes_{side}"] = len(timed_events[side].heel_strikes_s)
         out[f"ref_heel_strikes_{side}"] = len(ref_events[side].heel_strikes_s) if ref_events else 0
         for event, attr in (("heel_strike", "heel_strikes_s"), ("toe_off", "toe_offs_s")):
             if ref_events is None:
                 timing = {"mean_error_ms": nan, "mean_abs_error_ms": nan, "matched": 0}
             else:
-                timed = (timed_events or sim_events)[side]
-                timing = event_timing_errors_ms(getattr(timed, attr), getattr(ref_events[side], attr))
+                timed = getattr(timed_events[side], attr)
+                timing = event_timing_errors_ms(timed, getattr(ref_events[side], attr))
             out[f"{event}_error_ms_{side}"] = timing["mean_error_ms"]
             out[f"{event}_abs_error_ms_{side}"] = timing["mean_abs_error_ms"]
             out[f"{event}s_matched_{side}"] = timing["matched"]

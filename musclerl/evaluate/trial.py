@@ -245,11 +245,12 @@ def evaluate_trial(
     sim_grf = sim_foot_grf(rec, offset_s)
     sim_events = {side: sim_grf.events(side) for side in SIDES}
     # the feet's events about the pelvis (Zeni's rule), the policy's and the tracked clip's
-    from musclerl.evaluate.gait_events import kinematic_events
+    from musclerl.evaluate.gait_events import kinematic_gait, spatiotemporal
 
     clip_time_s, clip_qpos = _reference_poses(env, options.clip, float(rec.time_s[-1]))
-    ref_kinematic = kinematic_events(env.model, clip_qpos, clip_time_s + offset_s, rec.feet)
-    sim_kinematic = kinematic_events(env.model, rec.qpos, rec.time_s + offset_s, rec.feet)
+    ref_gait = kinematic_gait(env.model, clip_qpos, clip_time_s + offset_s, rec.feet)
+    sim_gait = kinematic_gait(env.model, rec.qpos, rec.time_s + offset_s, rec.feet)
+    ref_kinematic, sim_kinematic = ref_gait.events, sim_gait.events
     timed_events = sim_events  # the policy's events the reference's are timed against
     if ref_grf is not None:
         ref_events = {side: ref_grf.events(side) for side in SIDES}
@@ -292,13 +293,8 @@ def evaluate_trial(
         gait[f"touchdown_delay_sim_ms_{side}"] = sim_delay[side]
         gait[f"touchdown_delay_ref_ms_{side}"] = ref_delay.get(side, float("nan"))
     # steps over the span the policy walked, its own and the clip's
-    from musclerl.evaluate.gait_events import spatiotemporal
-
     until_s = float(rec.time_s[-1]) + offset_s
-    steps = {
-        "sim": spatiotemporal(env.model, rec.qpos, rec.time_s + offset_s, rec.feet),
-        "ref": spatiotemporal(env.model, clip_qpos, clip_time_s + offset_s, rec.feet, until_s),
-    }
+    steps = {"sim": spatiotemporal(sim_gait), "ref": spatiotemporal(ref_gait, until_s)}
     for who, figures in steps.items():
         gait[f"step_length_{who}_m"] = figures["step_length_m"]
         gait[f"cadence_{who}_spm"] = figures["cadence_spm"]
