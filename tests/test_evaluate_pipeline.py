@@ -121,27 +121,23 @@ def test_compare_plots_report(recording, tiny_reference, tmp_path):
 
 def test_walking_speeds_of_the_policy_and_the_reference(recording):
     """The policy's and the clip's mean horizontal pelvis speed over the rolled-out span: a policy
-    that walks at its own pace shows it here (its world error grows, its root-relative does not)."""
+    that walks at its own pace shows it here (its world error grows, its root-relative does not).
+    The clip's pace is the env reference root's (the one computation `bench learn` also prints)."""
     import dataclasses
 
-    from musclerl.models.opensim_coordinates import qpos_to_pelvis
-    from musclerl.motion.trajectory import Trajectory
+    from musclerl.rl.validation import reference_speed_mps
 
     env, rec = recording
-    clip = Trajectory.load(TINY_WALK).clip(0)
-    speeds = compare.walking_speeds(rec, env.model, clip)
+    ref = env.reference.as_arrays(np)
     span = rec.time_s[-1] - rec.time_s[0]
-    n = int(round(rec.time_s[-1] * clip.rate_hz))
-    p = qpos_to_pelvis(env.model, clip.qpos[[0, n]])
-    assert speeds["reference_speed_mps"] == pytest.approx(
-        np.hypot(*(p[1] - p[0])[[3, 5]]) / (n / clip.rate_hz)
-    )
-    assert speeds["reference_speed_mps"] > 0.3  # the tiny walk walks
+    n = int(round(rec.time_s[-1] * env.reference.rate_hz))
+    root = ref["qpos"][[0, n], :2]
+    assert reference_speed_mps(env, 0, rec.time_s) == pytest.approx(np.hypot(*(root[1] - root[0])) / span)
+    assert reference_speed_mps(env, 0, rec.time_s) > 0.3  # the tiny walk walks
     pelvis = rec.pelvis.copy()
     pelvis[:, 3] = pelvis[0, 3] + 0.5 * (rec.time_s - rec.time_s[0])  # 0.5 m/s straight ahead
     pelvis[:, 5] = pelvis[0, 5]
-    slow = compare.walking_speeds(dataclasses.replace(rec, pelvis=pelvis), env.model, clip)
-    assert slow["speed_mps"] == pytest.approx(0.5) and span > 0
+    assert dataclasses.replace(rec, pelvis=pelvis).speed_mps == pytest.approx(0.5) and span > 0
 
 
 def test_invalid_spans():

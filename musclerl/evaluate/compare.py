@@ -296,29 +296,6 @@ def complete_cycles(cycles: Cycles, min_coverage: float = MIN_CYCLE_COVERAGE) ->
     return Cycles(cycles.values[covered], cycles.bounds_s[covered], dropped)
 
 
-def walking_speeds(rec: Recording, model, clip) -> dict[str, float]:
-    """The policy's and the reference's mean walking speed (m/s) over the rolled-out span:
-    ``speed_mps`` the policy's (:attr:`Recording.speed_mps`), ``reference_speed_mps`` the same
-    pelvis displacement of the tracked clip (``clip``, a one-clip Trajectory on ``model``, its time
-    0 at the rollout's start) over the same span. A policy that keeps its own pace falls behind a
-    faster person in the world frame while its root-relative error stays small; these two say so.
-    NaN without a pelvis body."""
-    from musclerl.models.opensim_coordinates import qpos_to_pelvis
-
-    speed_mps = rec.speed_mps
-    if np.isnan(speed_mps):
-        return {"speed_mps": speed_mps, "reference_speed_mps": float("nan")}
-    last = min(int(round(rec.time_s[-1] * clip.rate_hz)), clip.num_frames - 1)
-    first = min(int(round(rec.time_s[0] * clip.rate_hz)), last)
-    ref = qpos_to_pelvis(model, clip.qpos[[first, last]])
-    ref_span_s = (last - first) / clip.rate_hz
-    ref_m = float(np.hypot(ref[-1, 3] - ref[0, 3], ref[-1, 5] - ref[0, 5]))
-    return {
-        "speed_mps": speed_mps,
-        "reference_speed_mps": ref_m / ref_span_s if ref_span_s > 0 else float("nan"),
-    }
-
-
 def tracking_summary(recordings: list[Recording]) -> dict[str, float]:
     """MuscleMimic/PHC-style tracking metrics over episodes (one :class:`Recording` each).
 

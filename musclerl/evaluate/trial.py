@@ -188,7 +188,12 @@ def evaluate_trial(
     tracking = compare.tracking_summary(recordings)
     clip = traj.clip(options.clip)
     tracking["trial_duration_s"] = (clip.num_frames - 1) / clip.rate_hz
-    tracking.update(compare.walking_speeds(rec, env.model, clip))
+    # the pace the policy kept beside the clip's over the same span (rl.validation's computation,
+    # the same numbers `bench learn` prints)
+    from musclerl.rl.validation import reference_speed_mps
+
+    tracking["speed_mps"] = rec.speed_mps
+    tracking["reference_speed_mps"] = reference_speed_mps(env, options.clip, rec.time_s)
     # ran to the end: no early termination, and the episode ended where the environment ends it
     # (its last control step of the clip as resampled; a trial 1.19 s long ends at 1.16 s at 50 Hz)
     # rather than at --max-steps
