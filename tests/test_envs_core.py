@@ -441,3 +441,29 @@ def test_com_acc_is_the_second_difference_of_the_offset_from_the_reference(datas
     np.testing.assert_allclose(state.metrics["reward/com_acc"], expected, rtol=1e-9)
     assert np.all(expected < 0.999)  # the excitations moved the body off the reference's course
     np.testing.assert_allclose(state.info["com_offset_m"], np.concatenate([offset, offsets[2]], axis=1))
+
+
+@pytest.mark.parametrize("space", ["excitation", "muscle_length_pd"])
+def test_physics_step_hook_sees_every_step_and_changes_nothing(dataset, space):
+    """A hook before every physics step (how a rollout measures forces over a control step) is
+    called ``substeps`` times per env step with that step's excitations set, and the simulation
+    is the one without it to the bit, whether the excitations are held (excitation space) or
+    recomputed before each physics step (a PD space)."""
+    cfg = EnvConfig(substeps=4, action=dataclasses.replace(EnvConfig().action, space=space))
+    envs = [TrackingEnv("tiny", dataset, cfg, backend="cpu", num_envs=3, threads=1) for _ in range(2)]
+    seen = []
+    envs[1].call_before_physics_steps(lambda: seen.append(envs[1].physics_data(0).ctrl.copy()))
+    states = [e.reset(0) for e in envs]
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        action = rng.uniform(-1.0, 1.0, (3, envs[0].action_size))
+        states = [e.step(s, action) for e, s in zip(envs, states, strict=True)]
+        np.testing.assert_array_equal(envs[0].physics_data(0).ctrl, seen[-1])  # the last step's
+    assert len(seen) == 5 * 4
+    for a, b in zip(*(s.obs for s in states), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for i in range(3):
+        np.testing.assert_array_equal(envs[0].physics_data(i).qpos, envs[1].physics_data(i).qpos)
+    envs[1].call_before_physics_steps(None)
+    envs[1].step(states[1], action)
+    assert len(seen) == 5 * 4

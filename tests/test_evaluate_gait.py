@@ -194,7 +194,9 @@ def _ground_force_on_subtree(model, d, foot: int) -> np.ndarray:
 
 def test_rollout_grf_is_contact_force_per_foot():
     """A short rollout: each recorded foot force is mj_contactForce summed over the ground's contacts
-    with that foot's subtree, rotated to world, recomputed here from copies of the env's states."""
+    with that foot's subtree, rotated to world, and averaged over the physics steps of the control
+    step that led to the frame -- recomputed here by replaying each control step with mj_step from
+    a copy of the env's state (the replay lands on the env's next state to the bit)."""
     import copy
 
     from musclerl.envs.tracking import TrackingEnv
@@ -210,15 +212,33 @@ def test_rollout_grf_is_contact_force_per_foot():
     rec = rollout(env, act, max_steps=20)
     model = env.model
     feet = [int(b) for b in env.world.foot_body_ids]
+    coords = list(rec.coordinates)
     assert rec.grf_n.shape[1:] == (len(feet), 3) and len(states) >= rec.num_frames - 1
-    loaded = 0
-    for i in range(rec.num_frames):
-        d = states[i]
+
+    def ground_forces(d):
         mujoco.mj_forward(model, d)
-        want = np.stack([_ground_force_on_subtree(model, d, f) for f in feet])
+        return np.stack([_ground_force_on_subtree(model, d, f) for f in feet])
+
+    start = ground_forces(copy.copy(states[0]))  # the first frame: its own state's
+    np.testing.assert_allclose(rec.grf_n[0], start, atol=1e-6 * rec.body_weight_n)
+    loaded = moved = 0
+    for i in range(1, rec.num_frames):
+        d = copy.copy(states[i - 1])
+        d.ctrl[:] = states[i].ctrl  # the excitation space holds them over the control step
+        per_step, net = [], []
+        for _ in range(env.config.substeps):
+            per_step.append(ground_forces(d))
+            net.append(joint_moments(model, d, coupling_matrix(model, d.qpos, coords)).net)
+            mujoco.mj_step(model, d)
+        np.testing.assert_array_equal(d.qpos, states[i].qpos)
+        np.testing.assert_allclose(rec.torque_nm[i], np.mean(net, axis=0), rtol=1e-9, atol=1e-9)
+        want = np.mean(per_step, axis=0)
         np.testing.assert_allclose(rec.grf_n[i], want, atol=1e-6 * rec.body_weight_n)
         loaded += want[:, 2].sum() > 0.2 * rec.body_weight_n
+        moved += np.abs(want - ground_forces(copy.copy(states[i]))).max() > 0.01 * rec.body_weight_n
     assert loaded >= rec.num_frames // 2  # it stands on its feet: the check compared real forces
+    assert moved > 0  # where the force changes within a control step, the frame's own would differ
+    assert env.config.substeps > 1  # a mean over several physics steps was checked
 
 
 def test_published_figures_computed_like_the_published_ones():

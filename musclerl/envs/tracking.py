@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from typing import Any
 
 import mujoco
@@ -305,6 +306,14 @@ class TrackingEnv:
         ``CpuPhysics.mj_data``: run ``mj_forward`` on it before reading contact forces); mjx:
         ``mj_forward`` at ``state``'s qpos, qvel and act (required)."""
         return self._physics.mj_data(None if state is None else state.physics, i)
+
+    def call_before_physics_steps(self, hook: Callable[[], None] | None) -> None:
+        """cpu: call ``hook()`` before every physics step of each later :meth:`step`, with that
+        step's excitations set (``physics_data`` then holds the state the step starts from);
+        None stops it. The simulation is unchanged."""
+        if not hasattr(self._physics, "before_physics_step"):
+            raise NotImplementedError(f"physics-step hooks need the cpu backend, not {self.backend!r}")
+        self._physics.before_physics_step = hook
 
     # ------------------------------------------------------------------ helpers
     def _observe(self, kin: Kinematics, clip: Any, time_s: Any) -> Any:

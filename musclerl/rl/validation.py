@@ -85,6 +85,7 @@ def clip_test(env, policy, steps: int, clip: int, start_time_s: float = 0.0) -> 
         clip=clip,
         start_time_s=start_time_s,
         max_steps=steps,
+        step_forces=False,  # tracking only: the forces of the frames are not read here
     )
     # frame 0 is the reset state; a step the env ended by truncation was survived but not recorded
     survived = len(rec.time_s) - 1 + int(rec.truncated)

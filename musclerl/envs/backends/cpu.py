@@ -84,6 +84,11 @@ class CpuPhysics:
         #: it); None (the default): no clock is read
         self.clock: Callable[[], float] | None = None
         self.mujoco_s = 0.0
+        #: set to a callable to have it called before every physics step, once that step's
+        #: excitations are in ``ctrl`` (the steps then run one per batch call; the simulation is
+        #: the same to the bit): how a rollout measures the forces over each physics step, where
+        #: a read once per control step samples a 500 Hz contact force at the control rate
+        self.before_physics_step: Callable[[], None] | None = None
 
     def set_state(
         self, physics: Any, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray
@@ -145,10 +150,13 @@ class CpuPhysics:
         bad = np.zeros(self.num_envs, dtype=bool)
         stage = mujoco.mjtStage.mjSTAGE_VEL
         length, velocity = self._fields["actuator_length"], self._fields["actuator_velocity"]
+        hook = self.before_physics_step
         try:
-            if callable(ctrl):
+            if callable(ctrl) or hook is not None:
                 for _ in range(substeps):
-                    self.ctrl[:] = ctrl(length.copy(), velocity.copy())
+                    self.ctrl[:] = ctrl(length.copy(), velocity.copy()) if callable(ctrl) else ctrl
+                    if hook is not None:
+                        hook()
                     self._call(self.batch.step, nstep=1, stage=stage)
             else:
                 self.ctrl[:] = ctrl
