@@ -314,3 +314,10 @@ def test_a_motion_without_grf_gets_its_own_gait_events(tmp_path):
     lap_s = Trajectory.load(WALK).clip(0).num_frames / Trajectory.load(WALK).rate_hz
     assert gait["cadence_ref_spm"] == pytest.approx(120.0 / lap_s, rel=0.03)
     assert 0.2 < gait["step_length_sim_m"] < 1.2 and gait["cadence_sim_spm"] > 0
+    # every limited coordinate's share of frames parked on a bound the motion keeps clear of
+    from musclerl.evaluate.headline import BOUND_KEY
+
+    parked = {k.removeprefix(BOUND_KEY): v for k, v in gait.items() if k.startswith(BOUND_KEY)}
+    assert {"knee_angle_r", "mtp_angle_l", "ankle_angle_r"} <= set(parked)
+    assert all(0.0 <= v <= 1.0 for v in parked.values())
+    assert "Joints on a bound of their range" in (out / "report.md").read_text()

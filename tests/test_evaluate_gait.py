@@ -347,6 +347,36 @@ def test_knee_at_its_limit_counts_stance_frames_and_spares_a_person_who_stands_s
     assert np.isnan(knee_at_limit_fraction(rec, stance, "l"))
 
 
+def test_joints_parked_on_a_bound_the_motion_does_not_reach():
+    """Every coordinate with a range and a target: the share of all frames within 1 deg of either
+    bound where the motion is more than 5 deg from it (the toes held on their -30 deg stop, the
+    knee on 0 in swing); an unlimited or untracked coordinate has no figure."""
+    from types import SimpleNamespace
+
+    from musclerl.evaluate.headline import BOUND_KEY, bounds_beyond_motion
+
+    toes_deg = np.array([-29.5, -30.0, -30.4, -12.0, -29.9, 0.0, -30.0, -30.0])  # policy
+    toes_target = np.array([0.0, 0.0, -2.0, -10.0, -28.0, 0.0, 3.0, -26.0])  # motion (bends at toe-off)
+    knee_deg = np.array([119.5, 60.0, 0.0, 0.3, 1.0, 30.0, 2.0, 50.0])
+    knee_target = np.array([100.0, 60.0, 0.5, 10.0, 8.0, 30.0, 2.0, 50.0])
+    rec = SimpleNamespace(
+        time_s=np.arange(8) * 0.02,
+        coordinates=["mtp_angle_r", "knee_angle_r", "pelvis_free", "hip_rotation_r"],
+        angle=np.c_[toes_deg, knee_deg, np.zeros(8), np.zeros(8)],
+        coordinate_range=np.array([[-30.0, 30.0], [0.0, 120.0], [np.nan, np.nan], [-40.0, 40.0]]),
+    )
+    got = bounds_beyond_motion(
+        rec, {"mtp_angle_r": toes_target, "knee_angle_r": knee_target, "pelvis_free": np.zeros(8)}
+    )
+    # toes: frames 0, 1, 2, 6 on the stop with the motion clear of it (frame 4: the motion is at
+    # -28, within 5 deg of the stop: copied, not parked; frame 7: -26 is 4 deg from it)
+    assert got[BOUND_KEY + "mtp_angle_r"] == pytest.approx(4 / 8)
+    # knee: frame 0 at the upper bound (motion 100), frames 3 and 4 at 0 (motion 10 and 8);
+    # frame 2's motion stands at 0.5 deg (copied)
+    assert got[BOUND_KEY + "knee_angle_r"] == pytest.approx(3 / 8)
+    assert set(got) == {BOUND_KEY + "mtp_angle_r", BOUND_KEY + "knee_angle_r"}  # unlimited / untracked
+
+
 FEET = ("calcn_r", "toes_r", "calcn_l", "toes_l")
 
 

@@ -226,6 +226,9 @@ def test_evaluate_a_dataset_root_and_resume(dataset, tmp_path, capsys):
         "knee_angle_l multiplied by -1 (detected)": 6,
         "knee_angle_r multiplied by -1 (detected)": 6,
     }
+    # every limited joint's share of frames on a bound the motion keeps clear of, across trials
+    parked = {g["metric"] for g in doc["gait"] if g["metric"].startswith("at_bound_beyond_motion_frac_")}
+    assert {"at_bound_beyond_motion_frac_knee_angle_r", "at_bound_beyond_motion_frac_mtp_angle_l"} <= parked
     columns = list(csv.DictReader(open(out / "columns.csv")))
     assert any(r["kind"] == "activation" and r["column"] == "soleus_r" for r in columns)
     # resume: a trial lost in a crash is evaluated again, the others are kept

@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 
 from musclerl.evaluate import tables
-from musclerl.evaluate.headline import KNEE_LIMIT_AIM, headline_keys
+from musclerl.evaluate.headline import BOUND_KEY, KNEE_LIMIT_AIM, headline_keys
 from musclerl.evaluate.reference_motion import SIGN_NOTE
 from musclerl.evaluate.report import _fmt as _f
 from musclerl.models.couplings import SAGITTAL_LEG_COORDINATES
@@ -278,4 +278,20 @@ def _headline_markdown(doc: dict) -> list[str]:
                 g = gait.get(f"{name}_{who}_{unit}")
                 cells.append(f"{_f(g['median'])} [{_f(g['q1'])}, {_f(g['q3'])}] ({g['n']})" if g else "")
             lines.append(f"| {name} ({unit}) | {cells[0]} | {cells[1]} |")
+        parked = [
+            g for k, g in gait.items() if k.startswith(BOUND_KEY) and g["q3"] is not None and g["q3"] >= 0.01
+        ]
+        if parked:
+            lines += [
+                "",
+                "Joints on a bound of their range where the motion is over 5° from it (% of all frames, "
+                "median [IQR] across trials; shown where a quarter of the trials reach 1 %):",
+                "",
+                "| coordinate | % of frames |",
+                "|---|---|",
+            ]
+            for g in sorted(parked, key=lambda g: -g["median"]):
+                name = g["metric"].removeprefix(BOUND_KEY)
+                pct = [_f(100 * g[q]) for q in ("median", "q1", "q3")]
+                lines.append(f"| {name} | {pct[0]} [{pct[1]}, {pct[2]}] ({g['n']}) |")
     return [*lines, ""]

@@ -196,6 +196,7 @@ def headline_markdown(table: list[dict], gait: dict[str, float]) -> list[str]:
     """The trial's headline section (:mod:`musclerl.evaluate.headline`): sagittal angles, moments
     and GRF per leg on time and on gait cycles, then the gait events per foot."""
     from musclerl.evaluate.headline import (
+        BOUND_KEY,
         KNEE_CLEAR_DEG,
         KNEE_LIMIT_AIM,
         KNEE_LIMIT_MARGIN_DEG,
@@ -254,6 +255,15 @@ def headline_markdown(table: list[dict], gait: dict[str, float]) -> list[str]:
             f"{_fmt(gait.get('step_length_sim_m'))} m at {_fmt(gait.get('cadence_sim_spm'))} steps/min, "
             f"the reference {_fmt(gait.get('step_length_ref_m'))} m at {_fmt(gait.get('cadence_ref_spm'))} "
             "steps/min.",
+        ]
+        bounds = {k.removeprefix(BOUND_KEY): v for k, v in gait.items() if k.startswith(BOUND_KEY)}
+        parked = sorted(((name, v) for name, v in bounds.items() if v >= 0.01), key=lambda kv: -kv[1])
+        lines += [
+            "",
+            f"Joints on a bound of their range where the motion is over {KNEE_CLEAR_DEG:g}° from it "
+            f"(within {KNEE_LIMIT_MARGIN_DEG:g}°, share of all frames): "
+            + (", ".join(f"{name} {_fmt(100 * v)} %" for name, v in parked) if parked else "none")
+            + ".",
         ]
     return lines
 

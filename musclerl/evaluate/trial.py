@@ -103,22 +103,15 @@ def load_inputs(inputs: TrialInputs):
     return ref, act_table, emg, emg_map
 
 
-def _motion_knees(env, clip, rec) -> dict[str, np.ndarray]:
-    """The tracked clip's knee angles (deg) on the recording's frames, per side (clip time from 0,
-    wrapped when the clip loops)."""
-    import mujoco
-
-    from musclerl.evaluate.gait_events import SIDES
+def _motion_angles(env, clip, rec) -> dict[str, np.ndarray]:
+    """The tracked clip's coordinates on the recording's frames, by name (T,) in the recording's
+    units (deg for hinges; clip time from 0, wrapped when the clip loops)."""
+    from musclerl.models.opensim_coordinates import qpos_to_coordinates
 
     time_s = np.arange(clip.num_frames) / clip.rate_hz
     period = clip.num_frames / clip.rate_hz if bool(clip.clip_loop[0]) else None
-    out = {}
-    for side in SIDES:
-        joint = mujoco.mj_name2id(env.model, mujoco.mjtObj.mjOBJ_JOINT, f"knee_angle_{side}")
-        if joint >= 0:
-            knee_rad = clip.qpos[:, env.model.jnt_qposadr[joint]]
-            out[side] = np.degrees(np.interp(rec.time_s, time_s, knee_rad, period=period))
-    return out
+    names, values = qpos_to_coordinates(env.model, clip.qpos, list(rec.coordinates))
+    return {name: np.interp(rec.time_s, time_s, values[:, k], period=period) for k, name in enumerate(names)}
 
 
 def _reference_poses(env, clip: int, until_s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -289,9 +282,10 @@ def evaluate_trial(
             )
             + " (a cycle needs two of each); those columns have time-domain figures only"
         )
-    gait = headline.gait_summary(
-        rec, sim_grf, sim_events, ref_grf, ref_events, _motion_knees(env, clip, rec), timed_events
-    )
+    motion_deg = _motion_angles(env, clip, rec)
+    knees = {side: motion_deg[f"knee_angle_{side}"] for side in SIDES if f"knee_angle_{side}" in motion_deg}
+    gait = headline.gait_summary(rec, sim_grf, sim_events, ref_grf, ref_events, knees, timed_events)
+    gait.update(headline.bounds_beyond_motion(rec, motion_deg))
     sim_delay = headline.touchdown_delays_ms(sim_events, sim_kinematic)
     ref_delay = headline.touchdown_delays_ms(ref_events, ref_kinematic) if ref_grf is not None else {}
     for side in SIDES:
