@@ -379,7 +379,8 @@ def test_lookup_of_some_fields_equals_the_full_lookup(env):
 def test_joint_limit_penalty_on_fixed_states(env):
     """tiny's knees range over [0, 2.2] rad: a knee on its 0 bound where the reference bends it costs
     the whole term, halfway into the margin a quarter, and nothing where the reference itself sits
-    on the bound (or with the weight at its default 0)."""
+    on the bound (or with the weight at its default 0); on one bound where the reference sits on
+    the other, the whole term."""
     from musclerl.envs.rewards import LIMIT_MARGIN_RAD, joint_limit_error
 
     state = env.reset(4, clip=np.zeros(8, int), time_s=np.full(8, 0.5))
@@ -395,8 +396,13 @@ def test_joint_limit_penalty_on_fixed_states(env):
     qpos[2, knee] = -0.02  # pushed past it (MuJoCo's soft limit)
     qpos[3, knee] = 0.0
     ref["qpos"][3, knee] = 0.01  # the reference is there too: no cost
+    k = list(target["limit_qpos_adr"]).index(knee)
+    qpos[4, knee] = 0.0  # on the lower bound where the reference sits on the upper one: each bound
+    ref["qpos"][4, knee] = target["limit_high"][k] - 0.01  # is watched on its own
+    qpos[5, knee] = target["limit_high"][k]  # and the reverse
+    ref["qpos"][5, knee] = 0.01
     error = joint_limit_error(kin.replace(qpos=qpos), ref, kin.ctrl, np)
-    np.testing.assert_allclose(error, [1.0, 0.25, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(error, [1.0, 0.25, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0], atol=1e-12)
     terms = reward_terms(tracking_errors(kin.replace(qpos=qpos), ref, kin.ctrl, np), env.config.reward, np)
     np.testing.assert_array_equal(terms["reward/joint_limit"], 0.0)
     weighted = EnvConfig.from_dict({"reward": {"weights": {"joint_limit": 0.3}}}).reward

@@ -33,8 +33,9 @@ config validation, the metric names and the total follow the table. The terms:
   through the pose; this term sees the impact itself. Off (weight 0) by default
 - ``joint_limit``: how far the joint coordinate nearest its range bound has gone into the last
   :data:`LIMIT_MARGIN_RAD` before it, squared, in [0, 1] — where the reference stays clear of that
-  bound. A policy that locks a knee on its limit lets the limit constraint carry the body (a
-  torque no muscle makes, and a stance no person walks with); off (weight 0) by default
+  bound (each bound on its own: a reference on one bound does not excuse the other). A policy
+  that locks a knee on its limit lets the limit constraint carry the body (a torque no muscle
+  makes, and a stance no person walks with); off (weight 0) by default
 
 Each term appears once; ``metrics['reward/<term>']`` is its weighted contribution and the reward
 is their sum, in table order. ``mse`` is the mean of squared components over the term's
@@ -154,19 +155,24 @@ def action_rate_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, x
 LIMIT_MARGIN_RAD = 0.1
 
 
-def _limit_clearance(qpos: Any, target: dict[str, Any], xp: Any) -> Any:
-    """Distance (N, L) of each limited coordinate of ``qpos`` (N, nq) to its nearer range bound
-    (negative beyond it)."""
+def _bound_depths(qpos: Any, target: dict[str, Any], xp: Any) -> tuple[Any, Any]:
+    """How far each limited coordinate of ``qpos`` (N, nq) has gone into the last
+    :data:`LIMIT_MARGIN_RAD` before its lower and its upper bound: two (N, L) arrays in [0, 1]."""
     q = qpos[:, target["limit_qpos_adr"]]
-    return xp.minimum(q - target["limit_low"], target["limit_high"] - q)
+    low = xp.clip(1.0 - (q - target["limit_low"]) / LIMIT_MARGIN_RAD, 0.0, 1.0)
+    high = xp.clip(1.0 - (target["limit_high"] - q) / LIMIT_MARGIN_RAD, 0.0, 1.0)
+    return low, high
 
 
 def joint_limit_error(kin: Kinematics, target: dict[str, Any], last_ctrl: Any, xp: Any) -> Any:
-    depth = xp.clip(1.0 - _limit_clearance(kin.qpos, target, xp) / LIMIT_MARGIN_RAD, 0.0, 1.0)
-    free = _limit_clearance(target["qpos"], target, xp) > LIMIT_MARGIN_RAD  # the reference stays clear
+    # each bound on its own: a coordinate on one bound where the reference keeps clear of that bound
+    # (the reference may sit on the other one: the bundled walk's toes on +30 deg, a policy's on -30)
+    low, high = _bound_depths(kin.qpos, target, xp)
+    ref_low, ref_high = _bound_depths(target["qpos"], target, xp)
+    depth = xp.maximum(xp.where(ref_low > 0.0, 0.0, low), xp.where(ref_high > 0.0, 0.0, high))
     if depth.shape[1] == 0:
         return xp.zeros(depth.shape[0], dtype=depth.dtype)
-    return xp.max(xp.where(free, depth * depth, 0.0), axis=-1)
+    return xp.max(depth * depth, axis=-1)
 
 
 #: name -> term, in the order they are reported and summed. The default scales put a tracking
