@@ -179,6 +179,37 @@ def test_curves_draw_the_validation_panels(tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 0
 
 
+def test_a_validation_set_of_many_clips_names_the_lowest_in_its_legend(tmp_path, monkeypatch):
+    """28 validation clips: the per-clip panel's legend names the LEGEND_LINES that reach lowest
+    (the clips that fall), not all 28, so it fits its panel and the other panels keep their size."""
+    import matplotlib.figure
+
+    from musclerl.rl import run_log
+
+    names = [f"walk{k:02d}" for k in range(28)]
+    rows = [
+        {"update": u, "env_steps": 10 * u, "val/success": 0.9, "val/tracked_frac": 0.95}
+        | {f"val/{n}/tracked_frac": (0.3 + 0.01 * k if u == 1 else 1.0) for k, n in enumerate(names)}
+        for u in (0, 1, 2)
+    ]
+    saved, savefig = [], matplotlib.figure.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        saved.append(fig)
+        return savefig(fig, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
+    run_log.plot_curves(rows, tmp_path / "curves.png")
+    (fig,) = saved
+    panel = next(ax for ax in fig.axes if ax.get_title() == run_log.VAL_CLIP_PANEL)
+    legend = panel.get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels == names[: run_log.LEGEND_LINES]  # the lowest dips: walk00 reached 0.30
+    assert legend.get_title().get_text() == f"+{28 - run_log.LEGEND_LINES} more (grey)"
+    heights = [ax.get_position().height for ax in fig.axes if ax.get_visible() and ax.axison]
+    assert min(heights) > 0.5 * max(heights)  # no panel squashed by a legend
+
+
 def test_training_clip_weights_do_not_reach_the_validation_env(tmp_path):
     held_out = _held_out(tmp_path, 0.4)
     overrides = [

@@ -44,6 +44,7 @@ CURVES = [  # (metric, title) drawn in curves.png when present
 VAL_CLIP_PANEL = "validation: fraction tracked per clip"
 WORST_BARS = 10  # clips in the worst-clips bar panel
 WORST_CURVES = 5  # of which drawn over training
+LEGEND_LINES = 8  # a panel's legend names at most this many lines: those that reach lowest
 
 
 def _finite(x: Any) -> float | None:
@@ -240,13 +241,23 @@ def _plot_worst(bars, curves, history, clip_results, worst: list[str], titles: l
 
 
 def _plot_lines(ax, history, keys: list[str], names: list[str]) -> None:
-    """One line per metric ``keys`` (labelled by ``names``) against env steps, where logged."""
+    """One line per metric ``keys`` (labelled by ``names``) against env steps, where logged. With
+    more than :data:`LEGEND_LINES` lines (a validation set of 28 clips) the legend names the ones
+    that reach lowest and the rest are drawn thin and grey: a legend taller than its panel made
+    the figure's layout shrink every other panel to a sliver."""
+    lines = []
     for key, name in zip(keys, names, strict=True):
         pts = [(r["env_steps"], r[key]) for r in history if r.get(key) is not None]
         if pts:
-            x, y = zip(*pts, strict=True)
+            lines.append((name, *zip(*pts, strict=True)))
+    named = {n for n, _, y in sorted(lines, key=lambda line: min(line[2]))[:LEGEND_LINES]}
+    for name, x, y in lines:
+        if name in named:
             ax.plot(x, y, lw=1.0, marker=".", ms=3, label=_short(name))
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
+        else:
+            ax.plot(x, y, lw=0.6, color="0.6")
+    if named:
+        more = len(lines) - len(named)
+        ax.legend(fontsize=7, title=f"+{more} more (grey)" if more else None, title_fontsize=7)
     ax.set_xlabel("env steps")
     ax.grid(alpha=0.3)
