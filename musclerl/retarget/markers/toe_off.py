@@ -26,7 +26,11 @@ the correction (frames outside the run held as they are); ``h`` the frame period
 :data:`SMOOTH_S` (the correction's acceleration: one shorter than ``tau`` is spread over its
 neighbours instead of jumping); ``x_tg``, ``z_tg`` the lowest point of foot geom g. The floor
 term is one-sided: a geom below the floor is pulled up, one above it is not pulled down. Solved by
-Gauss-Newton on those lowest points (MuJoCo point Jacobians, ``mj_jac``).
+Gauss-Newton on those lowest points (MuJoCo point Jacobians, ``mj_jac``), damped: each
+linearisation's least-change step is taken in its direction for at most :data:`STEP_RAD` per joint,
+so the correction follows the path of least change from the fit. (One full step from a foot 5 cm
+deep let near-equal levers decide between hip adduction and hip flexion on the fit's last bits:
+33 deg of adduction on one JAX device, 10 deg of flexion on two, docs/measurements.md.)
 
 ``w_j`` (:func:`leg_weights`) is 1 per rad^2 for a joint the markers see and :data:`TOE_WEIGHT`
 for a toe joint, which no OpenCap marker sees. Per millimetre of lift the joint with the best
@@ -66,8 +70,13 @@ RAMP_S = 0.05
 LIMIT_MARGIN_RAD = np.radians(2.0)
 #: Floor rows' square-root weight per metre: 1 mm below the floor weighs as 10 rad of change.
 PENALTY = 1e4
+#: Largest change of a joint in one linearisation (rad or m): a trust region, so that the
+#: solution follows the path of least change from the fit instead of jumping on one linearisation
+#: of a foot several centimetres in the floor (where near-equal levers make the jump's target
+#: depend on the fit's last bits).
+STEP_RAD = np.radians(2.0)
 #: Linearisations of the floor rows per run, and active-set rounds per linearisation.
-ITERATIONS = 10
+ITERATIONS = 40
 ACTIVE_SET_ROUNDS = 20
 
 
@@ -209,7 +218,10 @@ def _solve_run(
             if np.array_equal(now, active):
                 break
             active = now
-        x = np.clip(x + step, lo.reshape(-1), hi.reshape(-1))
+        # damped: the least-change step's direction, at most STEP_RAD in any joint (bounds are
+        # convex, so the shortened step stays inside them)
+        damping = min(1.0, STEP_RAD / max(float(np.abs(step).max()), 1e-12))
+        x = np.clip(x + damping * step, lo.reshape(-1), hi.reshape(-1))
     q[frames] = _pose(model, q, frames, adr, x)
 
 
