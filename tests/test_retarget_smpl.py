@@ -173,10 +173,35 @@ def test_deepmimic_walk_on_myofullbody(shared_data):
 
 
 def _sites_model(points: dict[str, tuple[float, float, float]]) -> mujoco.MjModel:
+    from musclerl.retarget.keypoints.model import site_name
+
     spec = mujoco.MjSpec()
     for landmark, pos in points.items():
-        spec.worldbody.add_site(name=f"kp_{landmark}", pos=pos)
+        spec.worldbody.add_site(name=site_name(landmark), pos=pos)
     return spec.compile()
+
+
+def test_a_rigid_foots_toe_tip_goes_along_the_sources_foot_at_the_models_sole_length():
+    """DeepMimic's foot is one box (heel and toe tip, no toe joint), 17.7 cm long; the model's
+    sole is 26 cm. The toe tip's target keeps the source's heel-to-toe direction at the model's
+    length (no toe joint folded to reach a short foot); the heel keeps the source's place. A
+    source with a toe joint (``toe_l``) keeps its toe tip where it is."""
+    from musclerl.retarget.keypoints.model import on_model_proportions
+
+    model_points = {"heel_l": (0.0, 0.1, 0.0), "toe_tip_l": (0.26, 0.1, 0.0)}
+    landmarks = tuple(model_points)
+    pitch = np.radians([0.0, 10.0, 35.0])  # flat, heel rising, push-off
+    heel = np.stack([np.array([0.5 * t, 0.09, 0.177 * np.sin(p)]) for t, p in enumerate(pitch)])
+    toe = heel + 0.177 * np.stack([np.cos(pitch), np.zeros(3), -np.sin(pitch)], axis=1)
+    source = np.stack([heel, toe], axis=1)  # (3, 2, 3)
+    out = on_model_proportions(_sites_model(model_points), landmarks, source)
+    np.testing.assert_array_equal(out[:, 0], heel)
+    np.testing.assert_allclose(np.linalg.norm(out[:, 1] - heel, axis=-1), 0.26)
+    np.testing.assert_allclose((out[:, 1] - heel) / 0.26, (toe - heel) / 0.177, atol=1e-12)
+    with_toe = {**model_points, "toe_l": (0.18, 0.1, 0.02)}
+    source3 = np.concatenate([source, toe[:, None] - [0.05, 0.0, 0.0]], axis=1)
+    kept = on_model_proportions(_sites_model(with_toe), tuple(with_toe), source3)
+    np.testing.assert_array_equal(kept, source3)
 
 
 def test_arm_targets_take_the_sources_directions_at_the_models_lengths():

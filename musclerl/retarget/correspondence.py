@@ -104,6 +104,12 @@ ARM_CHAIN: tuple[tuple[str, str], ...] = (
     *((f"elbow_{s}", f"shoulder_{s}") for s in SIDES),
     *((f"wrist_{s}", f"elbow_{s}") for s in SIDES),
 )
+#: A rigid foot's toe tip from its heel, ``(landmark, parent)``, placed the same way where the
+#: source has no toe joint between them (DeepMimic's foot is one box, 17.7 cm heel to toe; myolegs'
+#: sole is 26 cm): at the source's length the model's toes would have to fold 8 cm back to reach
+#: the target, so the IK drove the toe joint onto its bound on every frame (+30 deg in stance,
+#: -30 deg in swing) and the clips trained a toe posture no person has.
+FOOT_CHAIN: tuple[tuple[str, str], ...] = tuple((f"toe_tip_{s}", f"heel_{s}") for s in SIDES)
 #: Midpoints the chain starts from or passes through: name -> the two landmarks.
 MIDPOINTS = {"hips": ("hip_l", "hip_r"), "shoulders": ("shoulder_l", "shoulder_r")}
 #: Relative weight of each landmark in the keypoint task (others 1).

@@ -157,14 +157,19 @@ def prepare_model(
 def on_model_proportions(
     model: mujoco.MjModel, landmarks: tuple[str, ...], targets_m: np.ndarray
 ) -> np.ndarray:
-    """Keypoint targets (T, L, 3) in ``landmarks`` order with the arms on ``model``'s proportions.
+    """Keypoint targets (T, L, 3) in ``landmarks`` order with the arms (and a rigid foot's toe tip)
+    on ``model``'s proportions.
 
     Along :data:`~musclerl.retarget.correspondence.ARM_CHAIN` (from the hip midpoint to the
     shoulders' midpoint, each shoulder, elbow and wrist), each point is put at its parent's new
     place plus the source's unit direction from parent to point times the distance the model's
     ``kp_<landmark>`` sites have at ``qpos0``: segment directions are the source's, lengths the
     model's. The legs keep the source's positions (their feet stand on the source's ground), and
-    so does everything when ``model`` has no arm landmarks. On a model scaled to the source the
+    so does everything when ``model`` has no arm landmarks, except the toe tip of a foot the
+    source sees as one rigid piece (heel and toe tip, no toe joint: DeepMimic), which goes along
+    the source's heel-to-toe line at the model's sole length
+    (:data:`~musclerl.retarget.correspondence.FOOT_CHAIN`): the foot keeps the source's pitch, and
+    the toe joint is left to the rest-pose pull and the floor. On a model scaled to the source the
     lengths already agree and the targets move by less than a millimetre. NaN stays NaN.
     """
     data = mujoco.MjData(model)
@@ -178,7 +183,8 @@ def on_model_proportions(
         if a in source and b in source:
             source[mid], rest[mid] = 0.5 * (source[a] + source[b]), 0.5 * (rest[a] + rest[b])
     placed = dict(source)
-    for point, parent in corr.ARM_CHAIN:
+    rigid_feet = [(p, h) for p, h in corr.FOOT_CHAIN if f"toe_{p.rsplit('_', 1)[1]}" not in source]
+    for point, parent in (*corr.ARM_CHAIN, *rigid_feet):
         if point not in source or parent not in source:
             continue
         direction = source[point] - source[parent]
