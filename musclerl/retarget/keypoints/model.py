@@ -155,7 +155,7 @@ def prepare_model(
 
 
 def on_model_proportions(
-    model: mujoco.MjModel, landmarks: tuple[str, ...], targets_m: np.ndarray
+    model: mujoco.MjModel, landmarks: tuple[str, ...], targets_m: np.ndarray, rigid_feet: bool = True
 ) -> np.ndarray:
     """Keypoint targets (T, L, 3) in ``landmarks`` order with the arms (and a rigid foot's toe tip)
     on ``model``'s proportions.
@@ -170,7 +170,9 @@ def on_model_proportions(
     the source's heel-to-toe line at the model's sole length
     (:data:`~musclerl.retarget.correspondence.FOOT_CHAIN`): the foot keeps the source's pitch, and
     the toe joint is left to the rest-pose pull and the floor. On a model scaled to the source the
-    lengths already agree and the targets move by less than a millimetre. NaN stays NaN.
+    lengths already agree and the targets move by less than a millimetre (the feet by a few: the
+    scaled sole is re-derived from the scaled geoms; pass ``rigid_feet=False`` there, the foot's
+    scale factor being that very heel-to-toe ratio). NaN stays NaN.
     """
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
@@ -183,8 +185,8 @@ def on_model_proportions(
         if a in source and b in source:
             source[mid], rest[mid] = 0.5 * (source[a] + source[b]), 0.5 * (rest[a] + rest[b])
     placed = dict(source)
-    rigid_feet = [(p, h) for p, h in corr.FOOT_CHAIN if f"toe_{p.rsplit('_', 1)[1]}" not in source]
-    for point, parent in (*corr.ARM_CHAIN, *rigid_feet):
+    feet = [(p, h) for p, h in corr.FOOT_CHAIN if rigid_feet and f"toe_{p.rsplit('_', 1)[1]}" not in source]
+    for point, parent in (*corr.ARM_CHAIN, *feet):
         if point not in source or parent not in source:
             continue
         direction = source[point] - source[parent]

@@ -209,8 +209,11 @@ def retarget_keypoints(
     model = prepared.model
     kp_sites = [site_name(lm) for lm in match.landmarks]
     sites = kp_sites + list(prepared.sole_sites)
-    kp_targets = on_model_proportions(  # (T, L, 3)
-        model, match.landmarks, match.source_positions(motion.names, motion.positions_m)
+    kp_targets = on_model_proportions(  # (T, L, 3); a scaled foot is the source's length already
+        model,
+        match.landmarks,
+        match.source_positions(motion.names, motion.positions_m),
+        rigid_feet=not params.scale,
     )
     q0 = start_pose(model, kp_sites, kp_targets)
     segs = orient.segments(model, model_name, motion, match.source_kind)
