@@ -259,12 +259,17 @@ def test_folder_plan_pairs_motions_and_references(tmp_path):
 @pytest.mark.slow
 def test_evaluate_tracks_a_reference_made_from_gait2354(gait2354, tmp_path):
     """``musclerl reference`` on the shared gait2354 trial, then ``evaluate`` on that reference
-    alone: the policy tracks the trial's own (treadmill-corrected) kinematics."""
+    alone: the policy tracks the trial's own (treadmill-corrected) kinematics. The policy is the
+    generalist, the one made for other people's walks: the walker, a specialist of the bundled
+    walk, since its retraining on the re-fit walk (2026-12-07) sets off at 1.27 m/s on this trial
+    and is 13.8 cm off it after 0.5 s (before: 3.8 cm; docs/measurements.md, "The bundled walk's
+    toes re-fit")."""
     ref = tmp_path / "ref.npz"
     args = [*subject01_reference_args(gait2354), "--model", "myolegs", "--no-static-optimisation"]
     assert main([*args, "--out", str(ref)]) == 0
     out = tmp_path / "eval"
-    args = ["evaluate", str(POLICY), "--reference", str(ref), "--treadmill", "--max-steps", "25"]
+    generalist = assets_dir() / "policies" / "myolegs_walk_general"
+    args = ["evaluate", str(generalist), "--reference", str(ref), "--treadmill", "--max-steps", "25"]
     assert main([*args, "--out", str(out)]) == 0
     doc = json.loads((out / "metrics.json").read_text())
     rows = {(r["kind"], r["column"]): r for r in doc["columns"]}
