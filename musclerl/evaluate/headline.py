@@ -103,9 +103,8 @@ def bounds_beyond_motion(
     recording's frames, the recording's units), the fraction of all recorded frames within
     ``margin_deg`` of a bound where the target is more than ``clear_deg`` from it: a joint parked on
     its stop that the motion does not put there, in stance or swing. The knee's lock in stance has
-    its own figure; the same lock elsewhere (the shipped generalist's toes on myolegs' -30 deg
-    bound in 40-83 % of the gait2354 and C3D frames, where the reference bends them only at
-    toe-off) shows here. Keys ``BOUND_KEY + name``."""
+    its own figure; the same lock elsewhere (a policy's toes held on their stop where the reference
+    bends them only at toe-off: docs/evaluation.md) shows here. Keys ``BOUND_KEY + name``."""
     out: dict[str, float] = {}
     if rec.coordinate_range is None or not len(rec.time_s):
         return out

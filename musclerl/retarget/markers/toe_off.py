@@ -28,9 +28,9 @@ neighbours instead of jumping); ``x_tg``, ``z_tg`` the lowest point of foot geom
 term is one-sided: a geom below the floor is pulled up, one above it is not pulled down. Solved by
 Gauss-Newton on those lowest points (MuJoCo point Jacobians, ``mj_jac``), damped: each
 linearisation's least-change step is taken in its direction for at most :data:`STEP_RAD` per joint,
-so the correction follows the path of least change from the fit. (One full step from a foot 5 cm
-deep let near-equal levers decide between hip adduction and hip flexion on the fit's last bits:
-33 deg of adduction on one JAX device, 10 deg of flexion on two, docs/measurements.md.)
+so the correction follows the path of least change from the fit: one full step from a foot
+several centimetres deep let near-equal levers (hip adduction, hip flexion) pick the answer on the
+fit's last bits (docs/measurements.md).
 
 ``w_j`` (:func:`leg_weights`) is 1 per rad^2 for a joint the markers see and :data:`TOE_WEIGHT`
 for a toe joint, which no OpenCap marker sees. Per millimetre of lift the joint with the best
